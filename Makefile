@@ -1,0 +1,48 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both install what they need.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+K8S_BIN = $(shell hack/build-k8s.sh)
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: all venv k8s lint typecheck contracts unit test demo bench clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
+	hack/build-k8s.sh
+
+lint: venv
+	$(VENV)/bin/ruff check operator tests bench
+	$(VENV)/bin/ruff format --check operator tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+contracts: venv
+	$(VENV)/bin/lint-imports
+
+unit: venv
+	$(VENV)/bin/pytest tests/unit -q
+
+test: venv lint typecheck contracts
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
+
+demo: venv
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
+
+bench: venv
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info

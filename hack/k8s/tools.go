@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools records the binaries this module builds so that go mod tidy keeps their dependencies.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

@@ -1,0 +1,108 @@
+"""The LLM's answer (ADR-038 v2.0 §4 + ADR-041 + DD-RECOVERY-003), delivered as the input of the
+``submit_selection`` tool. The same model generates that tool's ``input_schema`` and parses the
+answer, so the schema the LLM sees and the one we validate can never drift apart.
+
+Wire names are snake_case, as in the ADRs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUBMIT_TOOL_NAME = "submit_selection"
+
+ParamValue = str | int | float | bool | list[str | int | float | bool]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SelectedWorkflowAnswer(_Answer):
+    workflow_id: str = Field(
+        description="A workflow_id returned by search_workflow_catalog in this conversation."
+    )
+    version: str | None = Field(None, description="Exact version; omit for the latest.")
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
+        description="Your confidence (0-1) that this workflow resolves the root cause you found."
+    )
+    rationale: str = Field(min_length=1, description="Why this workflow fits the root cause.")
+    parameters: dict[str, ParamValue] = Field(
+        default_factory=dict,
+        description="Values for the workflow's parameters, exactly as named by get_workflow_details. "
+        "Target the object that must change (e.g. the Deployment), not the symptom (a Pod).",
+    )
+
+
+class AlternativeAnswer(_Answer):
+    workflow_id: str
+    version: str | None = None
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    rationale: str | None = None
+
+
+class AffectedResourceAnswer(_Answer):
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+class PreviousAttemptAssessmentAnswer(_Answer):
+    failure_understood: bool
+    failure_reason_analysis: str
+    state_changed: bool
+    current_signal_type: str | None = None
+
+
+class CurrentRCAAnswer(_Answer):
+    summary: str
+    severity: Literal["critical", "high", "medium", "low"] | None = None
+    signal_type: str | None = None
+    contributing_factors: list[str] = Field(default_factory=list)
+
+
+class RecoveryAnalysisAnswer(_Answer):
+    previous_attempt_assessment: PreviousAttemptAssessmentAnswer
+    current_rca: CurrentRCAAnswer | None = None
+
+
+class RecoveryStrategyAnswer(_Answer):
+    approach: str
+    differs_from_previous: bool
+    why_different: str
+
+
+class SelectionAnswer(_Answer):
+    """What the LLM submits. ``selected_workflow`` may be null only when no catalog workflow fits
+    (then ``needs_human_review`` must be true)."""
+
+    analysis_summary: str = Field(min_length=1, description="Brief summary of your root cause analysis.")
+    root_cause_assessment: str = Field(min_length=1, description="The root cause your investigation found.")
+    rca_severity: Literal["critical", "high", "medium", "low"] = Field(
+        description="Your assessed severity (rubric in the system prompt); may differ from the signal's."
+    )
+    signal_type: str | None = Field(
+        None, description="The signal type your RCA found, if it differs from the input signal."
+    )
+    contributing_factors: list[str] = Field(default_factory=list)
+    affected_resource: AffectedResourceAnswer | None = Field(
+        None, description="The object that must be remediated (may differ from the alerting one)."
+    )
+    selected_workflow: SelectedWorkflowAnswer | None
+    alternative_workflows: list[AlternativeAnswer] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    needs_human_review: bool = False
+    human_review_reason: Literal["no_eligible_workflow", "inconclusive"] | None = None
+    recovery_analysis: RecoveryAnalysisAnswer | None = Field(
+        None, description="Required on recovery analyses: your assessment of the failed attempt(s)."
+    )
+    recovery_strategy: RecoveryStrategyAnswer | None = Field(
+        None, description="Required on recovery analyses: how this attempt differs from what failed."
+    )
+
+
+def submit_tool_schema() -> dict[str, Any]:
+    """JSON schema of the submit tool's input, generated from :class:`SelectionAnswer`."""
+    return SelectionAnswer.model_json_schema()

@@ -1,0 +1,31 @@
+"""The RemediationWorkflow catalog: storage, business-context policy, search and loading.
+
+- ``Catalog`` — thread-safe in-memory catalog keyed by Kubernetes object name (``store``).
+- ``policy`` — DD-CONTEXT-005: the incident's business context decides eligibility, never the LLM.
+- ``index`` — the search index; its docstring defines what a hit's ``confidence`` means.
+- ``load_paths`` — YAML files/directories → Catalog (``loader``).
+"""
+
+from __future__ import annotations
+
+from aianalysis.catalog import index, loader, model, policy, semver, store
+from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
+from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
+from aianalysis.catalog.store import LATEST, Catalog
+
+__all__ = [
+    "LATEST",
+    "Catalog",
+    "SearchHit",
+    "SearchQuery",
+    "Workflow",
+    "index",
+    "load_paths",
+    "loader",
+    "model",
+    "parse_object",
+    "policy",
+    "semver",
+    "store",
+    "workflows_from_yaml",
+]

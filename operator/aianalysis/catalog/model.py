@@ -1,0 +1,71 @@
+"""Value types of the catalog: a stored workflow, a search query and a search hit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aianalysis import resources
+
+DEFAULT_TOP_K = 10
+MAX_TOP_K = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Workflow:
+    """One RemediationWorkflow object: its Kubernetes name and its spec."""
+
+    name: str
+    spec: resources.RemediationWorkflowSpec
+
+    @property
+    def workflow_id(self) -> str:
+        return self.spec.workflow_id
+
+    @property
+    def version(self) -> str:
+        return self.spec.version
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SearchQuery:
+    """What the caller (usually the LLM, through the search tool) asks for.
+
+    ``environment``, ``priority``, ``business_category`` and ``risk_tolerance`` can only
+    NARROW the incident's business context (DD-CONTEXT-005): a value that contradicts the
+    incident matches nothing, and a risk tolerance above the incident's is capped at it.
+    ``signal_type``, ``severity`` and ``component`` are hard filters when given. ``text`` ranks.
+    """
+
+    text: str = ""
+    signal_type: str | None = None
+    severity: str | None = None
+    component: str | None = None
+    environment: str | None = None
+    priority: str | None = None
+    business_category: str | None = None
+    risk_tolerance: str | None = None
+    top_k: int = DEFAULT_TOP_K
+    all_versions: bool = False
+    """Return every matching version instead of only the latest version of each workflowId."""
+
+    def __post_init__(self) -> None:
+        # Raised as ValueError so a tool can hand the message back to the LLM verbatim.
+        if not 1 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, got {self.top_k}")
+        if self.risk_tolerance is not None and self.risk_tolerance not in resources.RISK_ORDER:
+            allowed = ", ".join(resources.RISK_ORDER)
+            raise ValueError(f"risk_tolerance must be one of {allowed}, got {self.risk_tolerance!r}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SearchHit:
+    """One search result in the minimal DD-CONTEXT-005 shape (plus the title, for people).
+
+    ``confidence`` is in 0..1; see ``aianalysis.catalog.index`` for exactly what it means.
+    """
+
+    workflow_id: str
+    version: str
+    title: str
+    description: str
+    confidence: float

@@ -1,0 +1,125 @@
+"""Business-context policy (DD-CONTEXT-005, architecture §3): which workflows an incident may use.
+
+Business context is a fact about the incident, never the LLM's choice. The search tool applies
+this policy before ranking, whatever the LLM passes, and the validator applies it again to the
+final answer. Both call the functions here so the two can never disagree.
+
+Rules:
+- ``labels.environment`` / ``labels.priority`` / ``labels.businessCategory``: an absent or empty
+  list admits any incident; otherwise it must contain the incident's value. Comparison ignores
+  case and surrounding spaces (``Production`` = ``production``).
+- An incident WITHOUT a value (say, no environment) is not admitted by a workflow that restricts
+  that label. Safe default: a workflow scoped to ``[staging]`` was declared safe only for staging;
+  nothing shows the unknown environment is staging, and the expensive mistake (running a
+  staging-only remediation in production) is the one we must not make. Unrestricted workflows
+  remain available, so an incident with sparse context still gets candidates.
+- ``RISK_ORDER[riskLevel] <= RISK_ORDER[riskTolerance]`` (low < medium < high).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from aianalysis import resources
+
+
+@dataclasses.dataclass(frozen=True)
+class Narrowing:
+    """The business context that filters a search, after the caller's values were applied."""
+
+    business: resources.BusinessContext
+    conflicts: tuple[str, ...] = ()
+    """Caller values contradicting the incident; when non-empty nothing is eligible."""
+
+
+def norm(value: str) -> str:
+    """The form label values are compared in."""
+    return value.strip().casefold()
+
+
+def admits(allowed: Sequence[str] | None, value: str | None) -> bool:
+    """Whether a label list admits an incident value (see the module rules)."""
+    if not allowed:
+        return True
+    if value is None:
+        return False
+    wanted = norm(value)
+    return any(norm(candidate) == wanted for candidate in allowed)
+
+
+def risk_allowed(risk_level: str, risk_tolerance: str) -> bool:
+    return resources.RISK_ORDER[risk_level] <= resources.RISK_ORDER[risk_tolerance]
+
+
+def restrictions(
+    spec: resources.RemediationWorkflowSpec, business: resources.BusinessContext
+) -> list[tuple[str, list[str] | None, str | None]]:
+    """(wire label name, the workflow's allowed values, the incident's value) per business label."""
+    labels = spec.labels
+    return [
+        ("environment", labels.environment, business.environment),
+        ("priority", labels.priority, business.priority),
+        ("businessCategory", labels.business_category, business.business_category),
+    ]
+
+
+def ineligibility(spec: resources.RemediationWorkflowSpec, business: resources.BusinessContext) -> list[str]:
+    """Human-readable reasons the workflow may NOT be used for this incident; empty = eligible."""
+    reasons = [
+        _label_reason(label, allowed, value)
+        for label, allowed, value in restrictions(spec, business)
+        if not admits(allowed, value)
+    ]
+    if not risk_allowed(spec.risk_level, business.risk_tolerance):
+        reasons.append(
+            f"riskLevel {spec.risk_level} exceeds the incident's risk tolerance {business.risk_tolerance}"
+        )
+    return reasons
+
+
+def narrow(
+    business: resources.BusinessContext,
+    *,
+    environment: str | None = None,
+    priority: str | None = None,
+    business_category: str | None = None,
+    risk_tolerance: str | None = None,
+) -> Narrowing:
+    """Apply the caller's (LLM's) business values to the incident's; they can only narrow.
+
+    - A value equal to the incident's changes nothing; a different one is a conflict (the
+      intersection of one fact with another value is empty), reported so the tool can say why
+      nothing matched.
+    - A value where the incident has none changes nothing either: only workflows that do not
+      restrict that label are eligible, and they admit any value.
+    - Risk tolerance becomes the lower of the two.
+    """
+    asked = {"environment": environment, "priority": priority, "businessCategory": business_category}
+    fixed = {
+        "environment": business.environment,
+        "priority": business.priority,
+        "businessCategory": business.business_category,
+    }
+    conflicts = tuple(
+        f"{label} is {fixed[label]!r} for this incident (set by the incident, not the search); "
+        f"filter {label}={value!r} cannot change it, so nothing matches"
+        for label, value in asked.items()
+        if value is not None
+        and value.strip()
+        and fixed[label] is not None
+        and norm(value) != norm(fixed[label] or "")
+    )
+    tolerance: str = business.risk_tolerance
+    if risk_tolerance is not None:
+        if risk_tolerance not in resources.RISK_ORDER:
+            raise ValueError(f"unknown risk tolerance {risk_tolerance!r}")
+        tolerance = min(tolerance, risk_tolerance, key=resources.RISK_ORDER.__getitem__)
+    return Narrowing(business=business.model_copy(update={"risk_tolerance": tolerance}), conflicts=conflicts)
+
+
+def _label_reason(label: str, allowed: Sequence[str] | None, value: str | None) -> str:
+    listed = ", ".join(allowed or ())
+    if value is None:
+        return f"{label} is restricted to [{listed}] but the incident has no {label}"
+    return f"{label} {value!r} is not in [{listed}]"

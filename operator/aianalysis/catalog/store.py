@@ -1,0 +1,137 @@
+"""The in-memory catalog: RemediationWorkflow objects keyed by Kubernetes name, thread-safe.
+
+The operator's watch handlers call ``upsert``/``remove`` while analyses search it (from several
+threads in the CLI's evaluation and the operator's executor), so every method takes one lock. The
+search index is updated incrementally on each change (microseconds), so a search never waits for
+a rebuild; a search holds the lock for its ~1 ms.
+
+Several objects may share a workflowId with different versions. Two objects claiming the SAME
+workflowId and version is an authoring mistake; the object whose name sorts first wins, so the
+outcome depends only on which objects exist (never on event order), and ``conflicts()`` says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from aianalysis import resources
+from aianalysis.catalog import index, model, semver
+
+LATEST = "latest"
+
+_Key = tuple[str, str]
+
+
+class Catalog:
+    def __init__(self, workflows: Iterable[model.Workflow] = ()) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[str, model.Workflow] = {}
+        self._claims: dict[_Key, set[str]] = {}
+        self._ids: dict[str, dict[str, model.Workflow]] = {}
+        self._index = index.Index()
+        self._slots: dict[_Key, int] = {}
+        for workflow in workflows:
+            self.upsert(workflow.name, workflow.spec)
+
+    def upsert(self, name: str, spec: resources.RemediationWorkflowSpec) -> None:
+        """Add or replace the object called ``name``. Re-delivering an unchanged object is free."""
+        with self._lock:
+            previous = self._objects.get(name)
+            if previous is not None and previous.spec == spec:
+                return
+            if previous is not None:
+                self._forget(previous)
+            workflow = model.Workflow(name=name, spec=spec)
+            self._objects[name] = workflow
+            self._claims.setdefault(_key(workflow), set()).add(name)
+            self._elect(_key(workflow))
+
+    def remove(self, name: str) -> bool:
+        """Forget the object called ``name``; False when there was none (deletes may repeat)."""
+        with self._lock:
+            workflow = self._objects.pop(name, None)
+            if workflow is None:
+                return False
+            self._forget(workflow)
+            return True
+
+    def __len__(self) -> int:
+        """Number of distinct (workflowId, version) entries."""
+        with self._lock:
+            return sum(len(versions) for versions in self._ids.values())
+
+    def get(self, workflow_id: str, version: str | None = None) -> model.Workflow | None:
+        """The workflow with that id and exact version; ``None``/``"latest"`` = highest semver."""
+        with self._lock:
+            versions = self._ids.get(workflow_id)
+            if not versions:
+                return None
+            if version is None or version == LATEST:
+                version = semver.highest(list(versions))
+            return versions.get(version) if version is not None else None
+
+    def versions(self, workflow_id: str) -> list[str]:
+        """Versions of a workflowId, lowest to highest semver (empty when unknown)."""
+        with self._lock:
+            return sorted(self._ids.get(workflow_id, {}), key=semver.key)
+
+    def all(self) -> list[model.Workflow]:
+        """Every entry, by workflowId then ascending version."""
+        with self._lock:
+            return [
+                versions[version]
+                for workflow_id, versions in sorted(self._ids.items())
+                for version in sorted(versions, key=semver.key)
+            ]
+
+    def conflicts(self) -> list[str]:
+        """One message per (workflowId, version) claimed by more than one object."""
+        with self._lock:
+            return [
+                f"{workflow_id} {version} is defined by objects {', '.join(sorted(names))}; "
+                f"using {min(names)}"
+                for (workflow_id, version), names in sorted(self._claims.items())
+                if len(names) > 1
+            ]
+
+    def search(
+        self, query: model.SearchQuery, *, business: resources.BusinessContext
+    ) -> list[model.SearchHit]:
+        """Eligible workflows for the incident's ``business`` context, best first (see
+        ``aianalysis.catalog.index`` for filtering and the meaning of confidence)."""
+        with self._lock:
+            return self._index.search(query, business=business)
+
+    # ---- bookkeeping (lock held) ------------------------------------------------------------
+
+    def _forget(self, workflow: model.Workflow) -> None:
+        key = _key(workflow)
+        names = self._claims.get(key, set())
+        names.discard(workflow.name)
+        if not names:
+            self._claims.pop(key, None)
+        self._elect(key)
+
+    def _elect(self, key: _Key) -> None:
+        """Point (workflowId, version) at its winning object, or drop it, and re-index it."""
+        workflow_id, version = key
+        names = self._claims.get(key)
+        versions = self._ids.get(workflow_id, {})
+        winner = self._objects[min(names)] if names else None
+        if versions.get(version) is winner:
+            return
+        slot = self._slots.pop(key, None)
+        if slot is not None:
+            self._index.discard(slot)
+        if winner is not None:
+            self._ids.setdefault(workflow_id, versions)[version] = winner
+            self._slots[key] = self._index.add(winner)
+            return
+        versions.pop(version, None)
+        if not versions:
+            self._ids.pop(workflow_id, None)
+
+
+def _key(workflow: model.Workflow) -> _Key:
+    return (workflow.workflow_id, workflow.version)

@@ -1,0 +1,28 @@
+"""``python -m aianalysis.devcluster [--crds DIR]``: a throwaway control plane until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+from pathlib import Path
+
+from aianalysis import devcluster
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m aianalysis.devcluster", description=__doc__)
+    parser.add_argument("--crds", type=Path, help="apply the CRD manifests in this directory")
+    parser.add_argument("--bin-dir", type=Path, help="where etcd, kube-apiserver and kubectl are")
+    args = parser.parse_args(argv)
+    with devcluster.DevCluster(bin_dir=args.bin_dir) as cluster:
+        if args.crds:
+            devcluster.apply_crds(cluster, args.crds)
+        print(f"export KUBECONFIG={cluster.kubeconfig}", flush=True)
+        print(f"# {cluster.server}, kubectl: {cluster.bin_dir / 'kubectl'}; Ctrl-C stops it", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

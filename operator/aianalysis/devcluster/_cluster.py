@@ -1,0 +1,241 @@
+"""DevCluster: etcd + kube-apiserver on random loopback ports, started and stopped by Python.
+
+No controller-manager and no scheduler: objects are stored and served, nothing reconciles them
+(namespaces never finish deleting, pods stay Pending). Enough for an operator's tests and demo.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, NoReturn
+
+import httpx
+import kubernetes
+
+from aianalysis import errors
+from aianalysis.devcluster import _base, _binaries, _config, _processes
+
+ADMIN = "admin"
+_SHM = Path("/dev/shm")  # noqa: S108 — tmpfs makes etcd fast; mkdtemp creates a private 0700 dir in it
+_DIR_PREFIX = "aianalysis-devcluster-"
+_START_ATTEMPTS = 3  # a random port can be taken by someone else between picking and binding it
+
+
+class _PortTaken(_base.DevClusterError):
+    pass
+
+
+class DevCluster:
+    """``with DevCluster() as cluster:`` — a fresh, empty API server for the block's duration."""
+
+    def __init__(
+        self,
+        *,
+        bin_dir: Path | None = None,
+        users: Mapping[str, Sequence[str]] | None = None,
+        start_timeout_s: float = 90.0,
+        stop_grace_s: float = 5.0,
+    ) -> None:
+        self.binaries = _binaries.find_binaries(bin_dir)
+        self.start_timeout_s = start_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self._dir: Path | None = None
+        self._lock: IO[str] | None = None
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._port = 0
+        self._users = {ADMIN: _config.User(ADMIN, secrets.token_hex(16), ("system:masters",))}
+        for name, groups in (users or {}).items():
+            self.add_user(name, groups)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> DevCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> DevCluster:
+        """Start etcd and kube-apiserver and wait for ``/readyz``; on failure nothing is left running."""
+        if self._dir is not None:
+            raise _base.DevClusterError("DevCluster already started")
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            _processes.register(self.stop)  # before spawning: a Ctrl-C during start cleans up too
+            try:
+                self._launch()
+                return self
+            except _PortTaken:
+                self.stop()
+                if attempt == _START_ATTEMPTS:
+                    raise
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable")
+
+    def stop(self) -> None:
+        """Kill both process groups and delete the data directory. Idempotent."""
+        for proc in self._procs.values():  # apiserver first: it still talks to etcd while shutting down
+            _processes.terminate(proc, grace_s=self.stop_grace_s)
+        self._procs, self._port = {}, 0
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        _processes.unregister(self.stop)
+
+    # --- users and clients -----------------------------------------------------------------------
+
+    def add_user(self, name: str, groups: Sequence[str] = ()) -> str:
+        """Add a static-token user; only before ``start`` (the apiserver reads its token file once).
+        Returns the user's bearer token."""
+        if self._dir is not None:
+            raise _base.DevClusterError("add_user() must be called before start()")
+        if name in self._users:
+            raise _base.DevClusterError(f"user {name!r} already exists")
+        self._users[name] = _config.User(name, secrets.token_hex(16), tuple(groups))
+        return self._users[name].token
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.binaries.dir
+
+    @property
+    def data_dir(self) -> Path:
+        if self._dir is None:
+            raise _base.DevClusterError("DevCluster is not running")
+        return self._dir
+
+    @property
+    def server(self) -> str:
+        if not self._port:
+            raise _base.DevClusterError("DevCluster is not running")
+        return f"https://127.0.0.1:{self._port}"
+
+    @property
+    def token(self) -> str:
+        return self._users[ADMIN].token
+
+    @property
+    def ca_file(self) -> Path:
+        return self.data_dir / "cert" / "apiserver.crt"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.kubeconfig_for(ADMIN)
+
+    def kubeconfig_for(self, user: str) -> Path:
+        """A kubeconfig authenticating as ``user`` (``admin``, or one given to ``users``/``add_user``)."""
+        if user not in self._users:
+            raise _base.DevClusterError(f"unknown user {user!r}; known: {sorted(self._users)}")
+        path = self.data_dir / f"kubeconfig-{user}.yaml"
+        if not path.exists():
+            text = _config.kubeconfig_text(server=self.server, ca_file=self.ca_file, user=self._users[user])
+            path.write_text(text)
+        return path
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, user: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this cluster (discovery cache inside the data dir, not ~/.kube)."""
+        return _base.run_kubectl(
+            self.binaries.kubectl,
+            [f"--cache-dir={self.data_dir / 'kubectl-cache'}", *args],
+            kubeconfig=self.kubeconfig_for(user or ADMIN),
+            input=input,
+            check=check,
+        )
+
+    def api_client(self, user: str | None = None) -> Any:
+        """A ``kubernetes.client.ApiClient`` for ``user`` (default admin); close it when done."""
+        config_file = str(self.kubeconfig_for(user or ADMIN))
+        return kubernetes.config.new_client_from_config(config_file=config_file)  # type: ignore[no-untyped-call]  # kubernetes is untyped
+
+    # --- start internals -------------------------------------------------------------------------
+
+    def _launch(self) -> None:
+        parent = _SHM if _SHM.is_dir() else Path(tempfile.gettempdir())
+        _processes.sweep(parent, prefix=_DIR_PREFIX)
+        self._dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX, dir=parent))
+        self._lock = _processes.claim(self._dir)
+        etcd_port, peer_port, self._port = _config.free_ports(3)
+        self._write_auth_files()
+        argvs = {
+            "kube-apiserver": self._apiserver_argv(etcd_port),
+            "etcd": self._etcd_argv(etcd_port, peer_port),
+        }
+        self._procs = {name: _processes.spawn(argv, log=self._log(name)) for name, argv in argvs.items()}
+        self._wait_ready()
+
+    def _log(self, name: str) -> Path:
+        return self.data_dir / f"{name}.log"
+
+    def _write_auth_files(self) -> None:
+        (self.data_dir / "tokens.csv").write_text(_config.tokens_csv(list(self._users.values())))
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise errors.ConfigError("openssl is needed to create the service-account key; install it")
+        key = self.data_dir / "sa.key"
+        subprocess.run([openssl, "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+
+    def _etcd_argv(self, port: int, peer_port: int) -> list[str]:
+        client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{peer_port}"
+        return [
+            str(self.binaries.etcd), "--name=dev", f"--data-dir={self.data_dir / 'etcd'}",
+            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=dev={peer}", "--unsafe-no-fsync", "--log-level=warn",
+        ]  # fmt: skip
+
+    def _apiserver_argv(self, etcd_port: int) -> list[str]:
+        directory = self.data_dir
+        return [
+            str(self.binaries.kube_apiserver), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", f"--secure-port={self._port}",
+            f"--advertise-address={_config.advertise_address()}", f"--cert-dir={directory / 'cert'}",
+            "--service-cluster-ip-range=10.0.0.0/24", f"--service-account-issuer={self.server}/",
+            f"--service-account-key-file={directory / 'sa.key'}",
+            f"--service-account-signing-key-file={directory / 'sa.key'}",
+            f"--token-auth-file={directory / 'tokens.csv'}", "--authorization-mode=RBAC",
+            "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
+        ]  # fmt: skip
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            # Exits first: an apiserver whose etcd died may have reached someone else's etcd on that port.
+            if exited := [name for name, proc in self._procs.items() if proc.poll() is not None]:
+                self._fail(f"{exited[0]} exited early")
+            if self._ready():
+                return
+            if time.monotonic() > deadline:
+                self._fail(f"kube-apiserver not ready after {self.start_timeout_s:.0f}s")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        if not self.ca_file.exists():
+            return False
+        try:
+            context = ssl.create_default_context(cafile=str(self.ca_file))
+            headers = {"Authorization": f"Bearer {self.token}"}
+            response = httpx.get(f"{self.server}/readyz", headers=headers, verify=context, timeout=2.0)
+        except (httpx.HTTPError, ssl.SSLError, OSError):  # not listening yet, or the cert half written
+            return False
+        return response.status_code == 200
+
+    def _fail(self, what: str) -> NoReturn:
+        logs = [_config.log_tail(self._log(name)) for name in self._procs]
+        error = _PortTaken if any("address already in use" in log for log in logs) else _base.DevClusterError
+        raise error("\n".join([f"DevCluster failed to start: {what}", *logs]))

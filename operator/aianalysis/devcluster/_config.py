@@ -1,0 +1,93 @@
+"""Files and addresses a dev control plane needs: kubeconfig, token file, ports, advertise address."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import fcntl
+import io
+import socket
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+CONTEXT = "aianalysis-dev"
+ADVERTISE_FALLBACK = "192.0.2.1"
+"""TEST-NET-1: only used as the ``kubernetes`` Service endpoint when the host has no non-loopback IPv4.
+Nothing here dials it (no kube-proxy, no pods run)."""
+
+_SIOCGIFADDR = 0x8915
+
+
+@dataclasses.dataclass(frozen=True)
+class User:
+    """A static-token user of the apiserver (``--token-auth-file``)."""
+
+    name: str
+    token: str
+    groups: tuple[str, ...] = ()
+
+
+def kubeconfig_text(*, server: str, ca_file: Path, user: User) -> str:
+    """One cluster, one user, one context: what kubectl, kopf and the ``kubernetes`` client all read."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": {"server": server, "certificate-authority": str(ca_file)}}],
+        "users": [{"name": user.name, "user": {"token": user.token}}],
+        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user.name}}],
+        "current-context": CONTEXT,
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def tokens_csv(users: Sequence[User]) -> str:
+    """The apiserver's static token file: ``token,user,uid[,"group1,group2"]`` per line."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for user in users:
+        groups = [",".join(user.groups)] if user.groups else []
+        writer.writerow([user.token, user.name, f"{user.name}-uid", *groups])
+    return out.getvalue()
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct loopback ports free right now; all sockets stay open until every port is picked, so the
+    kernel cannot hand out the same one twice. A start retries if another process grabs one meanwhile."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def advertise_address() -> str:
+    """kube-apiserver rejects a loopback ``--advertise-address`` and can only guess one from a default
+    route; passing the host's own IPv4 works with and without one."""
+    for _, name in socket.if_nameindex():
+        address = _interface_ipv4(name)
+        if address and not address.startswith("127."):
+            return address
+    return ADVERTISE_FALLBACK
+
+
+def _interface_ipv4(name: str) -> str | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            request = struct.pack("256s", name.encode()[:15])
+            answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
+        except OSError:  # interface without an IPv4 address
+            return None
+    return socket.inet_ntoa(answer[20:24])
+
+
+def log_tail(path: Path, *, lines: int = 25) -> str:
+    """The end of a process log, for start-failure messages."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return f"(no {path.name})"
+    return f"--- last lines of {path.name} ---\n" + "\n".join(text.splitlines()[-lines:])

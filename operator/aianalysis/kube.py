@@ -1,0 +1,24 @@
+"""The one Kubernetes API client of the process (in-cluster service account, else kubeconfig)."""
+
+from __future__ import annotations
+
+from kubernetes import client, config
+
+#: Parallel status writes and investigation reads run in threads; the client's default pool (4)
+#: would serialise them and log "connection pool is full".
+CONNECTION_POOL_SIZE = 32
+
+
+def api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    configuration = client.Configuration()
+    if kubeconfig is None:
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]  # untyped in the client
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        config.load_kube_config(  # type: ignore[no-untyped-call]  # untyped in the client
+            config_file=kubeconfig, client_configuration=configuration
+        )
+    configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
+    return client.ApiClient(configuration)

@@ -1,0 +1,295 @@
+"""Claude through the official ``anthropic`` SDK: the tool loop, prompt caching, token
+accounting, and the one place where SDK failures become :mod:`aianalysis.errors`.
+
+Retries are the SDK's: it backs off and retries 408, 409, 429 and every 5xx (529 overloaded
+included) and connection failures/timeouts, honouring ``retry-after``/``retry-after-ms``, up to
+``llm_max_retries`` times. What still fails afterwards is classified here, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import cast
+
+import anthropic
+import httpx2
+from anthropic import types as atypes
+
+from aianalysis import answer, errors, resources, settings
+from aianalysis.llm import base
+
+PROVIDER_NAME = "anthropic"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+SUBMIT_TOOL_DESCRIPTION = (
+    "Submit your final answer: the root cause you found and the ONE catalog workflow that remediates "
+    "it, with its parameters exactly as get_workflow_details names them (or selected_workflow=null "
+    "with needs_human_review=true when no catalog workflow fits). Call it once, after investigating "
+    "and searching the catalog; the answer is validated and any errors are sent back to you."
+)
+
+_EPHEMERAL: atypes.CacheControlEphemeralParam = {"type": "ephemeral"}
+_FORCE_SUBMIT: atypes.ToolChoiceToolParam = {"type": "tool", "name": answer.SUBMIT_TOOL_NAME}
+_TRUNCATING_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
+_TRANSIENT_STATUSES = frozenset({408, 409, 429})
+
+
+class AnthropicProvider:
+    """One ``AsyncAnthropic`` client (one connection pool) shared by every conversation."""
+
+    name = PROVIDER_NAME
+
+    def __init__(
+        self,
+        config: settings.Settings,
+        *,
+        http_client: httpx2.AsyncClient | None = None,
+        on_request: base.RequestObserver = base.ignore_request,
+    ) -> None:
+        if not config.api_key:
+            raise errors.ConfigError("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
+        self.model = config.model
+        self._settings = config
+        self._secret = config.api_key
+        self._on_request = on_request
+        self._owns_http_client = http_client is None
+        # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
+        # only ``settings`` reads the environment.
+        self._client = anthropic.AsyncAnthropic(
+            api_key=config.api_key,
+            base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
+            timeout=config.llm_timeout_seconds,
+            max_retries=config.llm_max_retries,
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+
+    def open(
+        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+    ) -> AnthropicConversation:
+        """A conversation about ``spec``; the incident is already in ``prompt``."""
+        return AnthropicConversation(
+            provider=self,
+            system=system,
+            prompt=prompt,
+            toolbox=toolbox,
+            max_steps=self._settings.max_tool_steps,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool, unless the caller injected (and so owns) the HTTP client."""
+        if self._owns_http_client:
+            await self._client.close()
+
+    async def create(
+        self,
+        *,
+        system: list[atypes.TextBlockParam],
+        tools: list[atypes.ToolParam],
+        messages: list[atypes.MessageParam],
+        force_submit: bool,
+    ) -> atypes.Message:
+        """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``."""
+        started = time.monotonic()
+        try:
+            message = await self._client.messages.create(
+                model=self.model,
+                max_tokens=self._settings.max_tokens,
+                system=system,
+                tools=tools,
+                messages=messages,
+                tool_choice=_FORCE_SUBMIT if force_submit else anthropic.omit,
+                # Also cache the growing conversation: each turn re-reads the previous prefix.
+                cache_control=_EPHEMERAL,
+            )
+        except anthropic.AnthropicError as err:
+            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            self._on_request("unavailable" if failure.retryable else "error", time.monotonic() - started)
+            # ``from None``: the SDK error carries the raw response body; ours carries what matters.
+            raise failure from None
+        self._on_request("ok", time.monotonic() - started)
+        return message
+
+
+class AnthropicConversation:
+    """The tool loop of one analysis. ``max_steps`` bounds model turns over answer()+correct();
+    on the last turn only ``submit_selection`` may be called."""
+
+    def __init__(
+        self, *, provider: AnthropicProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+    ) -> None:
+        self._provider = provider
+        self._toolbox = toolbox
+        self._max_steps = max_steps
+        self._system: list[atypes.TextBlockParam] = [
+            {"type": "text", "text": system, "cache_control": _EPHEMERAL}
+        ]
+        self._tools = tool_params(toolbox)
+        self._messages: list[atypes.MessageParam] = [{"role": "user", "content": prompt}]
+        self._owed: list[atypes.ToolResultBlockParam] = []
+        """Results for the last assistant turn's other tool calls, sent with the correction."""
+        self._submit_id: str | None = None
+        self._steps = 0
+        self._counter = base.UsageCounter()
+        self._model: str = provider.model
+
+    @property
+    def usage(self) -> resources.LLMUsage:
+        return self._counter.snapshot(provider=PROVIDER_NAME, model=self._model)
+
+    @property
+    def steps(self) -> int:
+        """Model turns taken so far."""
+        return self._steps
+
+    async def answer(self) -> base.Submission:
+        return await self._loop()
+
+    async def correct(self, errors: list[str]) -> base.Submission:
+        if self._steps >= self._max_steps:
+            return base.Submission(raw=None, exhausted=True)
+        self._messages.append({"role": "user", "content": self._correction(errors)})
+        self._owed, self._submit_id = [], None
+        return await self._loop()
+
+    def _correction(self, problems: list[str]) -> list[atypes.ContentBlockParam]:
+        text = correction_text(problems)
+        blocks: list[atypes.ContentBlockParam] = list(self._owed)
+        if self._submit_id is not None:
+            blocks.append(
+                {"type": "tool_result", "tool_use_id": self._submit_id, "is_error": True, "content": text}
+            )
+        else:
+            blocks.append({"type": "text", "text": text})
+        return blocks
+
+    async def _loop(self) -> base.Submission:
+        while self._steps < self._max_steps:
+            self._steps += 1
+            message = await self._provider.create(
+                system=self._system,
+                tools=self._tools,
+                messages=self._messages,
+                force_submit=self._steps == self._max_steps,
+            )
+            self._account(message)
+            self._messages.append(message.to_param())
+            submission = await self._absorb(message)
+            if submission is not None:
+                return submission
+        return base.Submission(raw=None, exhausted=True)
+
+    def _account(self, message: atypes.Message) -> None:
+        usage, counter = message.usage, self._counter
+        counter.requests += 1
+        counter.input_tokens += usage.input_tokens
+        counter.output_tokens += usage.output_tokens
+        counter.cache_read_tokens += usage.cache_read_input_tokens or 0
+        counter.cache_write_tokens += usage.cache_creation_input_tokens or 0
+        self._model = message.model or self._model
+
+    async def _absorb(self, message: atypes.Message) -> base.Submission | None:
+        """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
+        calls = [block for block in message.content if block.type == "tool_use"]
+        submits = [call for call in calls if call.name == answer.SUBMIT_TOOL_NAME]
+        others = [call for call in calls if call.name != answer.SUBMIT_TOOL_NAME]
+        prose = "".join(block.text for block in message.content if block.type == "text")
+        if message.stop_reason in _TRUNCATING_STOPS:
+            # A cut-off call has partial input: never run it, only tell the model it was lost.
+            self._owed = [
+                _result(call.id, "Not executed: your reply was cut off (max_tokens).", True)
+                for call in others
+            ]
+            self._submit_id = submits[0].id if submits else None
+            return base.Submission(
+                raw=dict(submits[0].input) if submits else None, truncated=True, prose=prose or None
+            )
+        if not calls:
+            return base.Submission(raw=None, prose=prose)
+        results = await self._run(others)
+        if not submits:
+            self._messages.append({"role": "user", "content": list(results)})
+            return None
+        extra = [
+            _result(call.id, "Ignored: only the first submit_selection of a turn counts.", True)
+            for call in submits[1:]
+        ]
+        self._owed, self._submit_id = [*results, *extra], submits[0].id
+        return base.Submission(raw=dict(submits[0].input))
+
+    async def _run(self, calls: list[atypes.ToolUseBlock]) -> list[atypes.ToolResultBlockParam]:
+        """Execute the turn's tool calls concurrently (investigation reads are independent)."""
+        tasks = [asyncio.ensure_future(self._toolbox.call(call.name, dict(call.input))) for call in calls]
+        try:
+            # Not a TaskGroup: an escaping error keeps its own type instead of an ExceptionGroup.
+            outcomes = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        self._counter.tool_calls += len(calls)
+        return [
+            _result(call.id, outcome.text, outcome.is_error)
+            for call, outcome in zip(calls, outcomes, strict=True)
+        ]
+
+
+def tool_params(toolbox: base.Tools) -> list[atypes.ToolParam]:
+    """The toolbox's tools plus the submit tool; the cache breakpoint on the last tool caches
+    every tool definition (they precede the system prompt in the cache prefix)."""
+    tools = [cast(atypes.ToolParam, dict(definition)) for definition in toolbox.definitions()]
+    tools = [tool for tool in tools if tool["name"] != answer.SUBMIT_TOOL_NAME]
+    submit: atypes.ToolParam = {
+        "name": answer.SUBMIT_TOOL_NAME,
+        "description": SUBMIT_TOOL_DESCRIPTION,
+        "input_schema": answer.submit_tool_schema(),
+        "cache_control": _EPHEMERAL,
+    }
+    return [*tools, submit]
+
+
+def correction_text(problems: list[str]) -> str:
+    """What the model reads when its answer failed validation."""
+    listed = "\n".join(f"- {problem}" for problem in problems) or "- (no details)"
+    return (
+        f"Your answer was rejected by the validator:\n{listed}\n"
+        f"Fix these and call {answer.SUBMIT_TOOL_NAME} again."
+    )
+
+
+def _result(tool_use_id: str, text: str, is_error: bool) -> atypes.ToolResultBlockParam:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}
+
+
+def classify(err: anthropic.AnthropicError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
+    """The SDK's failure (after its retries) as our error: transient ones are retryable. Messages
+    never contain the API key, even if a proxy echoes it back."""
+    if isinstance(err, anthropic.APITimeoutError):
+        return errors.ProviderUnavailableError(
+            f"the Anthropic API did not answer within {timeout_seconds:g}s (retries exhausted)"
+        )
+    if isinstance(err, anthropic.APIConnectionError):
+        cause = _redact(str(err.__cause__ or err), secret)
+        return errors.ProviderUnavailableError(f"cannot reach the Anthropic API (retries exhausted): {cause}")
+    if isinstance(err, anthropic.APIStatusError):
+        kind = errors.ProviderUnavailableError if _transient(err.status_code) else errors.ProviderError
+        detail = _redact(err.api_message or "", secret)
+        request = f" (request-id {err.request_id})" if err.request_id else ""
+        return kind(
+            f"the Anthropic API answered {err.status_code} {err.type or 'error'}: {detail}{request}".strip()
+        )
+    return errors.ProviderError(f"Anthropic SDK error {type(err).__name__}: {_redact(str(err), secret)}")
+
+
+def _transient(status: int) -> bool:
+    return status in _TRANSIENT_STATUSES or status >= 500
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+__all__ = ["AnthropicConversation", "AnthropicProvider", "classify", "correction_text", "tool_params"]

@@ -1,0 +1,111 @@
+"""What every LLM provider offers the analysis pipeline: a conversation that investigates with
+tools and ends in a ``submit_selection`` call, plus its token/tool accounting.
+
+The toolbox is described structurally (:class:`Tools`) so this package depends on the shape of
+``tools.ToolBox``, not on its module: providers stay testable with any object that answers
+``definitions()`` and ``call()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from aianalysis import resources
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    """One answer of the model, before validation.
+
+    ``raw`` is the input of the ``submit_selection`` call (possibly partial when ``truncated``),
+    ``None`` when the model did not call it. ``prose`` is the text the model wrote instead of
+    submitting. ``exhausted`` means the conversation had no turn left to ask the model again,
+    so nothing new was produced.
+    """
+
+    raw: dict[str, Any] | None
+    truncated: bool = False
+    prose: str | None = None
+    exhausted: bool = False
+
+
+class ToolOutcome(Protocol):
+    """What one tool call returned (``tools.ToolResult``)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+
+class Tools(Protocol):
+    """The part of ``tools.ToolBox`` a conversation uses."""
+
+    def definitions(self) -> Sequence[Mapping[str, Any]]: ...
+
+    async def call(self, name: str, arguments: dict[str, Any], /) -> ToolOutcome: ...
+
+
+class Conversation(Protocol):
+    """One analysis' dialogue with the model; answers and corrections share its history."""
+
+    async def answer(self) -> Submission:
+        """Let the model investigate with the tools until it submits (or runs out of turns)."""
+        ...
+
+    async def correct(self, errors: list[str]) -> Submission:
+        """Send the validator's errors back for the last submission and let the model retry."""
+        ...
+
+    @property
+    def usage(self) -> resources.LLMUsage:
+        """Tokens and tool calls spent so far (a snapshot)."""
+        ...
+
+
+class Provider(Protocol):
+    """A source of conversations; one per operator process."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def open(
+        self, *, system: str, prompt: str, toolbox: Tools, spec: resources.AIAnalysisSpec
+    ) -> Conversation:
+        """Start a conversation about one incident; nothing is sent until ``answer()``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (called once at operator cleanup)."""
+        ...
+
+
+RequestObserver = Callable[[str, float], None]
+"""Called after every Messages API call with ``(outcome, seconds)``; outcome is ``ok``,
+``unavailable`` (transient, after the SDK's retries) or ``error`` (permanent). The lead wires it
+to Prometheus; keep it cheap and non-raising."""
+
+
+def ignore_request(outcome: str, seconds: float) -> None:
+    """The default :data:`RequestObserver`: metrics are optional."""
+
+
+@dataclasses.dataclass
+class UsageCounter:
+    """Mutable counters behind :attr:`Conversation.usage`; snapshots are immutable."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    tool_calls: int = 0
+
+    def snapshot(self, *, provider: str, model: str | None) -> resources.LLMUsage:
+        return resources.LLMUsage(provider=provider, model=model, **dataclasses.asdict(self))

@@ -1,0 +1,104 @@
+"""Prometheus metrics, declared once. Counters move at one terminal point each (see ``record_*``).
+
+Labels are low-cardinality by construction: outcomes, reasons and rules are closed vocabularies.
+"""
+
+from __future__ import annotations
+
+import prometheus_client as prom
+
+from aianalysis import __version__, resources, status
+
+REGISTRY = prom.CollectorRegistry(auto_describe=True)
+
+ANALYSES = prom.Counter(
+    "aianalysis_analyses_total",
+    "Analyses that reached a terminal phase, by outcome (selected|human_review|failed) and review reason.",
+    ["outcome", "review_reason"],
+    registry=REGISTRY,
+)
+ANALYSIS_SECONDS = prom.Histogram(
+    "aianalysis_analysis_duration_seconds",
+    "Wall time of one analysis from investigation start to terminal status.",
+    ["provider"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)
+LLM_REQUESTS = prom.Counter(
+    "aianalysis_llm_requests_total",
+    "LLM API requests after SDK retries, by provider and outcome (ok|unavailable|error).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)
+LLM_SECONDS = prom.Histogram(
+    "aianalysis_llm_request_duration_seconds",
+    "Latency of one LLM API request (including the SDK's own retries).",
+    ["provider"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+LLM_TOKENS = prom.Counter(
+    "aianalysis_llm_tokens_total",
+    "Tokens billed, by provider and kind (input|output|cache_read|cache_write).",
+    ["provider", "kind"],
+    registry=REGISTRY,
+)
+VALIDATION_FAILURES = prom.Counter(
+    "aianalysis_validation_failures_total",
+    "Rejected LLM answers, by the validation rule that failed (one count per rule per answer).",
+    ["rule"],
+    registry=REGISTRY,
+)
+RECOVERIES = prom.Counter(
+    "aianalysis_recovery_attempts_total",
+    "Failed WorkflowExecutions handled, by outcome (created|max_attempts|no_reference).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+CATALOG_SIZE = prom.Gauge(
+    "aianalysis_catalog_workflows",
+    "RemediationWorkflow objects in the operator's catalog index.",
+    registry=REGISTRY,
+)
+IN_FLIGHT = prom.Gauge(
+    "aianalysis_analyses_in_flight",
+    "LLM conversations running now (bounded by the concurrency cap).",
+    registry=REGISTRY,
+)
+BUILD_INFO = prom.Info("aianalysis_build", "Version of the running operator.", registry=REGISTRY)
+BUILD_INFO.info({"version": __version__})
+
+
+def record_decision(decision: status.Decision, *, provider: str, seconds: float) -> None:
+    """One terminal analysis: outcome, tokens, validation failures, duration."""
+    outcome = (
+        "selected" if decision.selected is not None and decision.review_reason is None else "human_review"
+    )
+    ANALYSES.labels(outcome=outcome, review_reason=decision.review_reason or "none").inc()
+    ANALYSIS_SECONDS.labels(provider=provider).observe(seconds)
+    usage = decision.llm
+    for kind, value in (
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+        ("cache_read", usage.cache_read_tokens),
+        ("cache_write", usage.cache_write_tokens),
+    ):
+        if value:
+            LLM_TOKENS.labels(provider=provider, kind=kind).inc(value)
+    for rule in decision.failed_rules:
+        VALIDATION_FAILURES.labels(rule=rule).inc()
+
+
+def record_failure(review_reason: resources.HumanReviewReason | None) -> None:
+    ANALYSES.labels(outcome="failed", review_reason=review_reason or "none").inc()
+
+
+def record_llm_request(*, provider: str, outcome: str, seconds: float) -> None:
+    LLM_REQUESTS.labels(provider=provider, outcome=outcome).inc()
+    LLM_SECONDS.labels(provider=provider).observe(seconds)
+
+
+def serve(port: int) -> None:
+    """Expose ``/metrics`` on ``port`` (a daemon thread; 0 = disabled)."""
+    if port:
+        prom.start_http_server(port, registry=REGISTRY)

@@ -1,0 +1,384 @@
+"""Pydantic views of the three custom resources (group ``kubernaut.io/v1alpha1``).
+
+These models are the single in-code description of the CRDs in ``crds/``; a test walks both and
+proves they agree field by field. Everything the operator writes to a status goes through them.
+
+Wire names are camelCase (aliases); Python attribute names are snake_case.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+GROUP = "kubernaut.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+AIANALYSIS_PLURAL = "aianalyses"
+WORKFLOWEXECUTION_PLURAL = "workflowexecutions"
+REMEDIATIONWORKFLOW_PLURAL = "remediationworkflows"
+
+SEMVER_PATTERN = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+
+Severity = Literal["critical", "high", "medium", "low"]
+RiskLevel = Literal["low", "medium", "high"]
+ParameterType = Literal["string", "integer", "number", "boolean", "array"]
+AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
+ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+#: Closed vocabulary of reasons a person must look at an analysis (architecture §4).
+HumanReviewReason = Literal[
+    "no_eligible_workflow",
+    "validation_failed",
+    "parameters_incomplete",
+    "low_confidence",
+    "inconclusive",
+    "max_recovery_attempts",
+    "provider_unavailable",
+]
+
+#: Canonical Kubernetes reason codes of a failed execution (DD-RECOVERY-003). Other codes are
+#: accepted (clusters invent new ones) and get generic recovery guidance.
+CANONICAL_REASON_CODES: tuple[str, ...] = (
+    "OOMKilled",
+    "InsufficientCPU",
+    "InsufficientMemory",
+    "Evicted",
+    "FailedScheduling",
+    "Unschedulable",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "DeadlineExceeded",
+    "BackoffLimitExceeded",
+    "Error",
+    "Unauthorized",
+    "Forbidden",
+    "FailedMount",
+    "FailedAttachVolume",
+    "NodeNotReady",
+    "NodeUnreachable",
+    "NetworkNotReady",
+)
+
+RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+
+Name = Annotated[str, Field(min_length=1, max_length=253)]
+#: Exact workflow version wherever one is recorded (catalog, selection, execution, recovery history).
+Semver = Annotated[str, Field(pattern=SEMVER_PATTERN)]
+
+
+class Model(BaseModel):
+    """Base: camelCase on the wire, unknown fields rejected so drift from the CRD is loud."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready camelCase dict, without unset optional fields."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# --------------------------------------------------------------------------------------------
+# RemediationWorkflow (cluster-scoped catalog entry)
+
+
+ParameterName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+
+
+class WorkflowParameter(Model):
+    """One declared parameter. The bounds on enum/default/dependsOn keep the CRD's CEL rules (which
+    iterate over them) within the apiserver's cost budget; the checks mirror those rules so a
+    catalog loaded from files is held to what the apiserver enforces."""
+
+    name: ParameterName
+    type: ParameterType
+    required: bool = False
+    description: str | None = None
+    enum: Annotated[list[Annotated[str, Field(max_length=256)]], Field(max_length=128)] | None = None
+    pattern: Annotated[str, Field(max_length=256)] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    default: Annotated[str, Field(max_length=1024)] | None = None
+    depends_on: Annotated[list[Annotated[str, Field(max_length=128)]], Field(max_length=16)] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkflowParameter:
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            raise ValueError("minimum must be less than or equal to maximum")
+        if self.default is not None and self.enum is not None and self.default not in self.enum:
+            raise ValueError("default must be one of enum")
+        if self.depends_on is not None and self.name in self.depends_on:
+            raise ValueError("a parameter cannot depend on itself")
+        return self
+
+
+class WorkflowLabels(Model):
+    signal_types: Annotated[list[str], Field(min_length=1)]
+    severity: list[Severity] | None = None
+    component: list[str] | None = None
+    environment: list[str] | None = None
+    priority: list[str] | None = None
+    business_category: list[str] | None = None
+
+
+class WorkflowExecutionSettings(Model):
+    engine: Literal["job", "tekton", "ansible"] = "job"
+    container_image: Annotated[str, Field(min_length=1)]
+
+
+class RemediationWorkflowSpec(Model):
+    workflow_id: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=128)]
+    version: Semver
+    title: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1)]
+    labels: WorkflowLabels
+    risk_level: RiskLevel
+    parameters: Annotated[list[WorkflowParameter], Field(max_length=64)] = Field(default_factory=list)
+    execution: WorkflowExecutionSettings
+    estimated_duration: str | None = None
+
+    @model_validator(mode="after")
+    def _parameters_consistent(self) -> RemediationWorkflowSpec:
+        """Same rules as the CRD: names unique (list-map key), dependsOn names declared parameters."""
+        names = [p.name for p in self.parameters]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate parameter names: {', '.join(duplicates)}")
+        for param in self.parameters:
+            unknown = [d for d in param.depends_on or [] if d not in names]
+            if unknown:
+                raise ValueError(f"dependsOn must name parameters declared in spec.parameters: {unknown}")
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# AIAnalysis spec
+
+
+class Signal(Model):
+    type: Annotated[str, Field(min_length=1)]
+    severity: Severity
+    alert_name: str | None = None
+    source: str | None = None
+    labels: dict[str, str] | None = None
+    error_message: str | None = None
+    description: str | None = None
+    firing_time: str | None = None
+    received_time: str | None = None
+
+
+class ResourceRef(Model):
+    kind: Annotated[str, Field(min_length=1)]
+    name: Name
+    namespace: str | None = None
+
+
+class BusinessContext(Model):
+    environment: str | None = None
+    priority: Annotated[str, Field(pattern=r"^P[0-9]$")] | None = None
+    business_category: str | None = None
+    risk_tolerance: RiskLevel = "low"
+
+
+class OriginalRCA(Model):
+    summary: str
+    signal_type: str
+    severity: str | None = None
+    contributing_factors: list[str] = Field(default_factory=list)
+
+
+class ExecutedWorkflow(Model):
+    workflow_id: str
+    version: Semver
+    container_image: str | None = None
+    parameters: dict[str, str] = Field(default_factory=dict)
+    rationale: str | None = None
+
+
+class ExecutionFailure(Model):
+    failed_step_index: int | None = None
+    failed_step_name: str | None = None
+    reason: Annotated[str, Field(min_length=1)]
+    message: str | None = None
+    exit_code: int | None = None
+    failed_at: str | None = None
+    execution_time: str | None = None
+
+
+class PreviousExecution(Model):
+    workflow_execution_ref: str
+    original_rca: OriginalRCA = Field(alias="originalRCA")
+    selected_workflow: ExecutedWorkflow
+    failure: ExecutionFailure
+
+
+class RecoverySpec(Model):
+    attempt_number: Annotated[int, Field(ge=1)]
+    original_analysis_ref: str | None = None
+    previous_executions: Annotated[list[PreviousExecution], Field(min_length=1)]
+
+
+class AIAnalysisSpec(Model):
+    signal: Signal
+    resource: ResourceRef
+    cluster: str | None = None
+    business_context: BusinessContext = Field(default_factory=BusinessContext)
+    recovery: RecoverySpec | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# AIAnalysis status
+
+
+class Condition(Model):
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str = ""
+    last_transition_time: str
+    observed_generation: int | None = None
+
+
+class AffectedResource(Model):
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+class RootCause(Model):
+    summary: str
+    severity: Severity | None = None
+    signal_type: str | None = None
+    contributing_factors: list[str] = Field(default_factory=list)
+    affected_resource: AffectedResource | None = None
+
+
+class SelectedWorkflow(Model):
+    workflow_id: str
+    version: Semver
+    container_image: str
+    confidence: Annotated[float, Field(ge=0, le=1)]
+    rationale: str
+    parameters: dict[str, str] = Field(default_factory=dict)
+
+
+class AlternativeWorkflow(Model):
+    workflow_id: str
+    version: str | None = None
+    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    rationale: str | None = None
+
+
+class ValidationAttempt(Model):
+    attempt: Annotated[int, Field(ge=1)]
+    workflow_id: str | None = None
+    valid: bool
+    errors: list[str] = Field(default_factory=list)
+    at: str
+
+
+class PreviousAttemptAssessment(Model):
+    failure_understood: bool
+    failure_reason_analysis: str
+    state_changed: bool
+    current_signal_type: str | None = None
+
+
+class RecoveryRCA(Model):
+    summary: str
+    severity: Severity | None = None
+    signal_type: str | None = None
+    contributing_factors: list[str] = Field(default_factory=list)
+
+
+class RecoveryAnalysis(Model):
+    previous_attempt_assessment: PreviousAttemptAssessment
+    current_rca: RecoveryRCA | None = None
+
+
+class RecoveryStrategy(Model):
+    approach: str
+    differs_from_previous: bool
+    why_different: str
+
+
+class RecoveryStatus(Model):
+    attempt_number: int
+    recovery_analysis: RecoveryAnalysis | None = None
+    recovery_strategy: RecoveryStrategy | None = None
+
+
+class LLMUsage(Model):
+    provider: str
+    model: str | None = None
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    tool_calls: int = 0
+
+
+class AIAnalysisStatus(Model):
+    phase: AnalysisPhase = "Pending"
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    attempt: int | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    root_cause: RootCause | None = None
+    selected_workflow: SelectedWorkflow | None = None
+    alternative_workflows: list[AlternativeWorkflow] | None = None
+    warnings: list[str] | None = None
+    needs_human_review: bool | None = None
+    human_review_reason: HumanReviewReason | None = None
+    validation_attempts: list[ValidationAttempt] | None = None
+    recovery: RecoveryStatus | None = None
+    llm: LLMUsage | None = None
+    conditions: list[Condition] | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# WorkflowExecution
+
+
+class WorkflowRef(Model):
+    workflow_id: str
+    version: Semver
+    container_image: str | None = None
+
+
+class WorkflowExecutionSpec(Model):
+    analysis_ref: Name
+    workflow_ref: WorkflowRef
+    parameters: dict[str, str] = Field(default_factory=dict)
+    target_resource: ResourceRef | None = None
+
+
+class WorkflowExecutionStatus(Model):
+    phase: ExecutionPhase = "Pending"
+    started_at: str | None = None
+    completed_at: str | None = None
+    failure_details: ExecutionFailure | None = None
+    recovery_analysis_ref: str | None = None
+    needs_human_review: bool | None = None
+    human_review_reason: HumanReviewReason | None = None
+    conditions: list[Condition] | None = None
+
+
+__all__ = [
+    "API_VERSION",
+    "CANONICAL_REASON_CODES",
+    "GROUP",
+    "VERSION",
+    "AIAnalysisSpec",
+    "AIAnalysisStatus",
+    "RemediationWorkflowSpec",
+    "WorkflowExecutionSpec",
+    "WorkflowExecutionStatus",
+]

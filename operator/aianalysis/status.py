@@ -1,0 +1,170 @@
+"""Pure: analysis results → the AIAnalysis status model and the patch that writes it.
+
+The status is a contract (style.md rule 3): every write is an :class:`resources.AIAnalysisStatus`,
+dumped with explicit nulls so a JSON merge patch removes whatever a previous write left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import Any
+
+from aianalysis import resources
+
+READY = "Ready"
+
+
+def timestamp(now: datetime.datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, second precision: the format Kubernetes itself writes."""
+    return now.astimezone(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def merge_patch(status: resources.AIAnalysisStatus | resources.WorkflowExecutionStatus) -> dict[str, Any]:
+    """The whole status as a merge patch: unset fields become null and are removed server-side."""
+    return status.model_dump(mode="json", by_alias=True, exclude_none=False)
+
+
+def ready_condition(
+    *,
+    status: resources.ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    generation: int | None,
+    previous: list[resources.Condition] | None = None,
+) -> resources.Condition:
+    """The ``Ready`` condition; ``lastTransitionTime`` only moves when the status value changes."""
+    before = next((c for c in previous or [] if c.type == READY), None)
+    moved = before is None or before.status != status
+    return resources.Condition(
+        type=READY,
+        status=status,
+        reason=reason,
+        message=message[:1024],
+        last_transition_time=timestamp(now) if moved or before is None else before.last_transition_time,
+        observed_generation=generation,
+    )
+
+
+def investigating(
+    *, previous: resources.AIAnalysisStatus, attempt: int, now: datetime.datetime, generation: int | None
+) -> resources.AIAnalysisStatus:
+    """Marks the start of attempt ``attempt``; written before the first LLM request."""
+    return resources.AIAnalysisStatus(
+        phase="Investigating",
+        reason="Investigating",
+        message=f"investigation attempt {attempt} started",
+        observed_generation=generation,
+        attempt=attempt,
+        started_at=previous.started_at or timestamp(now),
+        conditions=[
+            ready_condition(
+                status="False",
+                reason="Investigating",
+                message="the LLM is investigating",
+                now=now,
+                generation=generation,
+                previous=previous.conditions,
+            )
+        ],
+    )
+
+
+def failed(
+    *,
+    previous: resources.AIAnalysisStatus,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    generation: int | None,
+    review_reason: resources.HumanReviewReason | None = None,
+    llm: resources.LLMUsage | None = None,
+) -> resources.AIAnalysisStatus:
+    """Terminal failure: no selection; a person must look (``review_reason`` says why, if known)."""
+    return resources.AIAnalysisStatus(
+        phase="Failed",
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+        attempt=previous.attempt,
+        started_at=previous.started_at or timestamp(now),
+        completed_at=timestamp(now),
+        needs_human_review=True,
+        human_review_reason=review_reason,
+        validation_attempts=previous.validation_attempts,
+        llm=llm or previous.llm,
+        conditions=[
+            ready_condition(
+                status="False",
+                reason=reason,
+                message=message,
+                now=now,
+                generation=generation,
+                previous=previous.conditions,
+            )
+        ],
+    )
+
+
+def completed(
+    *,
+    previous: resources.AIAnalysisStatus,
+    decision: Decision,
+    now: datetime.datetime,
+    generation: int | None,
+) -> resources.AIAnalysisStatus:
+    """Terminal success of the pipeline: a valid selection, or a clear reason a person must decide."""
+    review = decision.review_reason
+    if decision.selected is not None:
+        sel = decision.selected
+        message = f"selected {sel.workflow_id} {sel.version} (confidence {sel.confidence:.3f})"
+    else:
+        message = f"no executable selection: {review}"
+    if review is not None:
+        message += f"; needs human review ({review})"
+    reason = "WorkflowSelected" if decision.selected is not None and review is None else "NeedsHumanReview"
+    return resources.AIAnalysisStatus(
+        phase="Completed",
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+        attempt=previous.attempt,
+        started_at=previous.started_at or timestamp(now),
+        completed_at=timestamp(now),
+        root_cause=decision.root_cause,
+        selected_workflow=decision.selected,
+        alternative_workflows=decision.alternatives or None,
+        warnings=decision.warnings or None,
+        needs_human_review=review is not None,
+        human_review_reason=review,
+        validation_attempts=decision.attempts or None,
+        recovery=decision.recovery,
+        llm=decision.llm,
+        conditions=[
+            ready_condition(
+                status="True",
+                reason=reason,
+                message=message,
+                now=now,
+                generation=generation,
+                previous=previous.conditions,
+            )
+        ],
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Decision:
+    """What the pipeline concluded, in status vocabulary (built by ``analysis``)."""
+
+    selected: resources.SelectedWorkflow | None
+    review_reason: resources.HumanReviewReason | None
+    root_cause: resources.RootCause | None
+    alternatives: list[resources.AlternativeWorkflow]
+    warnings: list[str]
+    attempts: list[resources.ValidationAttempt]
+    recovery: resources.RecoveryStatus | None
+    llm: resources.LLMUsage
+    failed_rules: list[str] = dataclasses.field(default_factory=list)
+    """Validation rules that rejected an answer, one entry per rule per rejected answer."""

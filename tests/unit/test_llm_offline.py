@@ -1,0 +1,299 @@
+"""The offline provider: deterministic catalog-ranked answers that pass (or knowingly fail) the
+real validator, through the same catalog tools the LLM uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aianalysis import answer, catalog, resources, settings, tools, validation
+from aianalysis.llm import base, make_provider, offline
+
+
+def workflow(
+    workflow_id: str,
+    *,
+    signal: str = "OOMKilled",
+    description: str = "Remediates OOMKilled containers",
+    parameters: list[dict[str, Any]] | None = None,
+    version: str = "1.0.0",
+) -> catalog.Workflow:
+    spec = resources.RemediationWorkflowSpec.model_validate(
+        {
+            "workflowId": workflow_id,
+            "version": version,
+            "title": workflow_id.replace("-", " "),
+            "description": description,
+            "labels": {"signalTypes": [signal]},
+            "riskLevel": "low",
+            "parameters": parameters or [],
+            "execution": {"containerImage": f"registry.example/{workflow_id}:1"},
+        }
+    )
+    return catalog.Workflow(name=f"{workflow_id}-{version.replace('.', '-')}", spec=spec)
+
+
+NS = {"name": "TARGET_NAMESPACE", "type": "string", "required": True}
+KIND = {
+    "name": "TARGET_RESOURCE_KIND",
+    "type": "string",
+    "required": True,
+    "enum": ["deployment", "statefulset"],
+}
+NAME = {"name": "TARGET_RESOURCE_NAME", "type": "string", "required": True}
+MEMORY = {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True, "pattern": "^[0-9]+(Mi|Gi)$"}
+STRATEGY = {
+    "name": "STRATEGY",
+    "type": "string",
+    "required": True,
+    "enum": ["rolling", "recreate"],
+    "default": "rolling",
+}
+
+INCREASE_MEMORY = workflow("oomkill-increase-memory", parameters=[NS, NAME, MEMORY])
+RESTART = workflow("oomkill-restart-deployment", parameters=[NS, KIND, NAME, STRATEGY])
+ROLLBACK = workflow(
+    "oomkill-rollback-deployment",
+    parameters=[NS, {"name": "DEPLOYMENT_NAME", "type": "string", "required": True}],
+)
+DRAIN = workflow(
+    "node-drain",
+    signal="NodeNotReady",
+    parameters=[{"name": "NODE_NAME", "type": "string", "required": True}],
+)
+
+
+def spec(*, recovery: dict[str, Any] | None = None, kind: str = "Deployment") -> resources.AIAnalysisSpec:
+    data: dict[str, Any] = {
+        "signal": {
+            "type": "OOMKilled",
+            "severity": "critical",
+            "alertName": "PodOOMKilled",
+            "errorMessage": "Container killed due to OOM",
+        },
+        "resource": {"kind": kind, "name": "payment-api", "namespace": "production"},
+        "businessContext": {"environment": "production", "priority": "P1"},
+    }
+    if recovery:
+        data["recovery"] = recovery
+    return resources.AIAnalysisSpec.model_validate(data)
+
+
+class RecordingToolbox:
+    """The real ``tools.ToolBox`` (no cluster), recording calls; ``order`` re-sorts search hits
+    so a test can fix the ranking it is about instead of depending on the index's scoring."""
+
+    def __init__(
+        self, index: catalog.Catalog, incident: resources.AIAnalysisSpec, *, order: list[str] | None = None
+    ) -> None:
+        self.box = tools.ToolBox(spec=incident, catalog=index, reader=None, max_chars=8000)
+        self._order = order
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    @property
+    def seen(self) -> dict[str, set[str]]:
+        return self.box.seen
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return self.box.definitions()
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> tools.ToolResult:
+        self.calls.append((name, arguments))
+        result = await self.box.call(name, arguments)
+        if name != "search_workflow_catalog" or self._order is None or result.is_error:
+            return result
+        payload = json.loads(result.text)
+        order = self._order
+        payload["workflows"].sort(key=lambda hit: order.index(hit["workflow_id"]))
+        return tools.ToolResult(json.dumps(payload))
+
+
+def verdict(
+    submission: base.Submission,
+    *,
+    index: catalog.Catalog,
+    toolbox: RecordingToolbox,
+    incident: resources.AIAnalysisSpec,
+) -> validation.Verdict:
+    return validation.validate(
+        raw=submission.raw,
+        truncated=submission.truncated,
+        catalog=index,
+        seen=toolbox.seen,
+        business=incident.business_context,
+        recovery=incident.recovery,
+        prose=submission.prose,
+    )
+
+
+def converse(
+    index: catalog.Catalog, incident: resources.AIAnalysisSpec, *, order: list[str] | None = None
+) -> tuple[offline.OfflineConversation, RecordingToolbox]:
+    toolbox = RecordingToolbox(index, incident, order=order)
+    conversation = offline.OfflineProvider().open(
+        system="ignored", prompt="ignored", toolbox=toolbox, spec=incident
+    )
+    return conversation, toolbox
+
+
+def selected(submission: base.Submission) -> dict[str, Any]:
+    assert submission.raw is not None
+    chosen = submission.raw["selected_workflow"]
+    assert isinstance(chosen, dict)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_selects_the_first_hit_whose_parameters_it_can_fill_and_passes_validation() -> None:
+    index = catalog.Catalog([INCREASE_MEMORY, RESTART, DRAIN])
+    incident = spec()
+    conversation, toolbox = converse(
+        index, incident, order=["oomkill-increase-memory", "oomkill-restart-deployment"]
+    )
+
+    submission = await conversation.answer()
+
+    chosen = selected(submission)
+    assert chosen["workflow_id"] == "oomkill-restart-deployment"
+    assert chosen["parameters"] == {
+        "TARGET_NAMESPACE": "production",
+        "TARGET_RESOURCE_KIND": "deployment",
+        "TARGET_RESOURCE_NAME": "payment-api",
+    }
+    result = verdict(submission, index=index, toolbox=toolbox, incident=incident)
+    assert result.valid, result.errors
+    assert result.parameters["STRATEGY"] == "rolling"  # default filled by the validator
+    assert answer.SelectionAnswer.model_validate(submission.raw).needs_human_review is False
+
+
+async def test_searches_with_signal_type_and_alert_words_then_reads_details() -> None:
+    conversation, toolbox = converse(catalog.Catalog([RESTART]), spec())
+
+    await conversation.answer()
+
+    assert toolbox.calls == [
+        (
+            "search_workflow_catalog",
+            {
+                "signal_type": "OOMKilled",
+                "query": "OOMKilled PodOOMKilled Container killed due to OOM",
+                "top_k": 10,
+            },
+        ),
+        ("get_workflow_details", {"workflow_id": "oomkill-restart-deployment", "version": "1.0.0"}),
+    ]
+    assert conversation.usage == resources.LLMUsage(provider="offline", model="catalog-rank-v1", tool_calls=2)
+
+
+async def test_kind_specific_names_are_filled_only_for_that_kind() -> None:
+    index = catalog.Catalog([ROLLBACK])
+    on_deployment = await converse(index, spec())[0].answer()
+    on_statefulset = await converse(index, spec(kind="StatefulSet"))[0].answer()
+
+    assert selected(on_deployment)["parameters"]["DEPLOYMENT_NAME"] == "payment-api"
+    assert "DEPLOYMENT_NAME" not in selected(on_statefulset)["parameters"]
+
+
+async def test_kind_outside_the_enum_is_not_guessed() -> None:
+    index = catalog.Catalog([RESTART])
+
+    submission = await converse(index, spec(kind="DaemonSet"))[0].answer()
+
+    assert "TARGET_RESOURCE_KIND" not in selected(submission)["parameters"]
+
+
+async def test_unfillable_required_parameter_submits_best_candidate_for_parameters_incomplete() -> None:
+    index = catalog.Catalog([INCREASE_MEMORY])
+    incident = spec()
+    conversation, toolbox = converse(index, incident)
+
+    submission = await conversation.answer()
+
+    chosen = selected(submission)
+    assert chosen["workflow_id"] == "oomkill-increase-memory"
+    assert "MEMORY_LIMIT_NEW" not in chosen["parameters"]
+    assert any("MEMORY_LIMIT_NEW" in warning for warning in submission.raw["warnings"])  # type: ignore[index]
+    result = verdict(submission, index=index, toolbox=toolbox, incident=incident)
+    assert not result.valid
+    assert any("MEMORY_LIMIT_NEW" in error for error in result.errors)
+
+
+async def test_no_hits_asks_for_human_review() -> None:
+    incident = spec()
+    conversation, toolbox = converse(catalog.Catalog([DRAIN]), incident)
+
+    submission = await conversation.answer()
+
+    assert submission.raw is not None
+    assert submission.raw["selected_workflow"] is None
+    assert submission.raw["needs_human_review"] is True
+    assert submission.raw["human_review_reason"] == "no_eligible_workflow"
+    assert verdict(submission, index=catalog.Catalog([DRAIN]), toolbox=toolbox, incident=incident).valid
+
+
+async def test_correct_moves_to_the_next_candidate_then_repeats_the_last() -> None:
+    index = catalog.Catalog([RESTART, ROLLBACK, INCREASE_MEMORY])
+    order = ["oomkill-restart-deployment", "oomkill-rollback-deployment", "oomkill-increase-memory"]
+    conversation, _ = converse(index, spec(), order=order)
+
+    answers = [await conversation.answer()]
+    for _ in range(3):
+        answers.append(await conversation.correct(["[x] rejected"]))
+
+    assert [selected(s)["workflow_id"] for s in answers] == [
+        "oomkill-restart-deployment",
+        "oomkill-rollback-deployment",
+        "oomkill-increase-memory",  # the incomplete one comes after every complete one
+        "oomkill-increase-memory",
+    ]
+
+
+async def test_confidence_is_capped_and_never_certain() -> None:
+    index = catalog.Catalog([RESTART])
+
+    submission = await converse(index, spec())[0].answer()
+
+    assert 0 < selected(submission)["confidence"] <= offline.MAX_CONFIDENCE
+
+
+async def test_recovery_prefers_a_workflow_that_has_not_failed_yet() -> None:
+    index = catalog.Catalog([RESTART, ROLLBACK])
+    incident = spec(
+        recovery={
+            "attemptNumber": 1,
+            "previousExecutions": [
+                {
+                    "workflowExecutionRef": "payment-oom-1-exec-1",
+                    "originalRCA": {"summary": "limit too low", "signalType": "OOMKilled"},
+                    "selectedWorkflow": {
+                        "workflowId": "oomkill-restart-deployment",
+                        "version": "1.0.0",
+                        "parameters": {"TARGET_NAMESPACE": "production"},
+                    },
+                    "failure": {"reason": "OOMKilled", "message": "killed again after restart"},
+                }
+            ],
+        }
+    )
+    order = ["oomkill-restart-deployment", "oomkill-rollback-deployment"]
+    conversation, toolbox = converse(index, incident, order=order)
+
+    submission = await conversation.answer()
+
+    assert selected(submission)["workflow_id"] == "oomkill-rollback-deployment"
+    assert submission.raw is not None
+    assert submission.raw["recovery_strategy"]["approach"] == "alternative_workflow"
+    assert submission.raw["recovery_strategy"]["differs_from_previous"] is True
+    assessment = submission.raw["recovery_analysis"]["previous_attempt_assessment"]
+    assert "killed again after restart" in assessment["failure_reason_analysis"]
+    result = verdict(submission, index=index, toolbox=toolbox, incident=incident)
+    assert result.valid, result.errors
+
+
+async def test_make_provider_offline_needs_no_network_or_key() -> None:
+    provider = make_provider(settings.Settings(provider="offline"))
+
+    assert (provider.name, provider.model) == ("offline", "catalog-rank-v1")
+    await provider.aclose()
