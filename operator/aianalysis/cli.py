@@ -72,9 +72,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def operator_run(args: argparse.Namespace) -> int:
+    config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
+
     from aianalysis import handlers  # noqa: PLC0415  # imports kopf: only for this command
 
-    config = settings.from_env()  # fail fast, before kopf starts, with a clear message
     handlers.run(
         namespaces=args.namespace,
         log_format=config.log_format,

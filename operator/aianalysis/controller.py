@@ -52,7 +52,7 @@ class Runtime:
         return cls(
             settings=settings,
             catalog=catalog_mod.Catalog(),
-            provider=llm.make_provider(settings),
+            provider=llm.make_provider(settings, on_request=metrics.llm_observer(settings.provider)),
             api=api,
             reader=k8s_tools.KubernetesReader(api),
             semaphore=asyncio.Semaphore(settings.max_concurrent_analyses),

@@ -5,11 +5,16 @@ Labels are low-cardinality by construction: outcomes, reasons and rules are clos
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import prometheus_client as prom
 
 from aianalysis import __version__, resources, status
 
 REGISTRY = prom.CollectorRegistry(auto_describe=True)
+# The standard process_* (CPU, memory, open fds) and python_info series, for the operator's own health.
+prom.ProcessCollector(registry=REGISTRY)
+prom.PlatformCollector(registry=REGISTRY)
 
 ANALYSES = prom.Counter(
     "aianalysis_analyses_total",
@@ -90,12 +95,23 @@ def record_decision(decision: status.Decision, *, provider: str, seconds: float)
 
 
 def record_failure(review_reason: resources.HumanReviewReason | None) -> None:
+    """One analysis that ended ``Failed`` (invalid spec, provider down after the last try)."""
     ANALYSES.labels(outcome="failed", review_reason=review_reason or "none").inc()
 
 
 def record_llm_request(*, provider: str, outcome: str, seconds: float) -> None:
+    """One Messages API call (after the SDK's own retries): outcome ``ok|unavailable|error``."""
     LLM_REQUESTS.labels(provider=provider, outcome=outcome).inc()
     LLM_SECONDS.labels(provider=provider).observe(seconds)
+
+
+def llm_observer(provider: str) -> Callable[[str, float], None]:
+    """The ``on_request`` hook ``llm.make_provider`` takes, recording into these metrics."""
+
+    def observe(outcome: str, seconds: float) -> None:
+        record_llm_request(provider=provider, outcome=outcome, seconds=seconds)
+
+    return observe
 
 
 def serve(port: int) -> None:

@@ -79,15 +79,16 @@ class Settings:
 
 
 def _problems(s: Settings) -> list[str]:
+    """Every problem at once, each naming the variable to fix (a restart loop per typo is slow)."""
     out: list[str] = []
     if s.provider not in ("offline", "anthropic"):
-        out.append(f"provider must be 'offline' or 'anthropic', not {s.provider!r}")
+        out.append(f"{env_name('provider')} must be 'offline' or 'anthropic', not {s.provider!r}")
     if s.provider == "anthropic" and not s.api_key:
         out.append("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
     if not 0.0 <= s.confidence_floor <= 1.0:
-        out.append(f"confidence floor must be within 0..1, not {s.confidence_floor}")
+        out.append(f"{env_name('confidence_floor')} must be within 0..1, not {s.confidence_floor}")
     if s.log_format not in ("text", "json"):
-        out.append(f"log format must be 'text' or 'json', not {s.log_format!r}")
+        out.append(f"{env_name('log_format')} must be 'text' or 'json', not {s.log_format!r}")
     for name in (
         "max_tool_steps",
         "max_validation_attempts",
@@ -97,13 +98,22 @@ def _problems(s: Settings) -> list[str]:
         "tool_output_max_chars",
     ):
         if getattr(s, name) < 1:
-            out.append(f"{name} must be at least 1")
+            out.append(f"{env_name(name)} must be at least 1, not {getattr(s, name)}")
     for name in ("max_recovery_attempts", "llm_max_retries", "metrics_port", "health_port"):
         if getattr(s, name) < 0:
-            out.append(f"{name} must not be negative")
-    if s.llm_timeout_seconds <= 0:
-        out.append("llm timeout must be positive")
+            out.append(f"{env_name(name)} must not be negative, not {getattr(s, name)}")
+    for name in ("metrics_port", "health_port"):
+        if getattr(s, name) > 65535:
+            out.append(f"{env_name(name)} must be a port number (0..65535), not {getattr(s, name)}")
+    for name in ("llm_timeout_seconds", "provider_retry_delay_seconds"):
+        if not getattr(s, name) > 0:
+            out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
     return out
+
+
+def env_name(field: str) -> str:
+    """The variable that sets ``field`` (what a user edits when a value is rejected)."""
+    return ENV_PREFIX + field.upper()
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
@@ -137,5 +147,6 @@ def _coerce(name: str, annotation: object, raw: str) -> object:
         if kind == "float":
             return float(raw)
     except ValueError:
-        raise errors.ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a number") from None
+        expected = "an integer" if kind == "int" else "a number"
+        raise errors.ConfigError(f"{env_name(name)}={raw!r} is not {expected}") from None
     return raw

@@ -1,0 +1,166 @@
+"""Operator overhead: N AIAnalyses, create → terminal status, with an instant scripted model,
+against a raw floor on the same apiserver.
+
+The floor is the least any controller must do for the same outcome: a minimal client that creates
+the same objects and writes the same two statuses (``Investigating``, then the terminal one the
+operator would write) with plain PATCHes, at the same concurrency. Both runs are timed the same
+way: from the first create to the moment a watch sees the last object terminal. Floor and
+operator runs alternate (F O F O ...) so drift in machine load hits both; the figure is the
+ratio of their medians.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from aianalysis import analysis, catalog, resources, settings, status
+from bench import harness, workload
+
+TIMEOUT_S = 600.0
+
+
+def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Investigating and Completed statuses the operator writes for a bench analysis, made by
+    the real pipeline (offline provider) in this process, as JSON merge patches."""
+    found = catalog.Catalog()
+    for obj in workload.catalog_objects():
+        found.upsert(obj["metadata"]["name"], resources.RemediationWorkflowSpec.model_validate(obj["spec"]))
+    spec = resources.AIAnalysisSpec.model_validate(workload.analysis_body(0)["spec"])
+    config = settings.Settings(provider="offline")
+    from aianalysis import llm  # noqa: PLC0415
+
+    decision = asyncio.run(
+        analysis.analyze(spec, catalog=found, provider=llm.make_provider(config), reader=None, settings=config)
+    )
+    now = analysis.utcnow()
+    marked = status.investigating(previous=resources.AIAnalysisStatus(), attempt=1, now=now, generation=1)
+    final = status.completed(previous=marked, decision=decision, now=now, generation=1)
+    assert final.selected_workflow is not None, "the bench catalog must solve the bench analysis"
+    return status.merge_patch(marked), status.merge_patch(final)
+
+
+def _timed(
+    cluster: harness.Cluster, namespace: str, *, count: int, run: Any, meter: harness.CpuMeter
+) -> dict[str, Any]:
+    with harness.TerminalWatch(cluster, namespace) as watcher:
+        meter.start()
+        started = run()
+        done = watcher.wait(count, timeout=TIMEOUT_S)
+        cpu = meter.stop()
+    first = min(started.values())
+    latencies = [(done[name] - started[name]) * 1000 for name in started]
+    phases = sorted(set(watcher.phases.values()))
+    picked = [(watcher.investigating[n] - started[n]) * 1000 for n in started if n in watcher.investigating]
+    return {
+        "seconds": round(max(done.values()) - first, 3),
+        "latency_ms": {
+            "p50": round(harness.percentile(latencies, 0.5), 1),
+            "p99": round(harness.percentile(latencies, 0.99), 1),
+        },
+        "pickup_ms": {
+            "p50": round(harness.percentile(picked, 0.5), 1) if picked else None,
+            "p99": round(harness.percentile(picked, 0.99), 1) if picked else None,
+        },
+        "phases": phases,
+        "cpu_s": cpu,
+    }
+
+
+def floor_run(cluster: harness.Cluster, *, count: int, concurrency: int) -> dict[str, Any]:
+    investigating, final = terminal_statuses()
+    namespace = cluster.namespace("floor")
+    bodies = [workload.analysis_body(n) for n in range(count)]
+
+    def one(body: dict[str, Any]) -> None:
+        cluster.create(body, namespace=namespace)
+        name = body["metadata"]["name"]
+        cluster.patch_status(name, namespace=namespace, status=investigating)
+        cluster.patch_status(name, namespace=namespace, status=final)
+
+    meter = harness.CpuMeter(cluster.control_plane_pids())
+    result = _timed(
+        cluster,
+        namespace,
+        count=count,
+        run=lambda: harness.parallel(bodies, one, threads=concurrency),
+        meter=meter,
+    )
+    cluster.delete_analyses(namespace)
+    return result
+
+
+def operator_run(
+    cluster: harness.Cluster,
+    *,
+    count: int,
+    concurrency: int,
+    provider_env: dict[str, str],
+    extra_pids: dict[str, int],
+    log_dir: Path,
+) -> dict[str, Any]:
+    namespace = cluster.namespace("op")
+    bodies = [workload.analysis_body(n) for n in range(count)]
+    env = {"AIANALYSIS_MAX_CONCURRENT_ANALYSES": str(concurrency), **provider_env}
+    with harness.Operator(cluster, env=env, log_dir=log_dir) as operator:
+        operator.wait_catalog(len(workload.SIGNALS), timeout=60)
+        time.sleep(2.0)  # let start-up work (imports, initial lists) finish before the clock starts
+        meter = harness.CpuMeter({**cluster.control_plane_pids(), "operator": operator.pid, **extra_pids})
+        result = _timed(
+            cluster,
+            namespace,
+            count=count,
+            run=lambda: cluster.create_all(bodies, namespace=namespace, threads=concurrency),
+            meter=meter,
+        )
+        result["rss_mib"] = round(harness.memory_kib(operator.pid)["VmRSS"] / 1024, 1)
+    cluster.delete_analyses(namespace)
+    return result
+
+
+def run(cluster: harness.Cluster, *, count: int, concurrency: int, rounds: int, log_dir: Path) -> dict[str, Any]:
+    for obj in workload.catalog_objects():
+        cluster.create(obj, namespace=None)
+    floors: list[dict[str, Any]] = []
+    scripted: list[dict[str, Any]] = []
+    stats: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        floors.append(floor_run(cluster, count=count, concurrency=concurrency))
+        with harness.LlmServer(delay=0.0) as llm:
+            scripted.append(
+                operator_run(
+                    cluster,
+                    count=count,
+                    concurrency=concurrency,
+                    provider_env=llm.operator_env(),
+                    extra_pids={"llm_server": llm.pid},
+                    log_dir=log_dir,
+                )
+            )
+        stats.append(llm.stats)
+    offline = operator_run(
+        cluster,
+        count=count,
+        concurrency=concurrency,
+        provider_env={"AIANALYSIS_PROVIDER": "offline"},
+        extra_pids={},
+        log_dir=log_dir,
+    )
+    floor_s = statistics.median(r["seconds"] for r in floors)
+    scripted_s = statistics.median(r["seconds"] for r in scripted)
+    return {
+        "analyses": count,
+        "concurrency": concurrency,
+        "rounds": rounds,
+        "floor": floors,
+        "operator_scripted": scripted,
+        "operator_offline": offline,
+        "llm_server": stats,
+        "requests_per_analysis": [round(s.get("requests", 0) / count, 2) for s in stats],
+        "ratio_scripted": round(scripted_s / floor_s, 2),
+        "ratio_offline": round(offline["seconds"] / floor_s, 2),
+        "goal_max_ratio": 2.0,
+    }

@@ -1,0 +1,23 @@
+"""The LLM's tools: the workflow catalog (search, details) and read-only Kubernetes investigation
+(get a resource, list its events, tail pod logs, list the pods of an owner).
+
+``ToolBox`` serves one conversation; ``ClusterReader`` is what it needs from a cluster, and
+``aianalysis.tools.k8s.KubernetesReader`` is the real one over the ``kubernetes`` client.
+"""
+
+from __future__ import annotations
+
+from aianalysis.tools._box import NO_CLUSTER, TOOL_NAMES, ToolBox, ToolResult
+from aianalysis.tools._reader import ClusterReader, JSONObject, Unavailable
+from aianalysis.tools._redact import REDACTED
+
+__all__ = [
+    "NO_CLUSTER",
+    "REDACTED",
+    "TOOL_NAMES",
+    "ClusterReader",
+    "JSONObject",
+    "ToolBox",
+    "ToolResult",
+    "Unavailable",
+]

@@ -1,0 +1,150 @@
+"""``search_workflow_catalog`` and ``get_workflow_details`` (DD-PLAYBOOK-002, DD-CONTEXT-005).
+
+- The incident's business context is applied by the catalog on every search, whatever the LLM
+  passes; the LLM's business arguments can only narrow it.
+- Search answers the minimal schema ``{workflow_id, version, description, confidence}``; details
+  give the parameter schema and never the risk level (risk is filtered before the LLM, not
+  reasoned about by it) nor the container image (execution internals).
+- Details of an unknown workflow and of one the policy excludes get the same refusal, so the LLM
+  cannot probe for workflows hidden from this incident.
+- Whatever either tool shows is recorded in ``seen``: validation accepts only those workflows
+  (upstream #2442: the allow-list was the whole catalog instead of what the LLM was shown).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aianalysis import catalog, resources
+from aianalysis.catalog import policy
+from aianalysis.tools import _args, _output
+
+MAX_DESCRIPTION_CHARS = 600
+
+
+class CatalogTools:
+    def __init__(
+        self,
+        *,
+        catalog: catalog.Catalog,
+        business: resources.BusinessContext,
+        seen: dict[str, set[str]],
+        max_chars: int,
+    ) -> None:
+        self._catalog = catalog
+        self._business = business
+        self._seen = seen
+        self._max_chars = max_chars
+
+    def search(self, args: _args.SearchArgs) -> str:
+        query = catalog.SearchQuery(
+            text=args.query,
+            signal_type=args.signal_type,
+            severity=args.severity,
+            component=args.component,
+            environment=args.environment,
+            priority=args.priority,
+            business_category=args.business_category,
+            risk_tolerance=args.risk_tolerance,
+            top_k=args.top_k,
+        )
+        hits = self._catalog.search(query, business=self._business)
+        text, shown = self._fit(
+            [_hit(hit) for hit in hits], note=self._empty_note(args) if not hits else None
+        )
+        for hit in shown:
+            self._seen.setdefault(hit["workflow_id"], set()).add(hit["version"])
+        return text
+
+    def details(self, args: _args.DetailsArgs) -> str | None:
+        """The workflow as JSON, or None when it is unknown OR not eligible (same answer)."""
+        workflow = self._catalog.get(args.workflow_id, args.version)
+        if workflow is None or policy.ineligibility(workflow.spec, self._business):
+            return None
+        spec = workflow.spec
+        self._seen.setdefault(spec.workflow_id, set()).add(spec.version)
+        payload: dict[str, Any] = {
+            "workflow_id": spec.workflow_id,
+            "version": spec.version,
+            "title": spec.title,
+            "description": spec.description,
+            "signal_types": spec.labels.signal_types,
+            "parameters": [_parameter(p) for p in spec.parameters],
+        }
+        if spec.estimated_duration:
+            payload["estimated_duration"] = spec.estimated_duration
+        return _output.cap(json.dumps(payload, ensure_ascii=False), max_chars=self._max_chars)
+
+    def _fit(self, hits: list[dict[str, Any]], *, note: str | None) -> tuple[str, list[dict[str, Any]]]:
+        """The JSON answer with as many hits as fit in ``max_chars`` (never a cut JSON document)."""
+        shown = list(hits)
+        while True:
+            payload: dict[str, Any] = {"workflows": shown, "total_results": len(shown)}
+            if len(shown) < len(hits):
+                payload["note"] = (
+                    f"{len(hits) - len(shown)} lower-ranked result(s) were left out to fit the output "
+                    "limit; use a more specific query or a smaller top_k."
+                )
+            elif note:
+                payload["note"] = note
+            text = json.dumps(payload, ensure_ascii=False)
+            if len(text) <= self._max_chars or not shown:
+                return text, shown
+            shown.pop()
+
+    def _empty_note(self, args: _args.SearchArgs) -> str:
+        narrowing = policy.narrow(
+            self._business,
+            environment=args.environment,
+            priority=args.priority,
+            business_category=args.business_category,
+            risk_tolerance=args.risk_tolerance,
+        )
+        if narrowing.conflicts:
+            return "; ".join(narrowing.conflicts) + ". Leave the business filters out."
+        b = self._business
+        context = (
+            f"environment={b.environment or 'unset'}, priority={b.priority or 'unset'}, "
+            f"business_category={b.business_category or 'unset'}, risk_tolerance={b.risk_tolerance}"
+        )
+        return (
+            "No eligible workflow matches. Results are always limited to workflows eligible for this "
+            f"incident ({context}); the system applies that and it cannot be widened. "
+            "You may try another query or signal type; if nothing fits, submit with "
+            'human_review_reason "no_eligible_workflow".'
+        )
+
+
+def refusal(args: _args.DetailsArgs) -> str:
+    """The one answer for unknown and excluded workflows alike (built from the request only)."""
+    version = f" version {args.version!r}" if args.version else ""
+    return (
+        f"workflow {args.workflow_id!r}{version} is not available to this analysis (unknown, or not "
+        "eligible for this incident). Only workflows returned by search_workflow_catalog can be used."
+    )
+
+
+def _hit(hit: catalog.SearchHit) -> dict[str, Any]:
+    description = hit.description
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    return {
+        "workflow_id": hit.workflow_id,
+        "version": hit.version,
+        "description": description,
+        "confidence": round(hit.confidence, 3),
+    }
+
+
+def _parameter(parameter: resources.WorkflowParameter) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": parameter.name, "type": parameter.type, "required": parameter.required}
+    for field in ("description", "enum", "pattern", "default", "depends_on"):
+        value = getattr(parameter, field)
+        if value is not None:
+            out[field] = value
+    for field in ("minimum", "maximum"):
+        value = getattr(parameter, field)
+        if value is not None:
+            out[field] = int(value) if float(value).is_integer() else value
+    return out

@@ -1,0 +1,239 @@
+"""What Prometheus sees: each terminal analysis, LLM request and rejected answer moves its counter
+exactly once, with the documented labels. (End to end, through the operator: tests/e2e/test_metrics.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import prometheus_client as prom
+import pytest
+
+from aianalysis import __version__, errors, llm, metrics, resources, settings, status, tools
+from tests.support import messages_server as ms
+
+SPEC = resources.AIAnalysisSpec.model_validate(
+    {
+        "signal": {"type": "OOMKilled", "severity": "critical"},
+        "resource": {"kind": "Deployment", "name": "payment-api", "namespace": "production"},
+    }
+)
+
+
+def value(name: str, **labels: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+class Delta:
+    """Sample values before/after: the registry is process-wide, so tests compare differences."""
+
+    def __init__(self, *series: tuple[str, dict[str, str]]) -> None:
+        self._series = series
+        self._before = [value(name, **labels) for name, labels in series]
+
+    def __call__(self) -> list[float]:
+        return [
+            value(name, **labels) - before
+            for (name, labels), before in zip(self._series, self._before, strict=True)
+        ]
+
+
+def decision(
+    *,
+    confidence: float | None = 0.9,
+    review: resources.HumanReviewReason | None = None,
+    failed_rules: list[str] | None = None,
+    usage: resources.LLMUsage | None = None,
+) -> status.Decision:
+    selected = (
+        resources.SelectedWorkflow(
+            workflow_id="oomkill-increase-memory",
+            version="1.0.0",
+            container_image="registry.example/wf/oom:1",
+            confidence=confidence,
+            rationale="limit too low",
+            parameters={"TARGET_NAMESPACE": "production"},
+        )
+        if confidence is not None
+        else None
+    )
+    return status.Decision(
+        selected=selected,
+        review_reason=review,
+        root_cause=None,
+        alternatives=[],
+        warnings=[],
+        attempts=[],
+        recovery=None,
+        llm=usage or resources.LLMUsage(provider="anthropic"),
+        failed_rules=failed_rules or [],
+    )
+
+
+def test_a_selection_counts_one_analysis_its_tokens_and_its_duration() -> None:
+    usage = resources.LLMUsage(
+        provider="anthropic",
+        requests=3,
+        input_tokens=1200,
+        output_tokens=150,
+        cache_read_tokens=900,
+        cache_write_tokens=300,
+    )
+    delta = Delta(
+        ("aianalysis_analyses_total", {"outcome": "selected", "review_reason": "none"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "input"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "output"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_read"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_write"}),
+        ("aianalysis_analysis_duration_seconds_count", {"provider": "anthropic"}),
+        ("aianalysis_analysis_duration_seconds_sum", {"provider": "anthropic"}),
+        ("aianalysis_analysis_duration_seconds_bucket", {"provider": "anthropic", "le": "5.0"}),
+        ("aianalysis_analysis_duration_seconds_bucket", {"provider": "anthropic", "le": "2.5"}),
+    )
+
+    metrics.record_decision(decision(usage=usage), provider="anthropic", seconds=3.0)
+
+    assert delta() == [1, 1200, 150, 900, 300, 1, 3.0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("made", "outcome", "reason"),
+    [
+        (decision(confidence=0.4, review="low_confidence"), "human_review", "low_confidence"),
+        (decision(confidence=None, review="no_eligible_workflow"), "human_review", "no_eligible_workflow"),
+        (decision(confidence=None, review="parameters_incomplete"), "human_review", "parameters_incomplete"),
+    ],
+)
+def test_human_review_outcomes_carry_their_reason(made: status.Decision, outcome: str, reason: str) -> None:
+    delta = Delta(
+        ("aianalysis_analyses_total", {"outcome": outcome, "review_reason": reason}),
+        ("aianalysis_analyses_total", {"outcome": "selected", "review_reason": "none"}),
+    )
+
+    metrics.record_decision(made, provider="offline", seconds=0.1)
+
+    assert delta() == [1, 0]
+
+
+def test_offline_analyses_bill_no_tokens() -> None:
+    delta = Delta(("aianalysis_llm_tokens_total", {"provider": "offline", "kind": "input"}))
+
+    metrics.record_decision(decision(), provider="offline", seconds=0.01)
+
+    assert delta() == [0]
+
+
+def test_each_rejected_answer_counts_once_per_failed_rule() -> None:
+    delta = Delta(
+        ("aianalysis_validation_failures_total", {"rule": "missing_parameter"}),
+        ("aianalysis_validation_failures_total", {"rule": "parameters"}),
+        ("aianalysis_validation_failures_total", {"rule": "unknown_workflow"}),
+    )
+
+    metrics.record_decision(
+        decision(failed_rules=["missing_parameter", "parameters", "missing_parameter"]),
+        provider="anthropic",
+        seconds=1.0,
+    )
+
+    assert delta() == [2, 1, 0]
+
+
+def test_a_failed_analysis_counts_as_failed_with_its_reason() -> None:
+    delta = Delta(
+        ("aianalysis_analyses_total", {"outcome": "failed", "review_reason": "provider_unavailable"}),
+        ("aianalysis_analyses_total", {"outcome": "failed", "review_reason": "none"}),
+    )
+
+    metrics.record_failure("provider_unavailable")
+    metrics.record_failure(None)
+
+    assert delta() == [1, 1]
+
+
+def test_the_request_observer_counts_requests_and_their_latency() -> None:
+    observe = metrics.llm_observer("anthropic")
+    delta = Delta(
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "ok"}),
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "unavailable"}),
+        ("aianalysis_llm_request_duration_seconds_count", {"provider": "anthropic"}),
+        ("aianalysis_llm_request_duration_seconds_sum", {"provider": "anthropic"}),
+    )
+
+    observe("ok", 0.25)
+    observe("ok", 0.5)
+    observe("unavailable", 2.0)
+
+    assert delta() == [2, 1, 3, 2.75]
+
+
+# ---- the hook through the real SDK -----------------------------------------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[ms.MessagesServer]:
+    with ms.MessagesServer() as running:
+        yield running
+
+
+class NoTools:
+    def definitions(self) -> list[dict[str, Any]]:
+        return []
+
+    async def call(self, name: str, arguments: dict[str, Any], /) -> tools.ToolResult:
+        raise AssertionError("no tool is called in these tests")
+
+
+async def ask_once(server: ms.MessagesServer) -> None:
+    config = settings.Settings(
+        provider="anthropic", api_key="k", anthropic_base_url=server.base_url, llm_max_retries=0
+    )
+    provider = llm.make_provider(config, on_request=metrics.llm_observer(config.provider))
+    try:
+        await provider.open(system="s", prompt="p", toolbox=NoTools(), spec=SPEC).answer()
+    finally:
+        await provider.aclose()
+
+
+async def test_make_provider_reports_every_messages_api_call(server: ms.MessagesServer) -> None:
+    server.add(ms.reply_text("no tool for me"), ms.unauthorized(), ms.server_error())
+    delta = Delta(
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "ok"}),
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "error"}),
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "unavailable"}),
+    )
+
+    await ask_once(server)
+    with pytest.raises(errors.ProviderError):
+        await ask_once(server)
+    with pytest.raises(errors.ProviderUnavailableError):
+        await ask_once(server)
+
+    assert delta() == [1, 1, 1]
+    assert len(server.requests) == 3
+
+
+# ---- exposition ------------------------------------------------------------------------------
+
+
+def test_exposition_names_follow_prometheus_conventions() -> None:
+    families = {family.name: family for family in metrics.REGISTRY.collect()}
+    ours = {name for name in families if name.startswith("aianalysis_")}
+
+    assert ours == {
+        "aianalysis_analyses",
+        "aianalysis_analysis_duration_seconds",
+        "aianalysis_llm_requests",
+        "aianalysis_llm_request_duration_seconds",
+        "aianalysis_llm_tokens",
+        "aianalysis_validation_failures",
+        "aianalysis_recovery_attempts",
+        "aianalysis_catalog_workflows",
+        "aianalysis_analyses_in_flight",
+        "aianalysis_build",
+    }
+    assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
+    assert all(families[name].documentation for name in ours)
+    text = prom.generate_latest(metrics.REGISTRY).decode()
+    assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text
+    assert "process_resident_memory_bytes" in text, "the operator's own memory is exported too"

@@ -1,0 +1,161 @@
+"""Settings from the environment: what an operator gets by default, and the one-line error a typo
+in a Deployment's env produces before anything starts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from aianalysis import errors, settings
+
+KEY = "sk-ant-unit-0f9e8d7c6b5a"
+
+
+def rejected(env: dict[str, str]) -> str:
+    with pytest.raises(errors.ConfigError) as caught:
+        settings.from_env(env)
+    message = str(caught.value)
+    assert "\n" not in message, "a configuration error is one line"
+    return message
+
+
+def test_empty_environment_gives_the_documented_defaults() -> None:
+    s = settings.from_env({})
+
+    assert s.provider == "offline"
+    assert s.api_key is None
+    assert s.model == "claude-sonnet-4-6"
+    assert s.anthropic_base_url is None
+    assert (s.llm_timeout_seconds, s.llm_max_retries) == (60.0, 4)
+    assert (s.max_tool_steps, s.max_validation_attempts) == (12, 3)
+    assert s.confidence_floor == 0.7
+    assert (s.max_concurrent_analyses, s.max_recovery_attempts, s.provider_retry_limit) == (8, 3, 5)
+    assert s.log_format == "text"
+    assert (s.metrics_port, s.health_port) == (9090, 8080)
+
+
+def test_an_api_key_selects_the_anthropic_provider() -> None:
+    s = settings.from_env({"ANTHROPIC_API_KEY": KEY})
+
+    assert s.provider == "anthropic"
+    assert s.api_key == KEY
+
+
+def test_an_explicit_offline_provider_wins_over_a_present_key() -> None:
+    s = settings.from_env({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_PROVIDER": "offline"})
+
+    assert s.provider == "offline"
+
+
+def test_variables_are_read_and_typed() -> None:
+    s = settings.from_env(
+        {
+            "AIANALYSIS_PROVIDER": "anthropic",
+            "ANTHROPIC_API_KEY": KEY,
+            "AIANALYSIS_MODEL": "claude-opus-4-1",
+            "AIANALYSIS_ANTHROPIC_BASE_URL": "http://gateway.local:8080",
+            "AIANALYSIS_LLM_TIMEOUT_SECONDS": "12.5",
+            "AIANALYSIS_LLM_MAX_RETRIES": "0",
+            "AIANALYSIS_CONFIDENCE_FLOOR": "0.85",
+            "AIANALYSIS_MAX_CONCURRENT_ANALYSES": "2",
+            "AIANALYSIS_LOG_FORMAT": "json",
+            "AIANALYSIS_METRICS_PORT": "0",
+        }
+    )
+
+    assert s.model == "claude-opus-4-1"
+    assert s.anthropic_base_url == "http://gateway.local:8080"
+    assert s.llm_timeout_seconds == 12.5
+    assert s.llm_max_retries == 0
+    assert s.confidence_floor == 0.85
+    assert s.max_concurrent_analyses == 2
+    assert s.log_format == "json"
+    assert s.metrics_port == 0
+
+
+def test_empty_variables_mean_the_default() -> None:
+    """A Helm value left empty renders as ``""``: that is "not set", not an invalid number."""
+    s = settings.from_env({"AIANALYSIS_CONFIDENCE_FLOOR": "", "AIANALYSIS_PROVIDER": ""})
+
+    assert s.confidence_floor == 0.7
+    assert s.provider == "offline"
+
+
+def test_the_sdk_base_url_variable_is_honoured_when_ours_is_unset() -> None:
+    assert settings.from_env({"ANTHROPIC_BASE_URL": "http://a"}).anthropic_base_url == "http://a"
+    both = {"ANTHROPIC_BASE_URL": "http://a", "AIANALYSIS_ANTHROPIC_BASE_URL": "http://b"}
+    assert settings.from_env(both).anthropic_base_url == "http://b"
+
+
+def test_unknown_provider_is_rejected_with_the_allowed_values() -> None:
+    message = rejected({"AIANALYSIS_PROVIDER": "bogus"})
+
+    assert "AIANALYSIS_PROVIDER must be 'offline' or 'anthropic', not 'bogus'" in message
+
+
+def test_anthropic_without_a_key_is_rejected() -> None:
+    message = rejected({"AIANALYSIS_PROVIDER": "anthropic"})
+
+    assert "provider 'anthropic' needs ANTHROPIC_API_KEY" in message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("AIANALYSIS_MAX_TOOL_STEPS", "twelve", "AIANALYSIS_MAX_TOOL_STEPS='twelve' is not an integer"),
+        ("AIANALYSIS_MAX_TOOL_STEPS", "2.5", "AIANALYSIS_MAX_TOOL_STEPS='2.5' is not an integer"),
+        ("AIANALYSIS_LLM_TIMEOUT_SECONDS", "60s", "AIANALYSIS_LLM_TIMEOUT_SECONDS='60s' is not a number"),
+        ("AIANALYSIS_METRICS_PORT", "http", "AIANALYSIS_METRICS_PORT='http' is not an integer"),
+    ],
+)
+def test_values_that_are_not_numbers_name_the_variable(variable: str, value: str, expected: str) -> None:
+    assert rejected({variable: value}) == expected
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("AIANALYSIS_CONFIDENCE_FLOOR", "1.5", "AIANALYSIS_CONFIDENCE_FLOOR must be within 0..1, not 1.5"),
+        ("AIANALYSIS_CONFIDENCE_FLOOR", "-0.1", "AIANALYSIS_CONFIDENCE_FLOOR must be within 0..1, not -0.1"),
+        ("AIANALYSIS_CONFIDENCE_FLOOR", "nan", "AIANALYSIS_CONFIDENCE_FLOOR must be within 0..1, not nan"),
+        ("AIANALYSIS_MAX_CONCURRENT_ANALYSES", "0", "AIANALYSIS_MAX_CONCURRENT_ANALYSES must be at least 1"),
+        ("AIANALYSIS_MAX_VALIDATION_ATTEMPTS", "0", "AIANALYSIS_MAX_VALIDATION_ATTEMPTS must be at least 1"),
+        ("AIANALYSIS_LLM_MAX_RETRIES", "-1", "AIANALYSIS_LLM_MAX_RETRIES must not be negative"),
+        ("AIANALYSIS_HEALTH_PORT", "70000", "AIANALYSIS_HEALTH_PORT must be a port number (0..65535)"),
+        ("AIANALYSIS_LLM_TIMEOUT_SECONDS", "0", "AIANALYSIS_LLM_TIMEOUT_SECONDS must be positive"),
+        ("AIANALYSIS_LOG_FORMAT", "xml", "AIANALYSIS_LOG_FORMAT must be 'text' or 'json', not 'xml'"),
+    ],
+)
+def test_out_of_range_values_name_the_variable(variable: str, value: str, expected: str) -> None:
+    assert expected in rejected({variable: value})
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    message = rejected(
+        {
+            "AIANALYSIS_PROVIDER": "anthropic",
+            "AIANALYSIS_CONFIDENCE_FLOOR": "7",
+            "AIANALYSIS_MAX_TOOL_STEPS": "0",
+        }
+    )
+
+    assert message.startswith("invalid settings: ")
+    assert "ANTHROPIC_API_KEY" in message
+    assert "AIANALYSIS_CONFIDENCE_FLOOR" in message
+    assert "AIANALYSIS_MAX_TOOL_STEPS" in message
+
+
+def test_overrides_beat_the_environment_and_are_validated_too() -> None:
+    """``aianalysis analyze --provider`` passes an override; it gets the same checks."""
+    assert settings.from_env({"ANTHROPIC_API_KEY": KEY}, provider="offline").provider == "offline"
+    with pytest.raises(errors.ConfigError, match="ANTHROPIC_API_KEY"):
+        settings.from_env({}, provider="anthropic")
+
+
+def test_the_api_key_never_shows_in_repr_or_errors() -> None:
+    s = settings.from_env({"ANTHROPIC_API_KEY": KEY})
+    assert KEY not in repr(s)
+    assert KEY not in str(dataclasses.replace(s, model="m"))
+    message = rejected({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_MAX_TOKENS": "0"})
+    assert KEY not in message
