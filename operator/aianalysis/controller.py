@@ -208,7 +208,12 @@ async def reconcile_execution(runtime: Runtime, *, body: dict[str, Any]) -> Tran
                 namespace,
                 resources.AIANALYSIS_PLURAL,
                 analysis_body["metadata"]["name"],
-                {"needsHumanReview": True, "humanReviewReason": decided.reason},
+                {
+                    "needsHumanReview": True,
+                    "humanReviewReason": decided.reason,
+                    "reason": "MaxRecoveryAttempts",
+                    "message": decided.message,
+                },
             )
         metrics.RECOVERIES.labels(outcome="max_attempts").inc()
         return Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
