@@ -68,12 +68,16 @@ def index_workflow(name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Log
     metrics.CATALOG_SIZE.set(len(runtime.catalog))
 
 
-@kopf.on.event(G, V, RW, id="catalog_delete")
-def forget_workflow(name: str, type: str | None, memo: kopf.Memo, **_: Any) -> None:
-    if type == "DELETED":
-        runtime = _runtime(memo)
-        runtime.catalog.remove(name)
-        metrics.CATALOG_SIZE.set(len(runtime.catalog))
+def _deleted(type: str | None, **_: Any) -> bool:
+    return type == "DELETED"
+
+
+@kopf.on.event(G, V, RW, id="catalog_delete", when=_deleted)
+def forget_workflow(name: str, memo: kopf.Memo, **_: Any) -> None:
+    """Only deletions: kopf would otherwise log "succeeded" for every catalog event at INFO."""
+    runtime = _runtime(memo)
+    runtime.catalog.remove(name)
+    metrics.CATALOG_SIZE.set(len(runtime.catalog))
 
 
 @kopf.on.resume(G, V, AIA, id="analyze_resumed")
@@ -91,7 +95,17 @@ async def analyze(
     except errors.AIAnalysisError as exc:
         raise _kopf_error(exc, retry=retry, base=runtime.settings.provider_retry_delay_seconds) from exc
     if transition is not None:
-        kopf.event(body, type=transition.type, reason=transition.reason, message=transition.message)
+        _announce(body, transition)
+
+
+def _announce(body: kopf.Body, transition: controller.Transition) -> None:
+    """A terminal transition: a Kubernetes Event for kubectl users, a log line for log pipelines."""
+    kopf.event(body, type=transition.type, reason=transition.reason, message=transition.message)
+    level = logging.INFO if transition.type == "Normal" else logging.WARNING
+    meta = body.get("metadata", {})
+    log.log(
+        level, "%s/%s: %s: %s", meta.get("namespace"), meta.get("name"), transition.reason, transition.message
+    )
 
 
 def _kopf_error(exc: errors.AIAnalysisError, *, retry: int, base: float) -> Exception:
@@ -129,7 +143,7 @@ async def _recover(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger) -> Non
         logger.warning("recovery of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
     if transition is not None:
-        kopf.event(body, type=transition.type, reason=transition.reason, message=transition.message)
+        _announce(body, transition)
 
 
 def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:

@@ -99,11 +99,16 @@ class OperatorProcess:
 
 
 @pytest.fixture
-def start_operator(cluster: Any, crds: Any, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
+def start_operator(
+    cluster: Any, crds: Any, namespace: str, tmp_path: Path
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """Starts operators watching only this test's namespace (RemediationWorkflows are cluster-scoped
+    and watched anyway), so analyses other tests left behind never reach this test's LLM server."""
     started: list[OperatorProcess] = []
 
     def start(**env: str) -> OperatorProcess:
-        op = OperatorProcess(kubeconfig=cluster.kubeconfig, log_dir=tmp_path, env=env)
+        argv = [sys.executable, "-m", "aianalysis", "run", "--namespace", namespace]
+        op = OperatorProcess(kubeconfig=cluster.kubeconfig, log_dir=tmp_path, env=env, argv=argv)
         op.start()
         started.append(op)
         return op
