@@ -5,9 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 K8S_BIN = $(shell hack/build-k8s.sh)
+HELM_BIN = $(shell hack/build-helm.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv k8s lint typecheck contracts unit test demo bench clean
+.PHONY: all venv k8s helm manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -22,9 +23,15 @@ venv: $(STAMP)
 k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
 	hack/build-k8s.sh
 
+helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)
+	hack/build-helm.sh
+
+manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
+	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
+
 lint: venv
-	$(VENV)/bin/ruff check operator tests bench
-	$(VENV)/bin/ruff format --check operator tests bench
+	$(VENV)/bin/ruff check operator tests bench hack
+	$(VENV)/bin/ruff format --check operator tests bench hack
 
 typecheck: venv
 	$(VENV)/bin/mypy
@@ -36,7 +43,7 @@ unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
 test: venv lint typecheck contracts
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo

@@ -19,7 +19,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, errors, llm, resources, settings, status
+from aianalysis import analysis, catalog, errors, evaluation, llm, resources, settings, status
 
 USAGE_ERROR = 2
 
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_analyze(commands)
     _add_catalog(commands)
+    _add_eval(commands)
     return parser
 
 
@@ -281,3 +282,16 @@ def _top_k(text: str) -> int:
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
     return USAGE_ERROR
+
+
+# ---- aianalysis eval ---------------------------------------------------------------------------
+
+
+def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    evaluate = commands.add_parser(
+        "eval",
+        help="measure workflow selection on a corpus of scenarios; write JSON, Markdown and PNG reports",
+        description=evaluation.command.DESCRIPTION,
+    )
+    evaluation.command.add_arguments(evaluate)
+    evaluate.set_defaults(handler=evaluation.command.from_args)

@@ -9,17 +9,12 @@ import logging
 from typing import Any
 
 import kopf
-import pydantic
 
 from aianalysis import controller, errors, kube, metrics, resources
 from aianalysis import settings as settings_mod
 
 G, V = resources.GROUP, resources.VERSION
-AIA, WFE, RW = (
-    resources.AIANALYSIS_PLURAL,
-    resources.WORKFLOWEXECUTION_PLURAL,
-    resources.REMEDIATIONWORKFLOW_PLURAL,
-)
+AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
 PREFIX = "aianalysis.kubernaut.io"
 MAX_RETRY_DELAY_SECONDS = 300.0
 
@@ -36,6 +31,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.execution.max_workers = max(4, config.max_concurrent_analyses)
     memo.runtime = controller.Runtime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
+    # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
+    await memo.runtime.load_catalog()
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
         config.provider,
@@ -54,30 +51,6 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 @kopf.on.probe(id="catalog_workflows")
 def catalog_probe(memo: kopf.Memo, **_: Any) -> int:
     return len(_runtime(memo).catalog)
-
-
-@kopf.index(G, V, RW, id="catalog")
-def index_workflow(name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """Keeps the in-memory catalog current; kopf starts no other handler before this index is filled."""
-    runtime = _runtime(memo)
-    try:
-        runtime.catalog.upsert(name, resources.RemediationWorkflowSpec.model_validate(dict(spec)))
-    except pydantic.ValidationError as exc:
-        runtime.catalog.remove(name)
-        logger.warning("RemediationWorkflow %s is not usable and stays out of the catalog: %s", name, exc)
-    metrics.CATALOG_SIZE.set(len(runtime.catalog))
-
-
-def _deleted(type: str | None, **_: Any) -> bool:
-    return type == "DELETED"
-
-
-@kopf.on.event(G, V, RW, id="catalog_delete", when=_deleted)
-def forget_workflow(name: str, memo: kopf.Memo, **_: Any) -> None:
-    """Only deletions: kopf would otherwise log "succeeded" for every catalog event at INFO."""
-    runtime = _runtime(memo)
-    runtime.catalog.remove(name)
-    metrics.CATALOG_SIZE.set(len(runtime.catalog))
 
 
 @kopf.on.resume(G, V, AIA, id="analyze_resumed")

@@ -6,6 +6,7 @@ No controller-manager and no scheduler: objects are stored and served, nothing r
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import ssl
@@ -140,7 +141,8 @@ class DevCluster:
         """A kubeconfig authenticating as ``user`` (``admin``, or one given to ``users``/``add_user``)."""
         if user not in self._users:
             raise _base.DevClusterError(f"unknown user {user!r}; known: {sorted(self._users)}")
-        path = self.data_dir / f"kubeconfig-{user}.yaml"
+        # ``:`` (as in ServiceAccount user names) would split KUBECONFIG-style path lists
+        path = self.data_dir / f"kubeconfig-{re.sub(r'[^A-Za-z0-9_.-]', '_', user)}.yaml"
         if not path.exists():
             text = _config.kubeconfig_text(server=self.server, ca_file=self.ca_file, user=self._users[user])
             path.write_text(text)

@@ -9,6 +9,7 @@ included) and connection failures/timeouts, honouring ``retry-after``/``retry-af
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import cast
 
@@ -242,13 +243,19 @@ def tool_params(toolbox: base.Tools) -> list[atypes.ToolParam]:
     every tool definition (they precede the system prompt in the cache prefix)."""
     tools = [cast(atypes.ToolParam, dict(definition)) for definition in toolbox.definitions()]
     tools = [tool for tool in tools if tool["name"] != answer.SUBMIT_TOOL_NAME]
-    submit: atypes.ToolParam = {
+    return [*tools, _submit_tool()]
+
+
+@functools.cache
+def _submit_tool() -> atypes.ToolParam:
+    """Built once per process and shared by every conversation (never mutated: the SDK copies request
+    params before sending). Generating the schema takes pydantic ~3 ms, on the event loop."""
+    return {
         "name": answer.SUBMIT_TOOL_NAME,
         "description": SUBMIT_TOOL_DESCRIPTION,
         "input_schema": answer.submit_tool_schema(),
         "cache_control": _EPHEMERAL,
     }
-    return [*tools, submit]
 
 
 def correction_text(problems: list[str]) -> str:

@@ -1,0 +1,513 @@
+"""What ships: the container image (Dockerfile), the Helm chart and the kustomize base in deploy/.
+
+No Docker engine exists here, so the image is checked by doing what its Dockerfile does: the builder
+stage's ``COPY`` and ``pip wheel``, then the runtime stage's ``pip install`` into a fresh virtualenv,
+then its ``ENTRYPOINT`` against the session's kube-apiserver. The chart is linted and rendered with
+a ``helm`` built from Go modules (``hack/build-helm.sh``) and every rendering is applied to the real
+API server with ``--dry-run=server``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aianalysis import devcluster, settings
+from aianalysis.tools import _kinds
+from tests.e2e.conftest import OperatorProcess, wait_terminal
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+CHART = ROOT / "helm" / "aianalysis-operator"
+DEPLOY = ROOT / "deploy"
+RELEASE = "aianalysis-operator"
+INSTALL_NAMESPACE = "aianalysis-system"  # deploy/'s namespace
+HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+READ_VERBS = {"get", "list", "watch"}
+
+ANTHROPIC_VALUES: dict[str, Any] = {
+    "provider": "anthropic",
+    "model": "claude-opus-4-1",
+    "apiKeySecret": {"name": "anthropic-credentials", "key": "token"},
+}
+
+
+# ---- the Dockerfile, read the way docker reads it (the subset this file uses) -------------------
+
+
+@dataclasses.dataclass
+class Stage:
+    base: str
+    name: str | None
+    steps: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (INSTRUCTION, arguments)
+
+    def args(self, instruction: str) -> list[str]:
+        return [rest for op, rest in self.steps if op == instruction]
+
+    def env(self) -> dict[str, str]:
+        return {k: v for line in self.args("ENV") for k, v in (kv.split("=", 1) for kv in shlex.split(line))}
+
+
+def dockerfile_stages(text: str) -> list[Stage]:
+    logical = re.sub(
+        r"\\\n", " ", "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+    )
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for line in filter(None, (ln.strip() for ln in logical.splitlines())):
+        op, _, rest = line.partition(" ")
+        op, rest = op.upper(), rest.strip()
+        if op == "ARG" and not stages:
+            key, _, default = rest.partition("=")
+            global_args[key] = default
+        elif op == "FROM":
+            words = rest.split()
+            base = re.sub(r"\$\{(\w+)\}", lambda m: global_args[m.group(1)], words[0])
+            stages.append(Stage(base=base, name=words[2] if len(words) == 3 else None))
+        else:
+            stages[-1].steps.append((op, rest))
+    return stages
+
+
+def pip_commands(stage: Stage) -> list[list[str]]:
+    """The stage's ``python -m pip ...`` RUN commands as argv, BuildKit ``--mount`` flags removed."""
+    commands = []
+    for run in stage.args("RUN"):
+        argv = [word for word in shlex.split(run) if not word.startswith("--mount=")]
+        if argv[:3] == ["python", "-m", "pip"]:
+            commands.append(argv)
+    return commands
+
+
+def localize(argv: list[str], *, python: Path, paths: dict[str, Path]) -> list[str]:
+    """A Dockerfile command for this machine: our interpreter, image paths mapped to temp dirs."""
+    out = [str(python)]
+    for word in argv[1:]:
+        local = word
+        for image_path, path in paths.items():
+            if local == image_path or local.endswith(f"={image_path}"):
+                local = local.removesuffix(image_path) + str(path)
+        out.append(local)
+    return out
+
+
+def copy_context(stage: Stage, *, workdir: Path) -> None:
+    """The stage's ``COPY`` lines from the repository (minus what .dockerignore drops). As in docker,
+    a directory's contents land in the destination."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for line in stage.args("COPY"):
+        *sources, dest = shlex.split(line)
+        target = workdir / dest
+        for source in sources:
+            src = ROOT / source
+            if src.is_dir():
+                shutil.copytree(src, target, ignore=ignore, dirs_exist_ok=True)
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target / src.name)
+
+
+def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(argv)} failed ({result.returncode}):\n{result.stdout}{result.stderr}"
+        )
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def stages() -> list[Stage]:
+    return dockerfile_stages(DOCKERFILE.read_text())
+
+
+def test_image_runs_as_a_fixed_non_root_user_on_python_311_slim(stages: list[Stage]) -> None:
+    builder, runtime = stages
+    assert builder.name == "builder" and builder.base == runtime.base == "python:3.11-slim"
+    user = runtime.args("USER")[-1]
+    assert re.fullmatch(r"\d+:\d+", user), "a numeric uid lets the kubelet verify runAsNonRoot"
+    assert user == "65532:65532"
+    chart_pod = yaml.safe_load((CHART / "values.yaml").read_text())["podSecurityContext"]
+    assert user == f"{chart_pod['runAsUser']}:{chart_pod['runAsGroup']}", "the chart runs the image's user"
+    # the runtime stage gets wheels only: no sources copied in, no package manager installs a compiler
+    assert runtime.args("COPY") == []
+    assert not any(re.search(r"apt-get|apk |gcc|build-essential", run) for run in runtime.args("RUN"))
+    assert any("--mount=type=bind,from=builder,source=/wheels" in run for run in runtime.args("RUN"))
+
+
+def test_image_ports_and_entrypoint_match_the_operator_and_the_chart(stages: list[Stage]) -> None:
+    runtime = stages[-1]
+    assert json.loads(runtime.args("ENTRYPOINT")[-1]) == ["aianalysis", "run"]
+    exposed = {int(port) for line in runtime.args("EXPOSE") for port in line.split()}
+    defaults = settings.Settings()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert exposed == {defaults.metrics_port, defaults.health_port}
+    assert exposed == {values["metrics"]["port"], values["health"]["port"]}
+
+
+def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_sigterm(
+    stages: list[Stage], cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    builder, runtime = stages
+    src, wheels, venv = tmp_path / "src", tmp_path / "wheels", tmp_path / "venv"
+    copy_context(builder, workdir=src)
+    [wheel_cmd] = pip_commands(builder)
+    run(localize(wheel_cmd, python=Path(sys.executable), paths={"/wheels": wheels, ".": src}), cwd=src)
+    run([sys.executable, "-m", "venv", str(venv)])
+    [install_cmd] = pip_commands(runtime)
+    venv_python = venv / "bin" / "python"
+    run(localize(install_cmd, python=venv_python, paths={"/wheels": wheels}))
+    without_source_tree = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = run(
+        [str(venv_python), "-c", "import aianalysis; print(aianalysis.__file__)"],
+        cwd=tmp_path,
+        env=without_source_tree,
+    )
+    assert installed.startswith(str(venv / "lib")), "the venv must run the wheel, not the source tree"
+
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=packaging-test",
+        "-f", str(ROOT / "examples" / "catalog"),
+    )  # fmt: skip
+    program, *arguments = json.loads(runtime.args("ENTRYPOINT")[-1])
+    operator = OperatorProcess(
+        kubeconfig=cluster.kubeconfig,
+        log_dir=tmp_path,
+        env={**runtime.env(), "AIANALYSIS_PROVIDER": "offline"},
+        # as the chart runs it with watchNamespaces: other tests' analyses are not this one's business
+        argv=[str(venv / "bin" / program), *arguments, f"--namespace={namespace}"],
+    )
+    operator.env.pop("PYTHONPATH", None)
+    operator.start()  # waits for GET /healthz == 200
+    try:
+        cluster.kubectl(
+            "apply", "-n", namespace, "-f", str(ROOT / "examples" / "incidents" / "node-notready.yaml")
+        )
+        [done] = wait_terminal(cluster, namespace, 1, timeout=90, logs=operator.logs)
+        assert done["status"]["phase"] == "Completed"
+        assert done["status"]["selectedWorkflow"]["workflowId"] == "node-restart-kubelet"
+
+        assert operator.proc is not None
+        started = time.monotonic()
+        operator.proc.send_signal(signal.SIGTERM)  # what the kubelet sends to the container's PID 1
+        assert operator.proc.wait(timeout=20) == 0, operator.logs()
+        assert time.monotonic() - started < 15, "a stop must fit the Pod's terminationGracePeriodSeconds"
+    finally:
+        operator.stop()
+    assert "Traceback" not in operator.logs()
+
+
+# ---- the Helm chart -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    """The helm binary: from ``make`` (AIANALYSIS_HELM_BIN), else built or reused from the cache."""
+    if bin_dir := os.environ.get("AIANALYSIS_HELM_BIN"):
+        return Path(bin_dir) / "helm"
+    return Path(run([str(ROOT / "hack" / "build-helm.sh")]).strip()) / "helm"
+
+
+def run_helm(helm: Path, *args: str, values: dict[str, Any] | None = None, tmp: Path | None = None) -> str:
+    argv = [str(helm), *args]
+    if values is not None:
+        assert tmp is not None
+        path = tmp / f"values-{len(list(tmp.glob('values-*')))}.yaml"
+        path.write_text(yaml.safe_dump(values))
+        argv += ["--values", str(path)]
+    return run(argv)
+
+
+def render(
+    helm: Path, tmp: Path, *, values: dict[str, Any] | None = None, namespace: str = INSTALL_NAMESPACE
+) -> list[dict[str, Any]]:
+    out = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", namespace, values=values, tmp=tmp)
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    [found] = [obj for obj in objects if obj["kind"] == kind]
+    return found
+
+
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    [operator] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    found: dict[str, Any] = operator
+    return found
+
+
+def env_of(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {item["name"]: item for item in container(objects)["env"]}
+
+
+def apply_dry_run(cluster: devcluster.Cluster, manifests: str) -> list[str]:
+    """Server-side apply with strict field validation, not persisted; the applied object names."""
+    result = cluster.kubectl(
+        "apply", "--server-side", "--dry-run=server", "--validate=strict",
+        "--field-manager=packaging-test", "-o", "name", "-f", "-", input=manifests,
+    )  # fmt: skip
+    return result.stdout.split()
+
+
+def test_chart_lints_strictly_with_default_and_anthropic_values(helm: Path, tmp_path: Path) -> None:
+    run_helm(helm, "lint", "--strict", str(CHART))
+    run_helm(helm, "lint", "--strict", str(CHART), values=ANTHROPIC_VALUES, tmp=tmp_path)
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2" and chart["appVersion"] == "0.1.0"
+
+
+def test_chart_crds_are_byte_copies_of_the_repository_crds() -> None:
+    repo = {p.name: p.read_bytes() for p in (ROOT / "crds").glob("*.yaml")}
+    assert repo
+    assert {p.name: p.read_bytes() for p in (CHART / "crds").glob("*")} == repo
+    assert {p.name: p.read_bytes() for p in (DEPLOY / "crds").glob("*")} == repo
+
+
+def test_default_rendering_is_accepted_by_the_apiserver(
+    helm: Path, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    out = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", namespace, "--include-crds")
+    applied = apply_dry_run(cluster, out)
+    kinds = sorted(name.split("/")[0].split(".")[0] for name in applied)
+    assert kinds == sorted(
+        ["customresourcedefinition"] * 3
+        + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment"]
+    )
+
+
+def test_anthropic_rendering_reads_the_key_from_the_secret_and_is_accepted(
+    helm: Path, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    objects = render(helm, tmp_path, values=ANTHROPIC_VALUES, namespace=namespace)
+    env = env_of(objects)
+    assert env["AIANALYSIS_PROVIDER"]["value"] == "anthropic"
+    assert env["AIANALYSIS_MODEL"]["value"] == "claude-opus-4-1"
+    assert env["ANTHROPIC_API_KEY"] == {
+        "name": "ANTHROPIC_API_KEY",
+        "valueFrom": {"secretKeyRef": {"name": "anthropic-credentials", "key": "token", "optional": False}},
+    }
+    apply_dry_run(cluster, yaml.safe_dump_all(objects))
+
+
+def test_api_key_is_optional_when_offline_and_absent_by_default(helm: Path, tmp_path: Path) -> None:
+    assert "ANTHROPIC_API_KEY" not in env_of(render(helm, tmp_path))
+    offline = env_of(render(helm, tmp_path, values={"apiKeySecret": {"name": "maybe-later", "key": "k"}}))
+    assert offline["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"]["optional"] is True
+
+
+def test_anthropic_without_a_secret_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"provider anthropic needs apiKeySecret\.name"):
+        render(helm, tmp_path, values={"provider": "anthropic"})
+    with pytest.raises(AssertionError, match="at '/provider': value must be one of 'offline', 'anthropic'"):
+        render(helm, tmp_path, values={"provider": "openai"})  # values.schema.json
+
+
+def test_install_notes_tell_how_to_watch_the_operator_and_switch_to_claude(
+    helm: Path, tmp_path: Path
+) -> None:
+    """NOTES.txt renders only on install: a template error there would break every ``helm install``."""
+    args = ("install", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, "--dry-run=client")
+    notes = run_helm(helm, *args).split("NOTES:", 1)[1]
+    assert f"rollout status deployment/{RELEASE}" in notes
+    assert "--set provider=anthropic --set apiKeySecret.name=" in notes
+    claude = run_helm(helm, *args, values=ANTHROPIC_VALUES, tmp=tmp_path).split("NOTES:", 1)[1]
+    assert "provider: anthropic, model: claude-opus-4-1" in claude and "--set provider" not in claude
+
+
+def test_default_env_is_a_valid_operator_configuration(helm: Path, tmp_path: Path) -> None:
+    """The operator refuses to start on bad settings: the chart's env must parse, and mean the values."""
+    env = {name: item["value"] for name, item in env_of(render(helm, tmp_path)).items()}
+    config = settings.from_env(env)
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert config.provider == values["provider"] == "offline"
+    assert config.max_concurrent_analyses == values["maxConcurrentAnalyses"]
+    assert config.confidence_floor == values["confidenceFloor"]
+    assert config.max_recovery_attempts == values["maxRecoveryAttempts"]
+    assert config.log_format == values["logFormat"]
+    assert (config.metrics_port, config.health_port) == (values["metrics"]["port"], values["health"]["port"])
+    assert set(env) >= {
+        "AIANALYSIS_PROVIDER", "AIANALYSIS_MODEL", "AIANALYSIS_MAX_CONCURRENT_ANALYSES",
+        "AIANALYSIS_CONFIDENCE_FLOOR", "AIANALYSIS_MAX_RECOVERY_ATTEMPTS", "AIANALYSIS_LOG_FORMAT",
+        "AIANALYSIS_METRICS_PORT", "AIANALYSIS_HEALTH_PORT",
+    }  # fmt: skip
+
+
+def test_deployment_is_a_single_hardened_non_root_pod_probed_on_healthz(helm: Path, tmp_path: Path) -> None:
+    objects = render(helm, tmp_path)
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
+    operator = container(objects)
+    security = operator["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    ports = {port["name"]: port["containerPort"] for port in operator["ports"]}
+    health_port = int(env_of(objects)["AIANALYSIS_HEALTH_PORT"]["value"])
+    assert ports == {
+        "metrics": int(env_of(objects)["AIANALYSIS_METRICS_PORT"]["value"]),
+        "health": health_port,
+    }
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        assert operator[probe]["httpGet"] == {"path": "/healthz", "port": "health"}, probe
+    assert operator["resources"]["requests"] and operator["resources"]["limits"]["memory"]
+    assert operator["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert "args" not in operator, "all namespaces by default"
+    watched = container(render(helm, tmp_path, values={"watchNamespaces": ["prod", "staging"]}))
+    assert watched["args"] == ["--namespace=prod", "--namespace=staging"]
+
+
+def test_metrics_service_selects_the_operator_and_the_service_monitor_is_optional(
+    helm: Path, tmp_path: Path
+) -> None:
+    objects = render(helm, tmp_path)
+    service = one(objects, "Service")
+    pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert not [obj for obj in objects if obj["kind"] == "ServiceMonitor"]
+    enabled = render(helm, tmp_path, values={"metrics": {"serviceMonitor": {"enabled": True}}})
+    monitor = one(enabled, "ServiceMonitor")
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items()
+        <= one(enabled, "Service")["metadata"]["labels"].items()
+    )
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+# ---- least-privilege RBAC -----------------------------------------------------------------------
+
+
+def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """(apiGroup, resource) -> verbs."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def test_cluster_role_never_grants_secrets_wildcards_or_workload_writes(helm: Path, tmp_path: Path) -> None:
+    rules = one(render(helm, tmp_path), "ClusterRole")["rules"]
+    granted = grants(rules)
+    assert not any("*" in rule[key] for rule in rules for key in ("apiGroups", "resources", "verbs"))
+    assert not any(resource.split("/")[0] == "secrets" for _, resource in granted)
+    assert not any("resourceNames" in rule or "nonResourceURLs" in rule for rule in rules)
+    writes = {key: verbs - READ_VERBS for key, verbs in granted.items() if verbs - READ_VERBS}
+    assert writes == {
+        ("kubernaut.io", "aianalyses"): {"create", "patch"},
+        ("kubernaut.io", "workflowexecutions"): {"patch"},
+        ("kubernaut.io", "aianalyses/status"): {"patch"},
+        ("kubernaut.io", "workflowexecutions/status"): {"patch"},
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+    }
+    assert granted[("kubernaut.io", "remediationworkflows")] == READ_VERBS
+    assert granted[("apiextensions.k8s.io", "customresourcedefinitions")] == {"list", "watch"}
+
+
+def test_cluster_role_lets_the_investigation_tools_read_every_kind_they_offer(
+    helm: Path, tmp_path: Path
+) -> None:
+    granted = grants(one(render(helm, tmp_path), "ClusterRole")["rules"])
+    missing = [
+        kind.kind for kind in _kinds.KINDS if "get" not in granted.get((kind.group, kind.plural), set())
+    ]
+    assert missing == []
+    assert "get" in granted[("", "pods/log")]
+    for owner in ("replicasets", "jobs", "pods"):  # list_pods_of_owner lists these
+        assert (
+            "list"
+            in granted[("apps" if owner == "replicasets" else "batch" if owner == "jobs" else "", owner)]
+        )
+    without = grants(
+        one(render(helm, tmp_path, values={"rbac": {"readConfigMaps": False}}), "ClusterRole")["rules"]
+    )
+    assert ("", "configmaps") not in without
+
+
+# ---- the kustomize base -------------------------------------------------------------------------
+
+
+def without_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for key in HELM_ONLY_LABELS:
+        labels.pop(key, None)
+    return obj
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+@pytest.fixture(scope="module")
+def kustomized(cluster: devcluster.Cluster) -> list[dict[str, Any]]:
+    out = cluster.kubectl("kustomize", str(DEPLOY)).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def test_deploy_is_up_to_date_with_the_chart(helm: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "helm" / "render_deploy.py"), "--check", "--helm", str(helm)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, f"run `make manifests`:\n{result.stdout}{result.stderr}"
+
+
+def test_kustomize_base_renders_the_charts_objects_with_default_values(
+    helm: Path, kustomized: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    chart = {key(obj): without_helm_labels(obj) for obj in render(helm, tmp_path)}
+    crds = {
+        key(doc): doc
+        for p in sorted((ROOT / "crds").glob("*.yaml"))
+        for doc in yaml.safe_load_all(p.read_text())
+    }
+    base = {key(obj): obj for obj in kustomized}
+    namespace = base.pop(("Namespace", INSTALL_NAMESPACE))
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert base == {**chart, **crds}
+
+
+def test_kustomize_and_chart_cluster_roles_have_the_same_rules(
+    helm: Path, kustomized: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    from_file = [doc for doc in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text()) if doc]
+    assert one(from_file, "ClusterRole")["rules"] == one(render(helm, tmp_path), "ClusterRole")["rules"]
+    assert one(kustomized, "ClusterRole")["rules"] == one(from_file, "ClusterRole")["rules"]
+
+
+def test_kustomize_base_is_accepted_by_the_apiserver(
+    cluster: devcluster.Cluster, crds: Any, kustomized: list[dict[str, Any]]
+) -> None:
+    # Namespaced objects need their namespace to exist even in a dry run: create it for real.
+    cluster.kubectl(
+        "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
+    )
+    applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
+    assert len(applied) == len(kustomized) == 9
