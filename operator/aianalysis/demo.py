@@ -24,6 +24,8 @@ import yaml
 from aianalysis import devcluster, errors
 
 NAMESPACE = "demo"
+#: The example incident whose execution the demo fails, to show a recovery analysis.
+DEMO_RECOVERY_INCIDENT = "orders-api-crashloop"
 TERMINAL = ("Completed", "Failed")
 
 
@@ -148,8 +150,10 @@ def _wait_for(cluster: devcluster.DevCluster, name: str, timeout: float, step: C
 def _fail_one_execution(
     cluster: devcluster.DevCluster, analyses: list[dict[str, Any]], step: Callable[[str], None]
 ) -> str | None:
-    """Pretend the executor ran the first selected workflow and it was OOMKilled."""
-    chosen = next((a for a in analyses if (a.get("status") or {}).get("selectedWorkflow")), None)
+    """Pretend the executor ran a selected workflow and its rollout missed its deadline."""
+    selected_ones = [a for a in analyses if (a.get("status") or {}).get("selectedWorkflow")]
+    preferred = [a for a in selected_ones if a["metadata"]["name"] == DEMO_RECOVERY_INCIDENT]
+    chosen = next(iter(preferred or selected_ones), None)
     if chosen is None:
         step("no analysis selected a workflow; skipping the recovery demo")
         return None
@@ -172,10 +176,10 @@ def _fail_one_execution(
             "phase": "Failed",
             "failureDetails": {
                 "failedStepIndex": 1,
-                "failedStepName": "apply-change",
-                "reason": "OOMKilled",
-                "message": "remediation job container exceeded its 64Mi memory limit",
-                "exitCode": 137,
+                "failedStepName": "wait-rollout",
+                "reason": "DeadlineExceeded",
+                "message": "rollout did not become Available within 300s",
+                "exitCode": 1,
                 "failedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "executionTime": "41s",
             },
@@ -192,7 +196,7 @@ def _fail_one_execution(
         "-p",
         json.dumps(failure),
     )
-    step(f"workflowexecution {name}-exec-1 ({selected['workflowId']}) marked Failed: OOMKilled")
+    step(f"workflowexecution {name}-exec-1 ({selected['workflowId']}) marked Failed: DeadlineExceeded")
     return str(name)
 
 

@@ -292,6 +292,31 @@ async def test_recovery_prefers_a_workflow_that_has_not_failed_yet() -> None:
     assert result.valid, result.errors
 
 
+async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_when_none_is_left() -> None:
+    index = catalog.Catalog([RESTART])
+    incident = spec(
+        recovery={
+            "attemptNumber": 1,
+            "previousExecutions": [
+                {
+                    "workflowExecutionRef": "exec-1",
+                    "originalRCA": {"summary": "limit too low", "signalType": "OOMKilled"},
+                    "selectedWorkflow": {"workflowId": "oomkill-restart-deployment", "version": "1.0.0"},
+                    "failure": {"reason": "DeadlineExceeded"},
+                }
+            ],
+        }
+    )
+    conversation, toolbox = converse(index, incident)
+
+    submission = await conversation.answer()
+
+    assert submission.raw is not None and submission.raw["selected_workflow"] is None
+    assert submission.raw["human_review_reason"] == "no_eligible_workflow"
+    result = verdict(submission, index=index, toolbox=toolbox, incident=incident)
+    assert result.valid, result.errors
+
+
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
     provider = make_provider(settings.Settings(provider="offline"))
 

@@ -5,8 +5,9 @@ It investigates nothing, so its answers say so (warnings, rationale). It goes th
 toolbox as the model (``search_workflow_catalog`` then ``get_workflow_details``), so the
 validator's rule "only workflows a catalog tool showed in this conversation" holds for it too.
 
-Choice order: hits in search order, workflows that already failed on this incident (recovery)
-last; among them the first whose required parameters can all be filled. When none can, the best
+Choice order: hits in search order, without the workflows that already failed on this incident
+(recovery: the offline provider would fill the same parameters again, which is a known repeat);
+among them the first whose required parameters can all be filled. When none can, the best
 candidate is submitted with the unfillable parameters omitted, so the validator reports exactly
 which required parameters are missing and the pipeline can list it as the alternative a person
 should complete (``parameters_incomplete``). Each ``correct()`` moves to the next candidate; when
@@ -190,9 +191,10 @@ class OfflineConversation:
 
 
 def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hit]:
-    """Search order, except that workflows which already failed on this incident go last."""
+    """Search order, without workflows that already failed on this incident: deterministic
+    parameters would repeat the failure, so only an untried workflow is a real alternative."""
     failed = {p.selected_workflow.workflow_id for p in recovery.previous_executions} if recovery else set()
-    return [h for h in hits if h.workflow_id not in failed] + [h for h in hits if h.workflow_id in failed]
+    return [h for h in hits if h.workflow_id not in failed]
 
 
 def plan_parameters(hit: Hit, params: list[Param], *, resource: resources.ResourceRef) -> Plan:
