@@ -1,0 +1,134 @@
+"""The validator of the LLM's answer: every check, every time (architecture §4).
+
+Pure: the raw ``submit_selection`` input, the catalog, the workflows shown in this conversation,
+the business context and the recovery history go in; a :class:`Verdict` comes out. Every check
+runs on every answer, the human-review path included (upstream #1711 let a hallucinated id
+through there). Error strings go back to the LLM verbatim and into
+``status.validationAttempts``, so each starts with its rule code, says what is wrong and what
+would be right (allowed values, the parameter's schema) and stays under ~300 characters.
+
+The decisions live with their code (see also the tests): coercion of values in ``_coerce``,
+regex bounds and defaults in ``_parameters``, the version-insensitive repeated-failure check in
+``_selection``, answer-level checks in ``_answer``, message budgets in ``_messages``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from aianalysis import answer as answers
+from aianalysis import catalog, resources
+from aianalysis.validation import _answer, _selection
+from aianalysis.validation._coerce import canonical_value
+from aianalysis.validation._messages import MAX_MESSAGE_CHARS
+from aianalysis.validation._parameters import (
+    MAX_PATTERN_CHARS,
+    MAX_PATTERNED_VALUE_CHARS,
+    ParameterCheck,
+    check_parameters,
+)
+
+#: Rule codes, in the order the checks run; each error string starts with ``[code]``.
+RULES: tuple[str, ...] = (
+    "no_submission",
+    "truncated",
+    "schema",
+    "no_selection",
+    "recovery_fields",
+    "unknown_workflow",
+    "unknown_version",
+    "policy",
+    "missing_parameter",
+    "parameters",
+    "repeated_failure",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What the pipeline needs from one validation.
+
+    ``workflow`` is the resolved catalog entry whenever the id/version resolved (also when other
+    checks failed, so the caller can name the candidate); ``parameters`` is executable as is only
+    when ``valid``. ``answer`` has alternatives not in the catalog removed.
+    """
+
+    valid: bool
+    errors: list[str]
+    rules_failed: list[str]
+    warnings: list[str]
+    answer: answers.SelectionAnswer | None
+    workflow: catalog.Workflow | None
+    parameters: dict[str, str]
+
+
+def validate(
+    *,
+    raw: dict[str, Any] | None,
+    truncated: bool,
+    catalog: catalog.Catalog,
+    seen: Mapping[str, set[str]],
+    business: resources.BusinessContext,
+    recovery: resources.RecoverySpec | None,
+    prose: str | None = None,
+) -> Verdict:
+    """Run every check on one submitted answer."""
+    errors: list[str] = [_answer.truncated_error()] if truncated else []
+    if raw is None:
+        return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
+    try:
+        parsed = answers.SelectionAnswer.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        return _verdict([*errors, *_answer.schema_errors(exc)], [], answer=None)
+    warnings: list[str] = []
+    parsed = _answer.drop_unknown_alternatives(parsed, index=catalog, warnings=warnings)
+    errors.extend(_answer.consistency_errors(parsed, recovery=recovery))
+    if parsed.selected_workflow is None:
+        return _verdict(errors, warnings, answer=parsed)
+    selection = _selection.check_selection(
+        parsed.selected_workflow, index=catalog, seen=seen, business=business, recovery=recovery
+    )
+    return _verdict(
+        [*errors, *selection.errors],
+        [*warnings, *selection.warnings],
+        answer=parsed,
+        workflow=selection.workflow,
+        parameters=selection.canonical,
+    )
+
+
+def _verdict(
+    errors: list[str],
+    warnings: list[str],
+    *,
+    answer: answers.SelectionAnswer | None,
+    workflow: catalog.Workflow | None = None,
+    parameters: dict[str, str] | None = None,
+) -> Verdict:
+    rules = list(dict.fromkeys(error[1 : error.index("]")] for error in errors))
+    return Verdict(
+        valid=not errors,
+        errors=errors,
+        rules_failed=rules,
+        warnings=warnings,
+        answer=answer,
+        workflow=workflow,
+        parameters=parameters or {},
+    )
+
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "MAX_PATTERNED_VALUE_CHARS",
+    "MAX_PATTERN_CHARS",
+    "RULES",
+    "ParameterCheck",
+    "Verdict",
+    "canonical_value",
+    "check_parameters",
+    "validate",
+]
