@@ -5,11 +5,9 @@ Labels are low-cardinality by construction: outcomes, reasons and rules are clos
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import prometheus_client as prom
 
-from aianalysis import __version__, resources, status
+from aianalysis import __version__, llm, resources, status
 
 REGISTRY = prom.CollectorRegistry(auto_describe=True)
 # The standard process_* (CPU, memory, open fds) and python_info series, for the operator's own health.
@@ -44,7 +42,8 @@ LLM_SECONDS = prom.Histogram(
 )
 LLM_TOKENS = prom.Counter(
     "aianalysis_llm_tokens_total",
-    "Tokens billed, by provider and kind (input|output|cache_read|cache_write).",
+    "Tokens billed by LLM API responses (also of analyses that later fail), by provider and kind "
+    "(input|output|cache_read|cache_write).",
     ["provider", "kind"],
     registry=REGISTRY,
 )
@@ -75,21 +74,13 @@ BUILD_INFO.info({"version": __version__})
 
 
 def record_decision(decision: status.Decision, *, provider: str, seconds: float) -> None:
-    """One terminal analysis: outcome, tokens, validation failures, duration."""
+    """One terminal analysis: outcome, validation failures, duration. (Its tokens were counted per
+    API response, see :func:`record_llm_request`.)"""
     outcome = (
         "selected" if decision.selected is not None and decision.review_reason is None else "human_review"
     )
     ANALYSES.labels(outcome=outcome, review_reason=decision.review_reason or "none").inc()
     ANALYSIS_SECONDS.labels(provider=provider).observe(seconds)
-    usage = decision.llm
-    for kind, value in (
-        ("input", usage.input_tokens),
-        ("output", usage.output_tokens),
-        ("cache_read", usage.cache_read_tokens),
-        ("cache_write", usage.cache_write_tokens),
-    ):
-        if value:
-            LLM_TOKENS.labels(provider=provider, kind=kind).inc(value)
     for rule in decision.failed_rules:
         VALIDATION_FAILURES.labels(rule=rule).inc()
 
@@ -99,17 +90,27 @@ def record_failure(review_reason: resources.HumanReviewReason | None) -> None:
     ANALYSES.labels(outcome="failed", review_reason=review_reason or "none").inc()
 
 
-def record_llm_request(*, provider: str, outcome: str, seconds: float) -> None:
-    """One Messages API call (after the SDK's own retries): outcome ``ok|unavailable|error``."""
-    LLM_REQUESTS.labels(provider=provider, outcome=outcome).inc()
-    LLM_SECONDS.labels(provider=provider).observe(seconds)
+def record_llm_request(request: llm.RequestRecord, *, provider: str) -> None:
+    """One Messages API call (after the SDK's own retries): its outcome ``ok|unavailable|error``,
+    latency and billed tokens. The only place tokens are counted, so each is counted once, whether
+    or not its analysis reaches a decision (a mid-conversation outage, a handler retry)."""
+    LLM_REQUESTS.labels(provider=provider, outcome=request.outcome).inc()
+    LLM_SECONDS.labels(provider=provider).observe(request.seconds)
+    for kind, value in (
+        ("input", request.input_tokens),
+        ("output", request.output_tokens),
+        ("cache_read", request.cache_read_tokens),
+        ("cache_write", request.cache_write_tokens),
+    ):
+        if value:
+            LLM_TOKENS.labels(provider=provider, kind=kind).inc(value)
 
 
-def llm_observer(provider: str) -> Callable[[str, float], None]:
+def llm_observer(provider: str) -> llm.RequestObserver:
     """The ``on_request`` hook ``llm.make_provider`` takes, recording into these metrics."""
 
-    def observe(outcome: str, seconds: float) -> None:
-        record_llm_request(provider=provider, outcome=outcome, seconds=seconds)
+    def observe(request: llm.RequestRecord) -> None:
+        record_llm_request(request, provider=provider)
 
     return observe
 

@@ -358,17 +358,21 @@ def test_metrics_count_exactly_what_the_operator_did(
     wait_catalog(operator, before)
 
 
-def test_a_provider_outage_counts_each_request_and_the_analysis_once(
+def test_a_provider_outage_counts_each_request_its_tokens_and_the_analysis_once(
     cluster: Any,
     namespace: str,
     start_operator: Callable[..., OperatorProcess],
     fake_sre: tuple[ms.MessagesServer, FakeSRE],
 ) -> None:
-    """Three handler tries, each failing its first API call after one SDK retry: six HTTP requests,
-    three ``unavailable`` calls (counted after the SDK's retries), and one failed analysis — the
-    handler's retries do not count as analyses."""
-    server, _ = fake_sre
-    server.set_policy(lambda body: ms.overloaded())
+    """The API answers each conversation's first turn, then is overloaded. Three handler tries,
+    each a fresh conversation: one billed call, then a call failing after one SDK retry — nine HTTP
+    requests, three ``ok`` and three ``unavailable`` calls (counted after the SDK's retries), the
+    tokens of all three billed turns although no analysis reached a decision, and one failed
+    analysis — the handler's retries do not count as analyses."""
+    server, llm = fake_sre
+    server.set_policy(
+        lambda body: llm(body) if len(body["messages"]) == 1 else ms.overloaded()  # first turn only
+    )
     operator = start_operator(
         AIANALYSIS_PROVIDER="anthropic",
         ANTHROPIC_API_KEY="test-key",
@@ -381,14 +385,21 @@ def test_a_provider_outage_counts_each_request_and_the_analysis_once(
     metrics = scrape(operator)
 
     assert done["status"]["phase"] == "Failed"
-    assert len(server.requests) == 6
+    assert len(server.requests) == 9
     assert series(metrics, "aianalysis_llm_requests_total") == {
+        labelled(provider="anthropic", outcome="ok"): 3,
         labelled(provider="anthropic", outcome="unavailable"): 3,
     }
     assert series(metrics, "aianalysis_analyses_total") == {
         labelled(outcome="failed", review_reason="provider_unavailable"): 1,
     }
-    assert series(metrics, "aianalysis_llm_tokens_total") == {}
+    # Three first turns at 107 input, 10 output and 30 cache-write tokens each (nothing cache-read).
+    assert len(llm.replies) == 3
+    assert series(metrics, "aianalysis_llm_tokens_total") == {
+        labelled(provider="anthropic", kind="input"): 3 * 107,
+        labelled(provider="anthropic", kind="output"): 3 * 10,
+        labelled(provider="anthropic", kind="cache_write"): 3 * 30,
+    }
     assert sample(metrics, "aianalysis_analyses_in_flight") == 0
 
 

@@ -4,6 +4,7 @@ API server: tool loop, corrections, retries, failures, caching and token account
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -104,12 +105,18 @@ def make_settings(server: ms.MessagesServer, **overrides: Any) -> settings.Setti
 
 
 class Observed:
-    def __init__(self) -> None:
-        self.outcomes: list[str] = []
+    """A request observer (``on_request``) keeping every record."""
 
-    def __call__(self, outcome: str, seconds: float) -> None:
-        assert seconds >= 0
-        self.outcomes.append(outcome)
+    def __init__(self) -> None:
+        self.records: list[llm.RequestRecord] = []
+
+    def __call__(self, record: llm.RequestRecord) -> None:
+        assert record.seconds >= 0
+        self.records.append(record)
+
+    @property
+    def outcomes(self) -> list[str]:
+        return [record.outcome for record in self.records]
 
 
 async def converse(
@@ -415,7 +422,9 @@ async def test_usage_sums_tokens_over_requests_including_cache(server: ms.Messag
         ms.reply_tools(search_call(), usage=ms.usage(150, 35, cache_read=3000)),
         ms.submit(ANSWER, usage=ms.usage(180, 300, cache_read=3200), model="claude-sonnet-4-5-20250929"),
     )
-    _, conversation = await converse(server)
+    observed = Observed()
+    provider = anthropic_provider.AnthropicProvider(make_settings(server), on_request=observed)
+    conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
     await conversation.answer()
 
     assert conversation.usage == resources.LLMUsage(
@@ -428,6 +437,37 @@ async def test_usage_sums_tokens_over_requests_including_cache(server: ms.Messag
         cache_write_tokens=3000,
         tool_calls=2,
     )
+    # The observer (metrics) sees each response's own tokens; they add up to the status' usage.
+    assert [
+        (r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens) for r in observed.records
+    ] == [
+        (1200, 40, 0, 3000),
+        (150, 35, 3000, 0),
+        (180, 300, 3200, 0),
+    ]
+
+
+async def test_tokens_billed_before_a_failure_are_reported_once(server: ms.MessagesServer) -> None:
+    """A billed turn, then persistent 500s (no SDK retry): the conversation fails without an answer,
+    but the observer has already seen that turn's tokens, once; failed calls bill nothing."""
+    server.add(ms.reply_tools(search_call(), usage=ms.usage(1200, 40, cache_read=500, cache_write=3000)))
+    server.set_policy(lambda body: ms.server_error())
+    observed = Observed()
+    provider = anthropic_provider.AnthropicProvider(
+        make_settings(server, llm_max_retries=0), on_request=observed
+    )
+    conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
+
+    with pytest.raises(errors.ProviderUnavailableError):
+        await conversation.answer()
+
+    assert len(server.requests) == 2
+    assert [dataclasses.replace(r, seconds=0.0) for r in observed.records] == [
+        llm.RequestRecord(
+            "ok", 0.0, input_tokens=1200, output_tokens=40, cache_read_tokens=500, cache_write_tokens=3000
+        ),
+        llm.RequestRecord("unavailable", 0.0),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

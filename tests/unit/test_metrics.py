@@ -70,7 +70,8 @@ def decision(
     )
 
 
-def test_a_selection_counts_one_analysis_its_tokens_and_its_duration() -> None:
+def test_a_selection_counts_one_analysis_and_its_duration_but_not_its_tokens() -> None:
+    """Tokens were counted per API response already (the request observer), never again here."""
     usage = resources.LLMUsage(
         provider="anthropic",
         requests=3,
@@ -93,7 +94,7 @@ def test_a_selection_counts_one_analysis_its_tokens_and_its_duration() -> None:
 
     metrics.record_decision(decision(usage=usage), provider="anthropic", seconds=3.0)
 
-    assert delta() == [1, 1200, 150, 900, 300, 1, 3.0, 1, 0]
+    assert delta() == [1, 0, 0, 0, 0, 1, 3.0, 1, 0]
 
 
 @pytest.mark.parametrize(
@@ -151,20 +152,24 @@ def test_a_failed_analysis_counts_as_failed_with_its_reason() -> None:
     assert delta() == [1, 1]
 
 
-def test_the_request_observer_counts_requests_and_their_latency() -> None:
+def test_the_request_observer_counts_requests_their_latency_and_billed_tokens() -> None:
     observe = metrics.llm_observer("anthropic")
     delta = Delta(
         ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "ok"}),
         ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "unavailable"}),
         ("aianalysis_llm_request_duration_seconds_count", {"provider": "anthropic"}),
         ("aianalysis_llm_request_duration_seconds_sum", {"provider": "anthropic"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "input"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "output"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_read"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_write"}),
     )
 
-    observe("ok", 0.25)
-    observe("ok", 0.5)
-    observe("unavailable", 2.0)
+    observe(llm.RequestRecord("ok", 0.25, input_tokens=1200, output_tokens=40, cache_write_tokens=3000))
+    observe(llm.RequestRecord("ok", 0.5, input_tokens=150, output_tokens=35, cache_read_tokens=3000))
+    observe(llm.RequestRecord("unavailable", 2.0))
 
-    assert delta() == [2, 1, 3, 2.75]
+    assert delta() == [2, 1, 3, 2.75, 1350, 75, 3000, 3000]
 
 
 # ---- the hook through the real SDK -----------------------------------------------------------
@@ -176,12 +181,14 @@ def server() -> Iterator[ms.MessagesServer]:
         yield running
 
 
-class NoTools:
+class EchoTools:
+    """No tool definitions; any call the script makes answers ``"nothing found"``."""
+
     def definitions(self) -> list[dict[str, Any]]:
         return []
 
     async def call(self, name: str, arguments: dict[str, Any], /) -> tools.ToolResult:
-        raise AssertionError("no tool is called in these tests")
+        return tools.ToolResult("nothing found")
 
 
 async def ask_once(server: ms.MessagesServer) -> None:
@@ -190,7 +197,7 @@ async def ask_once(server: ms.MessagesServer) -> None:
     )
     provider = llm.make_provider(config, on_request=metrics.llm_observer(config.provider))
     try:
-        await provider.open(system="s", prompt="p", toolbox=NoTools(), spec=SPEC).answer()
+        await provider.open(system="s", prompt="p", toolbox=EchoTools(), spec=SPEC).answer()
     finally:
         await provider.aclose()
 
@@ -211,6 +218,39 @@ async def test_make_provider_reports_every_messages_api_call(server: ms.Messages
 
     assert delta() == [1, 1, 1]
     assert len(server.requests) == 3
+
+
+async def test_tokens_of_a_conversation_that_fails_midway_are_counted_once(
+    server: ms.MessagesServer,
+) -> None:
+    """A billed turn, then an outage: the analysis never reaches a decision, yet its tokens were
+    billed and are counted — once. A handler retry restarts the conversation; the second try's
+    billed turn is counted on top, so both tries' tokens appear."""
+    billed = ms.usage(1200, 40, cache_read=500, cache_write=3000)
+    first_turn = ms.reply_tools(ms.tool_use("search_workflow_catalog", {"query": "oom"}), usage=billed)
+    server.add(first_turn)
+    server.set_policy(lambda body: ms.server_error())  # then the API is down for good
+    delta = Delta(
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "ok"}),
+        ("aianalysis_llm_requests_total", {"provider": "anthropic", "outcome": "unavailable"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "input"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "output"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_read"}),
+        ("aianalysis_llm_tokens_total", {"provider": "anthropic", "kind": "cache_write"}),
+    )
+
+    with pytest.raises(errors.ProviderUnavailableError):
+        await ask_once(server)  # llm_max_retries=0: the SDK does not retry the 500
+
+    assert len(server.requests) == 2
+    assert delta() == [1, 1, 1200, 40, 500, 3000]
+
+    server.add(first_turn)
+    with pytest.raises(errors.ProviderUnavailableError):
+        await ask_once(server)  # what a handler retry does: a fresh conversation
+
+    assert len(server.requests) == 4
+    assert delta() == [2, 2, 2400, 80, 1000, 6000]
 
 
 # ---- exposition ------------------------------------------------------------------------------

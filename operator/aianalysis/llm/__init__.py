@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from aianalysis import settings as settings_module
 from aianalysis.llm import base, offline
-from aianalysis.llm.base import Conversation, Provider, RequestObserver, Submission, ToolOutcome, Tools
+from aianalysis.llm.base import (
+    Conversation,
+    Provider,
+    RequestObserver,
+    RequestRecord,
+    Submission,
+    ToolOutcome,
+    Tools,
+)
 
 
 def make_provider(
@@ -29,6 +37,7 @@ __all__ = [
     "Conversation",
     "Provider",
     "RequestObserver",
+    "RequestRecord",
     "Submission",
     "ToolOutcome",
     "Tools",

@@ -108,10 +108,22 @@ class AnthropicProvider:
             )
         except anthropic.AnthropicError as err:
             failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
-            self._on_request("unavailable" if failure.retryable else "error", time.monotonic() - started)
+            outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
+            self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
-        self._on_request("ok", time.monotonic() - started)
+        # Billed tokens are reported per response, so a conversation that fails later keeps them.
+        usage = message.usage
+        self._on_request(
+            base.RequestRecord(
+                "ok",
+                time.monotonic() - started,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens or 0,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            )
+        )
         return message
 
 

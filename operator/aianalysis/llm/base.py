@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from aianalysis import resources
 
@@ -86,13 +86,32 @@ class Provider(Protocol):
         ...
 
 
-RequestObserver = Callable[[str, float], None]
-"""Called after every Messages API call with ``(outcome, seconds)``; outcome is ``ok``,
-``unavailable`` (transient, after the SDK's retries) or ``error`` (permanent). The lead wires it
-to Prometheus; keep it cheap and non-raising."""
+RequestOutcome = Literal["ok", "unavailable", "error"]
 
 
-def ignore_request(outcome: str, seconds: float) -> None:
+@dataclasses.dataclass(frozen=True)
+class RequestRecord:
+    """One Messages API call (after the SDK's retries), as a provider reports it.
+
+    ``outcome`` is ``ok``, ``unavailable`` (transient) or ``error`` (permanent). The token counts
+    are what the response billed: zero unless ``ok``. Every billed token is reported here, once,
+    whether or not its conversation later reaches a decision.
+    """
+
+    outcome: RequestOutcome
+    seconds: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+RequestObserver = Callable[[RequestRecord], None]
+"""Called after every Messages API call with its :class:`RequestRecord`. The lead wires it to
+Prometheus; keep it cheap and non-raising."""
+
+
+def ignore_request(record: RequestRecord) -> None:
     """The default :data:`RequestObserver`: metrics are optional."""
 
 
