@@ -154,6 +154,15 @@ class Cluster:
         """Create every body on ``threads`` threads; the monotonic time each create started."""
         return parallel(bodies, lambda body: self.create(body, namespace=namespace), threads=threads)
 
+    def ensure(self, bodies: Iterable[dict[str, Any]]) -> None:
+        """Create cluster-scoped objects unless they exist already."""
+        for body in bodies:
+            try:
+                self.create(body, namespace=None)
+            except k8s.ApiException as exc:
+                if exc.status != 409:
+                    raise
+
     def delete_analyses(self, namespace: str) -> None:
         self.custom.delete_collection_namespaced_custom_object(G, V, namespace, AIA)
 
@@ -192,6 +201,8 @@ class TerminalWatch:
         self.investigating: dict[str, float] = {}
         """When each object was first seen ``Investigating`` (the operator picked it up)."""
         self.phases: dict[str, str] = {}
+        self.reattempted: set[str] = set()
+        """Objects whose status ever showed ``attempt`` >= 2 (analysed more than once)."""
         self._done = threading.Event()
         self._expected = 0
         self._lock = threading.Lock()
@@ -239,6 +250,8 @@ class TerminalWatch:
     def _see(self, obj: dict[str, Any]) -> None:
         phase = (obj.get("status") or {}).get("phase")
         name = obj["metadata"]["name"]
+        if ((obj.get("status") or {}).get("attempt") or 0) >= 2:
+            self.reattempted.add(name)
         if phase == "Investigating":
             self.investigating.setdefault(name, time.monotonic())
         if phase not in TERMINAL or name in self.terminal:
@@ -275,6 +288,8 @@ class Operator:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_file = log_dir / f"operator-{secrets.token_hex(3)}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        """Monotonic time the process was started."""
 
     @property
     def pid(self) -> int:
@@ -282,6 +297,7 @@ class Operator:
         return self.proc.pid
 
     def __enter__(self) -> Operator:
+        self.started = time.monotonic()
         with self.log_file.open("wb") as sink:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "aianalysis", "run"],
@@ -291,7 +307,11 @@ class Operator:
                 cwd=ROOT,
                 start_new_session=True,
             )
-        self._wait(lambda: self._get(self.health_port, "/healthz") is not None, "healthy", 90)
+        try:
+            self._wait(lambda: self._get(self.health_port, "/healthz") is not None, "healthy", 90)
+        except BaseException:
+            self.__exit__()  # __exit__ does not run when __enter__ raises: never leave the process behind
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -364,6 +384,8 @@ class LlmServer:
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http"):
+            self.proc.kill()
+            self.proc.wait()
             raise RuntimeError(f"scripted server did not start: {self.base_url!r}")
         return self
 
@@ -381,3 +403,21 @@ class LlmServer:
             "ANTHROPIC_BASE_URL": self.base_url,
             "AIANALYSIS_MODEL": "claude-sonnet-4-6",
         }
+
+
+def apiserver_requests(cluster: Cluster) -> dict[str, int]:
+    """``apiserver_request_total`` summed by ``VERB resource[/subresource]`` for AIAnalyses and Events."""
+    text = cluster.dev.kubectl("get", "--raw", "/metrics").stdout
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{") or not (
+            'resource="aianalyses"' in line or 'resource="events"' in line
+        ):
+            continue
+        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1 : line.rindex("}")].split(","))
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        key = f"{labels['verb']} {labels['resource']}" + (
+            f"/{labels['subresource']}" if labels.get("subresource") else ""
+        )
+        counts[key] = counts.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return counts

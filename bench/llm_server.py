@@ -14,8 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench import workload
 from tests.support import messages_server as ms
+
+from bench import workload
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aianalysis import resources
 from tests.support import messages_server as ms
+
+from aianalysis import resources
 
 API_VERSION = f"{resources.GROUP}/{resources.VERSION}"
 SIGNALS = ("OOMKilled", "CrashLoopBackOff", "ImagePullBackOff", "Evicted", "NodeNotReady", "HighLatency")
@@ -40,9 +41,17 @@ def catalog_objects() -> list[dict[str, Any]]:
                 "parameters": [
                     {"name": "TARGET_NAMESPACE", "type": "string", "required": True},
                     {"name": "TARGET_RESOURCE_NAME", "type": "string", "required": True},
-                    {"name": "STRATEGY", "type": "string", "enum": ["rolling", "recreate"], "default": "rolling"},
+                    {
+                        "name": "STRATEGY",
+                        "type": "string",
+                        "enum": ["rolling", "recreate"],
+                        "default": "rolling",
+                    },
                 ],
-                "execution": {"engine": "job", "containerImage": f"registry.example/bench/{signal.lower()}:1"},
+                "execution": {
+                    "engine": "job",
+                    "containerImage": f"registry.example/bench/{signal.lower()}:1",
+                },
             },
         }
         for signal in SIGNALS

@@ -134,6 +134,8 @@ class CatalogSync:
             self._pause(f"re-listing RemediationWorkflows failed ({exc})")
 
     def _pause(self, why: str) -> None:
+        if self._stopping.is_set():  # the API client closes under us at shutdown: not worth a warning
+            return
         log.warning("%s; retrying in %.0f s", why, self._retry_delay)
         self._stopping.wait(self._retry_delay)
 

@@ -3,7 +3,11 @@ work and the status I/O, and tells the caller which Event to post.
 
 Idempotency: before the first LLM request the status is moved to ``Investigating`` with an
 ``attempt`` number. A terminal phase is never analysed again, so a restart (``on.resume``) or a
-repeated handler call cannot produce a second completed analysis.
+repeated handler call cannot produce a second completed analysis. That write is conditional on the
+resourceVersion of the body the handler got: kopf may hand over a stale body (when its watch lags
+behind its own patches for longer than its consistency timeout, an analysed object looks new
+again), and then the write conflicts, the object is re-read and found terminal, and no second
+conversation starts.
 """
 
 from __future__ import annotations
@@ -77,9 +81,16 @@ class Runtime:
 
 
 async def reconcile_analysis(
-    runtime: Runtime, *, name: str, namespace: str, body: dict[str, Any], final_try: bool
+    runtime: Runtime,
+    *,
+    name: str,
+    namespace: str,
+    body: dict[str, Any],
+    final_try: bool,
+    reread: bool = False,
 ) -> Transition | None:
-    """Analyse one AIAnalysis to a terminal status. Raises retryable errors unless ``final_try``."""
+    """Analyse one AIAnalysis to a terminal status. Raises retryable errors unless ``final_try``.
+    ``reread``: ``body`` was just read from the API server (after a stale one)."""
     previous = _current_status(body)
     if previous.phase in TERMINAL:
         return None
@@ -102,7 +113,16 @@ async def reconcile_analysis(
     marked = status.investigating(
         previous=previous, attempt=(previous.attempt or 0) + 1, now=now(), generation=generation
     )
-    await _write(runtime, name, namespace, marked)
+    version = body.get("metadata", {}).get("resourceVersion")
+    if not await _write(runtime, name, namespace, marked, resource_version=version):
+        if reread:
+            raise errors.ClusterError(f"AIAnalysis {namespace}/{name} keeps changing; will retry")
+        fresh = await _get_analysis(runtime, namespace, name)
+        if fresh is None:  # deleted meanwhile
+            return None
+        return await reconcile_analysis(
+            runtime, name=name, namespace=namespace, body=fresh, final_try=final_try, reread=True
+        )
     started = time.monotonic()
     try:
         async with runtime.semaphore:
@@ -162,8 +182,23 @@ def _first_errors(exc: pydantic.ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
-async def _write(runtime: Runtime, name: str, namespace: str, new: resources.AIAnalysisStatus) -> None:
-    await _patch_status(runtime, namespace, resources.AIANALYSIS_PLURAL, name, status.merge_patch(new))
+async def _write(
+    runtime: Runtime,
+    name: str,
+    namespace: str,
+    new: resources.AIAnalysisStatus,
+    *,
+    resource_version: str | None = None,
+) -> bool:
+    """False when ``resource_version`` is given and the object has changed since (409 Conflict)."""
+    return await _patch_status(
+        runtime,
+        namespace,
+        resources.AIANALYSIS_PLURAL,
+        name,
+        status.merge_patch(new),
+        resource_version=resource_version,
+    )
 
 
 RECOVERY_CONDITION = "RecoveryStarted"
@@ -314,9 +349,20 @@ async def _write_execution(
 
 
 async def _patch_status(
-    runtime: Runtime, namespace: str, plural: str, name: str, fields: dict[str, Any]
-) -> None:
+    runtime: Runtime,
+    namespace: str,
+    plural: str,
+    name: str,
+    fields: dict[str, Any],
+    *,
+    resource_version: str | None = None,
+) -> bool:
+    """Merge-patch the status; with ``resource_version``, only if the object is still at that version
+    (False on 409 Conflict)."""
     api = k8s.CustomObjectsApi(runtime.api)
+    patch: dict[str, Any] = {"status": fields}
+    if resource_version is not None:
+        patch["metadata"] = {"resourceVersion": resource_version}
     try:
         await asyncio.to_thread(
             api.patch_namespaced_custom_object_status,
@@ -325,9 +371,12 @@ async def _patch_status(
             namespace,
             plural,
             name,
-            {"status": fields},
+            patch,
         )
     except k8s.ApiException as exc:
+        if exc.status == 409 and resource_version is not None:
+            return False
         raise errors.ClusterError(
             f"status write of {plural}/{namespace}/{name} failed: {exc.status}"
         ) from exc
+    return True

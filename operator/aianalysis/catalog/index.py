@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections.abc import Callable, Iterable
 
 from aianalysis import resources
@@ -75,22 +76,29 @@ _Scored = tuple[float, tuple[str, _Newest], int]
 
 
 class _Entry:
-    """A workflow analysed once, when it enters the index."""
+    """A workflow analysed once, when it enters the index. Its terms and filter labels are not kept
+    here: the posting lists and masks hold them, and ``discard`` derives them again from the spec
+    (at 10,000 workflows, per-entry copies cost ~55 MB of the operator's memory)."""
 
-    __slots__ = ("description", "filters", "rank", "signals", "title", "version_key", "workflow")
+    __slots__ = ("rank", "signals", "version_key", "workflow")
 
     def __init__(self, workflow: model.Workflow) -> None:
         spec = workflow.spec
         self.workflow = workflow
         self.version_key = semver.key(spec.version)
         self.rank = (spec.workflow_id, _Newest(self.version_key))
-        self.signals = frozenset(policy.norm(signal) for signal in spec.labels.signal_types)
-        self.title = text.token_set(spec.title)
-        self.description = text.token_set(spec.description) - self.title
-        self.filters = tuple(
+        self.signals = frozenset(sys.intern(policy.norm(signal)) for signal in spec.labels.signal_types)
+
+    def terms(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Title terms, and description terms not already in the title."""
+        title = text.token_set(self.workflow.spec.title)
+        return title, text.token_set(self.workflow.spec.description) - title
+
+    def filters(self) -> list[tuple[str, frozenset[str]]]:
+        return [
             (label, frozenset(policy.norm(value) for value in allowed or ()))
-            for label, allowed in _filter_labels(spec.labels)
-        )
+            for label, allowed in _filter_labels(self.workflow.spec.labels)
+        ]
 
 
 class Index:
@@ -228,14 +236,19 @@ class Index:
         self, candidates: int, *, wanted: frozenset[str], terms: list[tuple[str, float]], confidence: _Scorer
     ) -> list[_Scored]:
         """Scores by walking the candidates."""
+        nowhere: set[int] = set()
+        postings = [
+            (weight, self._title.get(term, nowhere), self._description.get(term, nowhere))
+            for term, weight in terms
+        ]
         found = []
         for i in self._positions(candidates):
             entry = self._entry(i)
             matched = 0.0
-            for term, weight in terms:
-                if term in entry.title:
+            for weight, in_title, in_description in postings:
+                if i in in_title:
                     matched += weight * TITLE_MATCH
-                elif term in entry.description:
+                elif i in in_description:
                     matched += weight * DESCRIPTION_MATCH
             signal = not entry.signals.isdisjoint(wanted)
             if signal or matched > 0.0:
@@ -302,7 +315,7 @@ class Index:
         for tolerance, mask in self._risk_at_most.items():
             if policy.risk_allowed(risk, tolerance):
                 self._risk_at_most[tolerance] = _set(mask, bit, on=on)
-        for label, allowed in entry.filters:
+        for label, allowed in entry.filters():
             if not allowed:
                 self._unrestricted[label] = _set(self._unrestricted[label], bit, on=on)
             _update(self._admits[label], allowed, bit=bit, on=on)
@@ -310,7 +323,8 @@ class Index:
 
     def _post(self, entry: _Entry, *, slot: int, on: bool) -> None:
         """Add (or remove) the entry's terms to the posting lists and document frequencies."""
-        for postings, terms in ((self._title, entry.title), (self._description, entry.description)):
+        title, description = entry.terms()
+        for postings, terms in ((self._title, title), (self._description, description)):
             for term in terms:
                 if on:
                     postings.setdefault(term, set()).add(slot)

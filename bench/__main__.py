@@ -1,0 +1,102 @@
+"""``python -m bench`` (``make bench``): the operator's benchmarks, side by side in one run.
+
+    python -m bench [--quick] [--only NAME ...] [--out DIR]
+
+NAME is one of search, caching, overhead, concurrency, memory (repeatable; default all). Prints a
+table of the goals and writes every figure to ``DIR/bench-<time>.json`` and ``DIR/latest.json``
+(default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import caching, concurrency, harness, memory, overhead, report, search
+
+NAMES = ("search", "caching", "overhead", "concurrency", "memory")
+CLUSTER = ("overhead", "concurrency", "memory")
+
+FULL: dict[str, dict[str, Any]] = {
+    "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
+    "overhead": {"count": 500, "concurrency": 16, "rounds": 3},
+    "concurrency": {"count": 100, "caps": [10, 25], "delay": 2.0},
+    "memory": {"workflows": 10_000, "analyses": 1000},
+}
+QUICK: dict[str, dict[str, Any]] = {
+    "search": {"sizes": [100, 1000, 10_000], "queries": 200},
+    "overhead": {"count": 100, "concurrency": 16, "rounds": 1},
+    "concurrency": {"count": 40, "caps": [10], "delay": 1.0},
+    "memory": {"workflows": 2000, "analyses": 200},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller runs (a couple of minutes)")
+    parser.add_argument("--only", action="append", choices=NAMES, help="run only this benchmark (repeatable)")
+    parser.add_argument("--out", type=Path, default=harness.ROOT / "bench" / "results")
+    args = parser.parse_args(argv)
+    selected = [name for name in NAMES if name in (args.only or NAMES)]
+    sizes = QUICK if args.quick else FULL
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    results: dict[str, Any] = {
+        "started": stamp,
+        "mode": "quick" if args.quick else "full",
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg(),
+    }
+    began = time.monotonic()
+    log_dir = args.out / f"logs-{stamp}"
+    with contextlib.ExitStack() as stack:
+        cluster = (
+            stack.enter_context(harness.Cluster.running()) if any(n in CLUSTER for n in selected) else None
+        )
+        for name in selected:
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            step = time.monotonic()
+            results[name] = RUNNERS[name](cluster, sizes.get(name, {}), log_dir)
+            print(f"bench: {name} done in {time.monotonic() - step:.0f}s", file=sys.stderr, flush=True)
+    results["load_after"] = os.getloadavg()
+    results["seconds"] = round(time.monotonic() - began)
+    text = json.dumps(results, indent=1)
+    (args.out / f"bench-{stamp}.json").write_text(text)
+    (args.out / "latest.json").write_text(text)
+    print(report.table(results))
+    print(f"\nfull results: {args.out / f'bench-{stamp}.json'}")
+    return 0
+
+
+Runner = Callable[[harness.Cluster | None, dict[str, Any], Path], Any]
+
+
+def _on_cluster(run: Callable[..., Any]) -> Runner:
+    def call(cluster: harness.Cluster | None, sizes: dict[str, Any], log_dir: Path) -> Any:
+        assert cluster is not None
+        return run(cluster, log_dir=log_dir, **sizes)
+
+    return call
+
+
+RUNNERS: dict[str, Runner] = {
+    "search": lambda _cluster, sizes, _logs: search.run(**sizes),
+    "caching": lambda _cluster, _sizes, logs: caching.run(dump=logs.parent / "first-request.json"),
+    "overhead": _on_cluster(overhead.run),
+    "concurrency": _on_cluster(concurrency.run),
+    "memory": _on_cluster(memory.run),
+}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""The printed summary of a bench run: one line per goal, then the details behind each figure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def table(results: dict[str, Any]) -> str:
+    rows: list[tuple[str, str, str, str]] = []
+    details: list[str] = []
+    if "overhead" in results:
+        _overhead(results["overhead"], rows, details)
+    if "concurrency" in results:
+        for run in results["concurrency"]:
+            rows.append(
+                (
+                    f"LLM-bound efficiency, cap {run['cap']} "
+                    f"({run['analyses']} analyses, {run['reply_delay_s']:g} s/reply)",
+                    f"{run['efficiency']:.0%} (ideal {run['ideal_s']:.1f} s / {run['measured_s']:.1f} s, "
+                    f"max in flight {run['max_in_flight']})",
+                    f">= {run['goal_min_efficiency']:.0%}",
+                    _mark(run["efficiency"] >= run["goal_min_efficiency"]),
+                )
+            )
+    if "search" in results:
+        _search(results["search"], rows, details)
+    if "memory" in results:
+        mem = results["memory"]
+        rows.append(
+            (
+                f"operator memory, {mem['workflows']:,} workflows + {mem['analyses']:,} analyses",
+                f"RSS {mem['rss_end_mib']:.0f} MiB, peak {mem['hwm_mib']:.0f} MiB "
+                f"(after catalog load {mem['rss_after_catalog_mib']:.0f} MiB)",
+                f"<= {mem['goal_max_mib']} MB",
+                _mark(mem["hwm_mib"] * 1.048576 <= mem["goal_max_mib"]),
+            )
+        )
+        details.append(
+            f"memory: operator idle with {mem['idle_workflows']} workflows {mem['rss_idle_mib']:.0f} MiB; "
+            f"{mem['workflows']:,} workflows created in "
+            f"{mem['create_workflows_s']} s; operator start to catalog loaded {mem['startup_s']} s"
+        )
+    if "caching" in results:
+        cache = results["caching"]
+        rows.append(
+            (
+                f"first request cacheable ({cache['incidents']} example incidents)",
+                f"{cache['share_median']:.0%} median, {cache['share_min']:.0%} min "
+                f"({cache['prefix_tokens']:,} of ~{cache['total_tokens_median']:,.0f} tokens)",
+                f">= {cache['goal_min_share']:.0%}",
+                _mark(cache["share_min"] >= cache["goal_min_share"]),
+            )
+        )
+        details.append(
+            f"caching: tokens ~ {cache['token_estimate']}; the cached prefix (tools + system) is "
+            f"{cache['prefix_tokens']:,} tokens, above the {cache['min_cacheable_tokens']:,}-token minimum"
+            if cache["prefix_tokens"] >= cache["min_cacheable_tokens"]
+            else f"caching: prefix {cache['prefix_tokens']} tokens is BELOW the API's minimum"
+        )
+    return _format(rows, results) + "\n\n" + "\n".join(details)
+
+
+def _overhead(data: dict[str, Any], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:
+    median = data["median_s"]
+    label = f"{data['analyses']} analyses, concurrency {data['concurrency']}, median of {data['rounds']}"
+    for kind, ratio in (("scripted", data["ratio_scripted"]), ("offline", data["ratio_offline"])):
+        provider = "scripted LLM" if kind == "scripted" else "offline provider"
+        rows.append(
+            (
+                f"operator overhead, {provider} ({label})",
+                f"{ratio:.2f}x ({median[kind]:.1f} s vs floor {median['floor']:.1f} s)",
+                f"<= {data['goal_max_ratio']:.1f}x",
+                _mark(ratio <= data["goal_max_ratio"]),
+            )
+        )
+    count = data["analyses"]
+    details.append(
+        f"overhead: LLM requests per analysis (scripted runs): {data['requests_per_analysis']} "
+        f"(2 = search + submit; more = conversations run twice)"
+    )
+    details.append("overhead runs (in run order; CPU in ms per analysis; API requests per analysis):")
+    runs = [("floor", r) for r in data["floor"]] + [("scripted", r) for r in data["operator_scripted"]]
+    runs += [("offline", r) for r in data["operator_offline"]]
+    for kind, run in sorted(runs, key=lambda pair: pair[1]["order"]):
+        cpu = ", ".join(f"{k} {v * 1000 / count:.1f}" for k, v in run["cpu_s"].items())
+        calls = ", ".join(f"{k} {v:g}" for k, v in run["requests_per_analysis"].items() if v >= 0.05)
+        details.append(
+            f"  {kind:<8} {run['seconds']:6.2f} s  latency p50 {run['latency_ms']['p50']:.0f} ms "
+            f"p99 {run['latency_ms']['p99']:.0f} ms  pickup p50 {run['pickup_ms']['p50']:.0f} ms  "
+            f"cpu: {cpu}  api: {calls}  analysed twice: {run['analysed_twice']}"
+        )
+
+
+def _search(rows_in: list[dict[str, Any]], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:
+    details.append("catalog search (ms):  workflows  profile    p50      p99   hits")
+    for row in rows_in:
+        details.append(
+            f"  {row['workflows']:>25,}  {row['profile']:<9} {row['p50_ms']:7.3f}  {row['p99_ms']:7.3f}  "
+            f"{row['mean_hits']:5}"
+        )
+    largest = max(row["workflows"] for row in rows_in)
+    at_largest = [row for row in rows_in if row["workflows"] == largest]
+    worst = max(at_largest, key=lambda row: row["p50_ms"])
+    rows.append(
+        (
+            f"catalog search p50 at {largest:,} workflows (worst profile: {worst['profile']})",
+            f"{worst['p50_ms']:.2f} ms (p99 {worst['p99_ms']:.2f} ms)",
+            "<= 5 ms" if largest >= 10_000 else "(5 ms at 10,000)",
+            _mark(worst["p50_ms"] <= 5.0) if largest >= 10_000 else "-",
+        )
+    )
+
+
+def _format(rows: list[tuple[str, str, str, str]], results: dict[str, Any]) -> str:
+    header = ("benchmark", "figure", "goal", "")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    lines = [
+        f"bench ({results['mode']}, {results['cpus']} CPUs, load {results['load_before'][0]:.1f} -> "
+        f"{results.get('load_after', [0])[0]:.1f}, {results.get('seconds', 0)} s)",
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)

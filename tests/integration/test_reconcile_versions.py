@@ -1,0 +1,93 @@
+"""An analysis starts only from the latest version of its AIAnalysis (real kube-apiserver): a stale
+body — what kopf hands over when its watch lags behind its own patches — must not start a second
+conversation for an object that was analysed already."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from aianalysis import controller, devcluster, kube, resources, settings
+
+pytestmark = pytest.mark.cluster
+
+G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
+
+WORKFLOW = resources.RemediationWorkflowSpec.model_validate(
+    {
+        "workflowId": "restart-pods",
+        "version": "1.0.0",
+        "title": "Restart the pods",
+        "description": "Restarts the pods of the owning workload.",
+        "labels": {"signalTypes": ["CrashLoopBackOff"]},
+        "riskLevel": "low",
+        "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
+        "execution": {"containerImage": "registry.example/wf/restart:1"},
+    }
+)
+
+
+def analysis(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "AIAnalysis",
+        "metadata": {"name": name},
+        "spec": {
+            "signal": {"type": "CrashLoopBackOff", "severity": "high"},
+            "resource": {"kind": "Deployment", "name": "api", "namespace": namespace},
+        },
+    }
+
+
+@pytest.fixture
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[controller.Runtime]:
+    made = controller.Runtime.create(
+        settings.Settings(provider="offline"), kube.api_client(str(cluster.kubeconfig))
+    )
+    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    yield made
+    await made.aclose()
+
+
+def custom(runtime: controller.Runtime) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(runtime.api)
+
+
+async def test_a_stale_body_of_an_analysed_object_starts_no_second_analysis(
+    runtime: controller.Runtime, namespace: str
+) -> None:
+    stale = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
+    first = await controller.reconcile_analysis(
+        runtime, name="a1", namespace=namespace, body=stale, final_try=True
+    )
+    done = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
+
+    again = await controller.reconcile_analysis(
+        runtime, name="a1", namespace=namespace, body=stale, final_try=True
+    )
+
+    after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
+    assert first is not None and done["status"]["phase"] == "Completed"
+    assert again is None
+    assert after["metadata"]["resourceVersion"] == done["metadata"]["resourceVersion"]
+    assert after["status"]["attempt"] == 1
+
+
+async def test_an_object_changed_since_the_event_is_still_analysed_once(
+    runtime: controller.Runtime, namespace: str
+) -> None:
+    body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a2", namespace))
+    custom(runtime).patch_namespaced_custom_object(
+        G, V, namespace, AIA, "a2", {"metadata": {"labels": {"x": "y"}}}
+    )
+
+    transition = await controller.reconcile_analysis(
+        runtime, name="a2", namespace=namespace, body=body, final_try=True
+    )
+
+    after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a2")
+    assert transition is not None
+    assert after["status"]["phase"] == "Completed" and after["status"]["attempt"] == 1
