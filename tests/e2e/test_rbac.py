@@ -29,7 +29,10 @@ DEPLOY = ROOT / "deploy"
 INCIDENTS = ROOT / "examples" / "incidents"
 SELECTABLE = ("node-notready", "ledger-export-deadline-exceeded", "orders-api-crashloop")
 """Example incidents the offline provider answers with a selection."""
-PERMISSION_PROBLEMS = re.compile(r"forbidden|\b403\b|not enough permissions|cannot (list|watch|patch)", re.I)
+# A 403 status code, not the milliseconds of a timestamp such as "05:57:33,403".
+PERMISSION_PROBLEMS = re.compile(
+    r"forbidden|(?<![,.:\d])\b403\b|not enough permissions|cannot (list|watch|patch)", re.I
+)
 
 
 def _service_account() -> tuple[str, str]:
