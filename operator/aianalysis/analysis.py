@@ -61,8 +61,22 @@ async def analyze(
         usage=conversation.usage,
         spec=spec,
         confidence_floor=settings.confidence_floor,
-        catalog=catalog,
     )
+
+
+async def analyze_without_cluster(
+    spec: resources.AIAnalysisSpec, *, catalog: catalog_mod.Catalog, settings: settings_mod.Settings
+) -> resources.AIAnalysisStatus:
+    """One analysis with its own provider and no cluster attached (``aianalysis analyze``): the
+    status the operator would write for it."""
+    provider = llm.make_provider(settings)
+    try:
+        decision = await analyze(spec, catalog=catalog, provider=provider, reader=None, settings=settings)
+    finally:
+        await provider.aclose()
+    now = utcnow()
+    started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
+    return status.completed(previous=started, decision=decision, now=now, generation=None)
 
 
 def _attempt(
@@ -89,13 +103,12 @@ def decide(
     usage: resources.LLMUsage,
     spec: resources.AIAnalysisSpec,
     confidence_floor: float,
-    catalog: catalog_mod.Catalog,
 ) -> status.Decision:
     """Pure: the last verdict decides; a selection reaches status only when it passed every check."""
     final = verdicts[-1]
     ans = final.answer or _last_parsed(verdicts)
     warnings = list(final.warnings)
-    alternatives = _alternatives(ans, catalog)
+    alternatives = _alternatives(ans)
     selected: resources.SelectedWorkflow | None = None
     review: resources.HumanReviewReason | None
     if final.valid and final.workflow is not None and ans is not None and ans.selected_workflow is not None:
@@ -164,9 +177,8 @@ def _candidate(ans: answer_mod.SelectionAnswer | None) -> resources.AlternativeW
     )
 
 
-def _alternatives(
-    ans: answer_mod.SelectionAnswer | None, catalog: catalog_mod.Catalog
-) -> list[resources.AlternativeWorkflow]:
+def _alternatives(ans: answer_mod.SelectionAnswer | None) -> list[resources.AlternativeWorkflow]:
+    """The LLM's alternatives; the validator already dropped those the catalog does not hold."""
     if ans is None:
         return []
     return [
@@ -177,7 +189,6 @@ def _alternatives(
             rationale=alt.rationale,
         )
         for alt in ans.alternative_workflows
-        if catalog.get(alt.workflow_id, alt.version) is not None
     ]
 
 

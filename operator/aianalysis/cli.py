@@ -19,7 +19,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, errors, evaluation, llm, resources, settings, status
+from aianalysis import analysis, catalog, errors, evaluation, resources, settings
 
 USAGE_ERROR = 2
 
@@ -127,7 +127,7 @@ def analyze_file(args: argparse.Namespace) -> int:
     index = catalog.load_paths(args.catalog)
     config = settings.from_env(provider=args.provider)
     try:
-        result = asyncio.run(_analyze(spec, index, config))
+        result = asyncio.run(analysis.analyze_without_cluster(spec, catalog=index, settings=config))
     except errors.ProviderError as exc:
         print(f"aianalysis: {exc.reason}: {exc}", file=sys.stderr)
         return 1
@@ -137,21 +137,6 @@ def analyze_file(args: argparse.Namespace) -> int:
     else:
         print(yaml.safe_dump({"status": body}, sort_keys=False, width=110), end="")
     return 0
-
-
-async def _analyze(
-    spec: resources.AIAnalysisSpec, index: catalog.Catalog, config: settings.Settings
-) -> resources.AIAnalysisStatus:
-    provider = llm.make_provider(config)
-    try:
-        decision = await analysis.analyze(
-            spec, catalog=index, provider=provider, reader=None, settings=config
-        )
-    finally:
-        await provider.aclose()
-    now = analysis.utcnow()
-    started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
-    return status.completed(previous=started, decision=decision, now=now, generation=None)
 
 
 def _read_analysis(path: Path) -> resources.AIAnalysisSpec:

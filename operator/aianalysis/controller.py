@@ -166,16 +166,11 @@ async def reconcile_analysis(
 
 
 def _current_status(body: dict[str, Any]) -> resources.AIAnalysisStatus:
-    raw = body.get("status") or {}
-    known = {k: v for k, v in raw.items() if k in _STATUS_WIRE_NAMES}
     try:
-        return resources.AIAnalysisStatus.model_validate(known)
+        return resources.AIAnalysisStatus.parse_known(body.get("status") or {})
     except pydantic.ValidationError:
         log.warning("unreadable status; treating the analysis as new")
         return resources.AIAnalysisStatus()
-
-
-_STATUS_WIRE_NAMES = {f.alias or n for n, f in resources.AIAnalysisStatus.model_fields.items()}
 
 
 def _first_errors(exc: pydantic.ValidationError) -> str:
@@ -341,9 +336,7 @@ async def _write_execution(
         observed_generation=body["metadata"].get("generation"),
     )
     patch = {**extra, "conditions": [*previous, condition.wire()]}
-    resources.WorkflowExecutionStatus.model_validate(
-        {**recovery._known(body.get("status") or {}, resources.WorkflowExecutionStatus), **patch}
-    )
+    resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
     meta = body["metadata"]
     await _patch_status(runtime, meta["namespace"], resources.WORKFLOWEXECUTION_PLURAL, meta["name"], patch)
 

@@ -53,9 +53,7 @@ def plan(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_atte
     wfe_name = execution["metadata"]["name"]
     try:
         wfe_spec = resources.WorkflowExecutionSpec.model_validate(execution.get("spec") or {})
-        failure = resources.WorkflowExecutionStatus.model_validate(
-            _known(execution.get("status") or {}, resources.WorkflowExecutionStatus)
-        ).failure_details
+        failure = resources.WorkflowExecutionStatus.parse_known(execution.get("status") or {}).failure_details
     except pydantic.ValidationError as exc:
         return Unusable(
             reason="InvalidExecution", message=f"{wfe_name} cannot be read: {exc.errors()[0]['msg']}"
@@ -69,9 +67,7 @@ def plan(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_atte
         )
     try:
         a_spec = resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {})
-        a_status = resources.AIAnalysisStatus.model_validate(
-            _known(analysis.get("status") or {}, resources.AIAnalysisStatus)
-        )
+        a_status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     except pydantic.ValidationError as exc:
         return Unusable(
             reason="InvalidAnalysis",
@@ -152,9 +148,3 @@ def _attempt(
         ),
         failure=failure,
     )
-
-
-def _known(raw: dict[str, Any], model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    """Drop fields the model doesn't know (e.g. kopf's own bookkeeping) before strict parsing."""
-    names = {f.alias or n for n, f in model.model_fields.items()}
-    return {k: v for k, v in raw.items() if k in names}

@@ -8,7 +8,8 @@ Wire names are camelCase (aliases); Python attribute names are snake_case.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -80,6 +81,13 @@ class Model(BaseModel):
     def wire(self) -> dict[str, Any]:
         """The JSON-ready camelCase dict, without unset optional fields."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @classmethod
+    def parse_known(cls, raw: Mapping[str, Any]) -> Self:
+        """Parse what the API server holds, ignoring fields other writers add (kopf's bookkeeping
+        in a status, say); the fields this model declares are still checked strictly."""
+        names = {field.alias or name for name, field in cls.model_fields.items()}
+        return cls.model_validate({k: v for k, v in raw.items() if k in names})
 
 
 # --------------------------------------------------------------------------------------------

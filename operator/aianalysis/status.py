@@ -36,13 +36,13 @@ def ready_condition(
 ) -> resources.Condition:
     """The ``Ready`` condition; ``lastTransitionTime`` only moves when the status value changes."""
     before = next((c for c in previous or [] if c.type == READY), None)
-    moved = before is None or before.status != status
+    since = before.last_transition_time if before is not None and before.status == status else timestamp(now)
     return resources.Condition(
         type=READY,
         status=status,
         reason=reason,
         message=message[:1024],
-        last_transition_time=timestamp(now) if moved or before is None else before.last_transition_time,
+        last_transition_time=since,
         observed_generation=generation,
     )
 

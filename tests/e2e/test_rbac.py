@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from aianalysis import devcluster
+from aianalysis import demo, devcluster
 from aianalysis.tools import _kinds, _reader
 from aianalysis.tools import k8s as k8s_tools
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for, wait_terminal
@@ -235,41 +235,10 @@ def _recovery_noted(item: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _fail_execution(cluster: devcluster.DevCluster, ns: str, *, analysis: dict[str, Any]) -> str:
     """A WorkflowExecution of the analysis's selection that failed (what an executor would write)."""
-    selected = analysis["status"]["selectedWorkflow"]
     name = f"{analysis['metadata']['name']}-exec-1"
-    body = {
-        "apiVersion": "kubernaut.io/v1alpha1",
-        "kind": "WorkflowExecution",
-        "metadata": {"name": name},
-        "spec": {
-            "analysisRef": analysis["metadata"]["name"],
-            "workflowRef": {
-                "workflowId": selected["workflowId"],
-                "version": selected["version"],
-                "containerImage": selected["containerImage"],
-            },
-            "parameters": selected.get("parameters") or {},
-            "targetResource": analysis["spec"]["resource"],
-        },
-    }
-    cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(body))
-    status = {
-        "status": {
-            "phase": "Failed",
-            "failureDetails": {
-                "failedStepIndex": 0,
-                "failedStepName": "rollback",
-                "reason": "DeadlineExceeded",
-                "message": "rollout did not finish within 600s",
-                "exitCode": 1,
-                "failedAt": "2026-11-20T10:12:00Z",
-                "executionTime": "10m0s",
-            },
-        }
-    }
-    cluster.kubectl(
-        "patch", "workflowexecution", name, "-n", ns, "--subresource=status", "--type=merge",
-        "-p", json.dumps(status),
+    demo.fail_execution(
+        cluster, ns, analysis=analysis, name=name, reason="DeadlineExceeded",
+        message="rollout did not finish within 600s", step_name="rollback", execution_time="10m0s",
     )  # fmt: skip
     return name
 

@@ -30,12 +30,6 @@ WORKFLOW = resources.RemediationWorkflowSpec.model_validate(
 USAGE = resources.LLMUsage(provider="anthropic", model="m", requests=3, input_tokens=10)
 
 
-def _catalog() -> catalog.Catalog:
-    index = catalog.Catalog()
-    index.upsert("oom-v1", WORKFLOW)
-    return index
-
-
 def _answer(confidence: float = 0.9, **extra: Any) -> answer.SelectionAnswer:
     return answer.SelectionAnswer.model_validate(
         {
@@ -68,9 +62,7 @@ def _verdict(
 
 
 def _decide(*verdicts: validation.Verdict) -> status.Decision:
-    return analysis.decide(
-        list(verdicts), attempts=[], usage=USAGE, spec=SPEC, confidence_floor=0.7, catalog=_catalog()
-    )
+    return analysis.decide(list(verdicts), attempts=[], usage=USAGE, spec=SPEC, confidence_floor=0.7)
 
 
 def test_timestamps_are_rfc3339_utc_seconds() -> None:
