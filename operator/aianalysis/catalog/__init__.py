@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from aianalysis.catalog import index, loader, model, policy, semver, store, target
+from aianalysis.catalog import actions, index, loader, model, policy, semver, store, target
 from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
 from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
 from aianalysis.catalog.store import LATEST, Catalog
@@ -28,6 +28,7 @@ __all__ = [
     "SearchQuery",
     "TargetFacts",
     "Workflow",
+    "actions",
     "component_admits",
     "detected_labels_admit",
     "index",

@@ -84,6 +84,9 @@ Assessment factors, in order of importance:
 _CATALOG = """\
 # Workflow catalog tools
 
+- `list_action_types` lists the action types of the eligible workflows (e.g. IncreaseMemoryLimits,
+  RollbackDeployment) with a one-line meaning; use it to pick the kind of remediation, then pass
+  that `action_type` to the search.
 - Call `search_workflow_catalog` AFTER your RCA. Pass the CURRENT signal type - the one your
   investigation established, which may differ from the alert's (alert HighMemory, root cause
   OOMKilled) or, in a recovery, from the original one - and your assessed severity. Describe the
@@ -95,7 +98,10 @@ _CATALOG = """\
 - Each result carries `workflow_id`, `version`, `description` and `confidence` (how well the
   catalog entry matches your query, 0-1).
 - Call `get_workflow_details` for the workflow you intend to select: it returns the parameter
-  schema. Select the exact `version` it shows.
+  schema and, when the catalog gives it, `guidance` (when_to_use, when_not_to_use, preconditions).
+  A workflow whose when_not_to_use describes your root cause is the wrong one, however similar it
+  looks. Parameters marked `filled_by` are filled by the system from the remediation target: leave
+  them out. Select the exact `version` it shows.
 - Only workflows returned by these two tools in this conversation are accepted. Never invent a
   workflow id or a version.
 - If no eligible workflow remediates the root cause, submit `selected_workflow: null` with
