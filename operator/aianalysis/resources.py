@@ -337,9 +337,12 @@ class RemediationWorkflowStatus(Model):
 
 
 class AffectedResource(Model):
+    """The remediation target, validated in scope (architecture §4 rule 6a)."""
+
     kind: str
     name: str
     namespace: str | None = None
+    api_version: str | None = None
 
 
 class RootCause(Model):

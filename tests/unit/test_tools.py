@@ -142,6 +142,10 @@ class FakeReader:
         self._record("list_pods_of_owner", kind=kind, name=name, namespace=namespace)
         return copy.deepcopy(self.pods_of.get((kind, namespace, name), []))
 
+    async def list_objects(self, *, kind: str, namespace: str) -> list[dict[str, Any]]:
+        self._record("list_objects", kind=kind, namespace=namespace)
+        return [copy.deepcopy(o) for (k, ns, _), o in self.objects.items() if k == kind and ns == namespace]
+
 
 LAST_APPLIED_WITH_PASSWORD = '{"env":[{"name":"DB_PASSWORD","value":"hunter2"}]}'
 

@@ -223,16 +223,37 @@ def versioned_catalog() -> catalog.Catalog:
     return make_catalog(spec(version="1.9.0"), spec(version="1.10.0"), spec(version="0.3.0"))
 
 
+ALL_SHOWN = {OOM: {"1.9.0", "1.10.0", "0.3.0"}}
+
+
 @pytest.mark.parametrize("version", [None, "latest"])
 def test_absent_or_latest_version_resolves_to_highest_semver(version: str | None) -> None:
-    verdict = run(answer(version=version), index=versioned_catalog())
+    verdict = run(answer(version=version), index=versioned_catalog(), seen=ALL_SHOWN)
     assert verdict.valid, verdict.errors
     assert verdict.workflow is not None and verdict.workflow.spec.version == "1.10.0"
 
 
 def test_explicit_existing_version_is_used() -> None:
-    verdict = run(answer(version="0.3.0"), index=versioned_catalog())
+    verdict = run(answer(version="0.3.0"), index=versioned_catalog(), seen=ALL_SHOWN)
     assert verdict.valid and verdict.workflow is not None and verdict.workflow.spec.version == "0.3.0"
+
+
+# 6b. the version must be one a catalog tool showed
+
+
+@pytest.mark.parametrize("version", [None, "latest"])
+def test_absent_version_means_the_highest_version_shown_not_the_catalogs(version: str | None) -> None:
+    """Search offered 1.9.0 (say 1.10.0 was ineligible): omitting the version selects 1.9.0."""
+    verdict = run(answer(version=version), index=versioned_catalog(), seen={OOM: {"1.9.0", "0.3.0"}})
+    assert verdict.valid, verdict.errors
+    assert verdict.workflow is not None and verdict.workflow.spec.version == "1.9.0"
+
+
+def test_a_version_no_catalog_tool_showed_is_rejected() -> None:
+    verdict = run(answer(version="1.10.0"), index=versioned_catalog(), seen={OOM: {"1.9.0"}})
+    assert verdict.rules_failed == ["version_not_shown"]
+    assert "'1.10.0'" in verdict.errors[0] and "shown: 1.9.0" in verdict.errors[0]
+    assert_user_facing(verdict)
 
 
 def test_unknown_version_lists_available_versions() -> None:
@@ -514,7 +535,10 @@ def test_repeat_detection_normalizes_the_recorded_execution() -> None:
 
 def test_repeat_is_version_insensitive() -> None:
     index = make_catalog(spec(version="1.0.0"), spec(version="1.1.0"))
-    verdict = run(answer(**RECOVERY_FIELDS), index=index, recovery=recovery_spec(dict(GOOD_PARAMS)))
+    seen = {OOM: {"1.0.0", "1.1.0"}}
+    verdict = run(
+        answer(**RECOVERY_FIELDS), index=index, seen=seen, recovery=recovery_spec(dict(GOOD_PARAMS))
+    )
     assert verdict.workflow is not None and verdict.workflow.spec.version == "1.1.0"
     assert verdict.rules_failed == ["repeated_failure"]
 

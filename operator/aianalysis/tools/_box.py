@@ -16,7 +16,7 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import catalog, errors, resources
+from aianalysis import catalog, errors, resources, scope
 from aianalysis.tools import _args, _catalog_tools, _cluster_tools, _kinds, _output, _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
@@ -124,7 +124,8 @@ TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS)
 
 class ToolBox:
     """The tools of one conversation. ``seen`` maps each workflow_id a catalog tool showed to the
-    versions shown; ``calls`` counts every call, failed ones included."""
+    versions shown; ``returned`` holds the objects the investigation tools returned (what a target
+    may be, besides the incident's surroundings); ``calls`` counts every call, failed ones included."""
 
     def __init__(
         self,
@@ -136,6 +137,7 @@ class ToolBox:
         facts: catalog.TargetFacts | None = None,
     ) -> None:
         self.seen: dict[str, set[str]] = {}
+        self.returned: set[scope.Key] = set()
         self.calls = 0
         self._max_chars = max_chars
         self._catalog = _catalog_tools.CatalogTools(
@@ -144,7 +146,9 @@ class ToolBox:
         self._cluster = (
             None
             if reader is None
-            else _cluster_tools.ClusterTools(reader=reader, incident=spec.resource, max_chars=max_chars)
+            else _cluster_tools.ClusterTools(
+                reader=reader, incident=spec.resource, max_chars=max_chars, returned=self.returned
+            )
         )
         self._specs = {spec.name: spec for spec in _SPECS}
         self._handlers: dict[str, Callable[[Any], Awaitable[str]]] = {
