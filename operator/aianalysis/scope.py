@@ -28,6 +28,13 @@ from aianalysis import resources
 #: (kind, namespace or "", name) — kinds compared case-insensitively.
 Key = tuple[str, str, str]
 
+_LIKELY = {
+    kind: rank
+    for rank, kind in enumerate(
+        ("deployment", "statefulset", "daemonset", "cronjob", "job", "node", "persistentvolumeclaim")
+    )
+}
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KindInfo:
@@ -146,14 +153,15 @@ class Scope:
         if target.key in self.related or target.key in returned:
             return None
         return (
-            f"{target.describe()} is not the incident's resource, an object in its owner chain, the Node "
-            "its Pods run on, a PVC they mount, nor an object the investigation tools returned in this "
-            "conversation"
+            f"{target.describe()} is neither in the incident's owner chain, its Pods' Nodes or PVCs, "
+            "nor returned by an investigation tool"
         )
 
     def in_scope(self, limit: int = 6) -> list[str]:
-        """The objects known to be in scope, for error messages (incident first)."""
-        return [self.incident.describe(), *self.related.values()][:limit]
+        """The objects known to be in scope, for error messages: the incident's resource, then the
+        likeliest targets (controllers before Nodes and PVCs, ReplicaSets and Pods last)."""
+        ranked = sorted(self.related.items(), key=lambda item: _LIKELY.get(item[0][0], len(_LIKELY)))
+        return [self.incident.describe(), *(described for _, described in ranked)][:limit]
 
 
 def kind_table(entries: Mapping[str, tuple[str, bool]]) -> dict[str, KindInfo]:

@@ -58,8 +58,8 @@ class Verdict:
     ``workflow`` is the resolved catalog entry whenever the id/version resolved (also when other
     checks failed, so the caller can name the candidate); ``parameters`` is executable as is only
     when ``valid``. ``answer`` has alternatives not in the catalog removed. ``target`` is the
-    remediation target when it is in scope (None otherwise, or when no scope was given): only an
-    in-scope target may reach status.
+    remediation target when it is in scope, else the incident's resource (None when no scope was
+    given): only an in-scope target may reach status.
     """
 
     valid: bool
@@ -107,7 +107,7 @@ def validate(
         target = scope.target(None if affected is None else affected.model_dump())
         out = _target.scope_error(target, where=scope, returned=frozenset(returned))
         errors.extend([out] if out else [])
-        in_scope = None if out else target
+        in_scope = scope.incident if out else target
     if parsed.selected_workflow is None:
         return _verdict(errors, warnings, answer=parsed, target=in_scope)
     selection = _selection.check_selection(

@@ -54,7 +54,7 @@ def check_selection(
     errors: list[str] = []
     if workflow.spec.version not in shown:
         errors.append(_version_not_shown_error(workflow, shown=shown))
-    reasons = catalog.policy.ineligibility(workflow.spec, business)
+    reasons = catalog.policy.ineligibility(workflow.spec, business, facts=facts)
     if reasons:
         errors.append(
             _messages.clip(
@@ -65,14 +65,8 @@ def check_selection(
     values: Mapping[str, object] = chosen.parameters
     warnings: list[str] = []
     if target is not None:
-        errors.extend(
-            error
-            for error in (
-                _target.detected_labels_error(workflow.spec, target, facts),
-                _target.component_error(workflow.spec, target),
-            )
-            if error
-        )
+        mismatch = _target.component_error(workflow.spec, target)
+        errors.extend([mismatch] if mismatch else [])
         values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
     check = _parameters.check_parameters(workflow.spec.parameters, values)
     errors.extend(check.errors)

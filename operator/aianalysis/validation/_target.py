@@ -2,8 +2,8 @@
 
 - ``target_out_of_scope``: the target is not something this incident may act on (``scope``).
 - ``component_mismatch``: the workflow's ``labels.component`` does not admit the target's kind.
-- ``policy`` (detected labels): a ``detectedLabels`` requirement the facts detected on the target
-  do not meet; unknown facts never meet one.
+- (``detectedLabels`` requirements are business policy, ``catalog.policy``, given the facts
+  detected on the target; unknown facts never meet one.)
 - System-filled parameters (``catalog.target_field``) take the target's value whatever the LLM
   wrote; a differing LLM value is reported as a ``system_filled`` warning, not an error: the value
   that runs is already the right one, and a correction round would cost a paid LLM turn.
@@ -42,18 +42,6 @@ def component_error(spec: resources.RemediationWorkflowSpec, target: scope.Objec
         f"[component_mismatch] workflow {spec.workflow_id!r} acts on {acts_on}, "
         f"not on the target {target.describe()}; choose a workflow whose component admits {target.kind}, "
         "or set affected_resource to an in-scope object of a kind it admits."
-    )
-
-
-def detected_labels_error(
-    spec: resources.RemediationWorkflowSpec, target: scope.ObjectRef, facts: catalog.TargetFacts | None
-) -> str | None:
-    unmet = catalog.unmet_detected_labels(spec.detected_labels, facts)
-    if not unmet:
-        return None
-    return _messages.clip(
-        f"[policy] workflow {spec.workflow_id!r} is not eligible for the target {target.describe()}: "
-        f"{'; '.join(unmet)}"
     )
 
 
