@@ -242,12 +242,13 @@ def fenced_yaml(text: str) -> Any:
 
 
 def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef | None:
-    """The controlling owner of an object read from the cluster, if any."""
+    """The controlling owner of an object read from the cluster (else its first owner), if any."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
     if not isinstance(refs, list):
         return None
-    owner = next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
+    owners = [r for r in refs if isinstance(r, dict)]
+    owner = next((r for r in owners if r.get("controller")), owners[0] if owners else None)
     if owner is None or not isinstance(owner.get("kind"), str) or not isinstance(owner.get("name"), str):
         return None
     return resources.ResourceRef(kind=owner["kind"], name=owner["name"], namespace=namespace)
