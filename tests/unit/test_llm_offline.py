@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from aianalysis import answer, catalog, resources, settings, tools, validation
+from aianalysis.evaluation.cluster import InMemoryCluster
 from aianalysis.llm import base, make_provider, offline
 
 
@@ -364,3 +365,47 @@ async def test_make_provider_offline_needs_no_network_or_key() -> None:
 
     assert (provider.name, provider.model) == ("offline", "catalog-rank-v1")
     await provider.aclose()
+
+
+async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_the_workflow_acts_on() -> (
+    None
+):
+    """A Pod incident: the workflow acts on Deployments, so the offline provider reads the owner
+    chain (Pod -> ReplicaSet -> Deployment) and targets the Deployment, never the symptom."""
+
+    def owned(kind: str, name: str, owner: tuple[str, str] | None, api: str = "apps/v1") -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": "production", "uid": f"uid-{name}"}
+        if owner:
+            meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "uid": f"uid-{owner[1]}"}]
+        return {"apiVersion": api, "kind": kind, "metadata": meta}
+
+    cluster = InMemoryCluster(
+        [
+            owned("Deployment", "payment-api", None),
+            owned("ReplicaSet", "payment-api-7d9f", ("Deployment", "payment-api")),
+            owned("Pod", "payment-api-7d9f-abcde", ("ReplicaSet", "payment-api-7d9f"), api="v1"),
+        ]
+    )
+    deployments_only = workflow(
+        "oomkill-restart-deployment", parameters=[NS, KIND, NAME, STRATEGY], component=["deployment"]
+    )
+    incident = spec(kind="Pod")
+    pod = incident.model_copy(
+        update={
+            "resource": resources.ResourceRef(
+                kind="Pod", name="payment-api-7d9f-abcde", namespace="production"
+            )
+        }
+    )
+    box = tools.ToolBox(spec=pod, catalog=catalog.Catalog([deployments_only]), reader=cluster, max_chars=8000)
+    conversation = offline.OfflineProvider().open(system="", prompt="", toolbox=box, spec=pod)
+
+    submission = await conversation.answer()
+
+    assert submission.raw is not None
+    assert submission.raw["affected_resource"] == {
+        "kind": "Deployment",
+        "name": "payment-api",
+        "namespace": "production",
+    }
+    assert selected(submission)["parameters"]["TARGET_RESOURCE_NAME"] == "payment-api"
