@@ -9,7 +9,18 @@
 
 from __future__ import annotations
 
-from aianalysis.catalog import actions, index, loader, model, policy, semver, store, target
+from aianalysis.catalog import (
+    actions,
+    admission,
+    index,
+    kubernaut,
+    loader,
+    model,
+    policy,
+    semver,
+    store,
+    target,
+)
 from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
 from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
 from aianalysis.catalog.store import LATEST, Catalog
@@ -29,9 +40,11 @@ __all__ = [
     "TargetFacts",
     "Workflow",
     "actions",
+    "admission",
     "component_admits",
     "detected_labels_admit",
     "index",
+    "kubernaut",
     "load_paths",
     "loader",
     "model",

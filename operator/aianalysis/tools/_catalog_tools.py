@@ -200,9 +200,9 @@ def _guidance(guidance: resources.WorkflowGuidance | None) -> dict[str, str]:
 
 def _parameter(parameter: resources.WorkflowParameter) -> dict[str, Any]:
     out: dict[str, Any] = {"name": parameter.name, "type": parameter.type, "required": parameter.required}
-    field = catalog.target_field(parameter)
-    if field is not None:
-        out["filled_by"] = f"filled by the system from the remediation target ({field}); do not set it"
+    source = catalog.target_field(parameter)
+    if source is not None:
+        out["filled_by"] = f"filled by the system from the remediation target ({source}); do not set it"
     for field in ("description", "enum", "pattern", "default", "depends_on"):
         value = getattr(parameter, field)
         if value is not None:
