@@ -6,12 +6,15 @@ workflowId + version. The operator writes the verdict to the object's ``Accepted
 
 Reasons (condition reason when ``Accepted=False``):
 
-- ``InvalidSpec`` — the spec does not fit the model (what the CRD would refuse, for objects that
-  bypassed it: files, or a CRD older than the operator).
+- ``InvalidSpec`` — the spec does not fit the model or the CRD's CEL rules (what the CRD would
+  refuse, for objects that bypassed it: files, or a CRD older than the operator).
 - ``InvalidPattern`` — a parameter's ``pattern`` is not a regular expression.
 - ``InvalidEnum`` — an ``enum`` value does not have the parameter's type.
 - ``InvalidDefault`` — a ``default`` does not have the parameter's type, or breaks its enum,
   pattern, minimum or maximum.
+
+Typed ``default`` and ``enum`` values are free-form to the API server
+(``x-kubernetes-preserve-unknown-fields``), so CEL cannot see them: these two checks happen here.
 - ``ConflictingDefinition`` — the same workflowId + version is defined by an older object (by
   creation time, then name) with different content. Identical copies are all accepted.
 """
@@ -112,13 +115,19 @@ def settle(claims: Sequence[Claim]) -> dict[str, Verdict]:
 def _parameter_refusal(
     raw: Mapping[str, Any], param: resources.WorkflowParameter
 ) -> tuple[Reason, str] | None:
+    # The CRD's CEL rules, for objects that did not pass through it (files, an older CRD).
+    if (param.minimum is not None or param.maximum is not None) and param.type not in ("integer", "number"):
+        return "InvalidSpec", "minimum and maximum apply to integer and number parameters only"
+    if param.pattern is not None and param.type not in ("string", "array"):
+        return "InvalidSpec", "pattern applies to string and array parameters only"
     if param.pattern is not None:
         try:
             re.compile(param.pattern)
         except re.error as exc:
             return "InvalidPattern", f"pattern {param.pattern!r} is not a regular expression ({exc})"
     for value in raw.get("enum") or []:
-        problem = _type_problem(param.type, value)
+        # An array parameter's enum lists the values its items may take.
+        problem = _type_problem("scalar" if param.type == "array" else param.type, value)
         if problem is not None:
             return "InvalidEnum", f"enum value {value!r} {problem}"
     if "default" in raw and raw["default"] is not None:
@@ -142,9 +151,15 @@ def _type_problem(ptype: str, value: object) -> str | None:
         ok = isinstance(value, bool) or (
             isinstance(value, str) and value.strip().lower() in ("true", "false")
         )
+    elif ptype == "scalar":
+        ok = isinstance(value, str | int | float | bool)
     else:
         ok = _is_array(value)
-    return None if ok else f"is not of type {ptype}"
+    if ok:
+        return None
+    if ptype == "scalar":
+        return "is not a string, number or boolean (an array's enum lists the values of its items)"
+    return f"is not of type {ptype}"
 
 
 def _is_integer(value: object) -> bool:
