@@ -154,6 +154,10 @@ class WorkflowParameter(Model):
     def _consistent(self) -> WorkflowParameter:
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError("minimum must be less than or equal to maximum")
+        if (self.minimum is not None or self.maximum is not None) and self.type not in ("integer", "number"):
+            raise ValueError("minimum and maximum apply to integer and number parameters only")
+        if self.pattern is not None and self.type not in ("string", "array"):
+            raise ValueError("pattern applies to string and array parameters only")
         if self.depends_on is not None and self.name in self.depends_on:
             raise ValueError("a parameter cannot depend on itself")
         return self

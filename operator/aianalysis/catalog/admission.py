@@ -115,11 +115,6 @@ def settle(claims: Sequence[Claim]) -> dict[str, Verdict]:
 def _parameter_refusal(
     raw: Mapping[str, Any], param: resources.WorkflowParameter
 ) -> tuple[Reason, str] | None:
-    # The CRD's CEL rules, for objects that did not pass through it (files, an older CRD).
-    if (param.minimum is not None or param.maximum is not None) and param.type not in ("integer", "number"):
-        return "InvalidSpec", "minimum and maximum apply to integer and number parameters only"
-    if param.pattern is not None and param.type not in ("string", "array"):
-        return "InvalidSpec", "pattern applies to string and array parameters only"
     if param.pattern is not None:
         try:
             re.compile(param.pattern)
