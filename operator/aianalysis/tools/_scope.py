@@ -54,8 +54,9 @@ async def gather_scope(reader: _reader.ClusterReader | None, incident: resources
     related: dict[scope.Key, str] = {}
     chain = await _owner_chain(reader, base.incident)
     pods = await _pods_below(reader, chain)
-    for obj in [*chain, *pods]:
-        _add(related, _ref(obj))
+    # Items of a list response carry no ``kind``: the Pods are named as Pods.
+    for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
+        _add(related, _ref(obj, kind=kind))
         for ref in _owner_refs(obj):
             _add(related, ref)
     for pod in pods:
@@ -131,10 +132,10 @@ async def _pods_below(
     return pods
 
 
-def _ref(obj: Mapping[str, Any]) -> scope.ObjectRef:
+def _ref(obj: Mapping[str, Any], *, kind: str) -> scope.ObjectRef:
     meta = obj.get("metadata") or {}
     return scope.ObjectRef(
-        kind=str(obj.get("kind") or ""),
+        kind=kind,
         name=str(meta.get("name") or ""),
         namespace=meta.get("namespace"),
         api_version=obj.get("apiVersion"),
