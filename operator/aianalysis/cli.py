@@ -182,12 +182,23 @@ def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search.add_argument(
         "--action-type", metavar="A", help="only workflows of this action type, e.g. RestartPod"
     )
-    search.add_argument("--severity", choices=["critical", "high", "medium", "low"], help="incident severity")
+    search.add_argument(
+        "--severity",
+        choices=["critical", "high", "medium", "low", "warning", "info"],
+        help="incident severity (warning = medium, info = low)",
+    )
     search.add_argument("--component", metavar="C", help="affected component, e.g. deployment")
     business = search.add_argument_group("business context (of the incident; decides eligibility)")
     business.add_argument("--environment", metavar="E", help="e.g. production; absent = unknown")
     business.add_argument("--priority", metavar="P", help="P0..P9; absent = unknown")
     business.add_argument("--business-category", metavar="B", help="e.g. payments; absent = unknown")
+    business.add_argument(
+        "--custom-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label of the incident's businessContext.customLabels (repeatable)",
+    )
     business.add_argument(
         "--risk-tolerance",
         choices=list(resources.RISK_ORDER),
@@ -262,10 +273,21 @@ def _business(args: argparse.Namespace) -> resources.BusinessContext:
             priority=args.priority,
             business_category=args.business_category,
             risk_tolerance=args.risk_tolerance,
+            custom_labels=_custom_labels(getattr(args, "custom_label", [])),
         )
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise errors.ConfigError(f"invalid business context: {problems}") from exc
+
+
+def _custom_labels(pairs: list[str]) -> dict[str, str] | None:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise errors.ConfigError(f"--custom-label must be KEY=VALUE, got {pair!r}")
+        labels[key.strip()] = value.strip()
+    return labels or None
 
 
 def _row(hit: catalog.SearchHit) -> dict[str, Any]:
