@@ -132,6 +132,11 @@ class Index:
         self._slots: list[_Entry | None] = []
         self._free: list[int] = []
         self._all = 0
+        self._latest = 0
+        self._older = 0
+        """Latest slots of workflowIds that have older versions (only they can fall back)."""
+        self._latest_slot: dict[str, int] = {}
+        self._by_id: dict[str, set[int]] = {}
         self._risk_at_most = dict.fromkeys(resources.RISK_ORDER, 0)
         self._unrestricted = dict.fromkeys(_FILTER_LABELS, 0)
         self._admits: dict[str, dict[str, int]] = {label: {} for label in _FILTER_LABELS}
@@ -156,6 +161,8 @@ class Index:
         self._slots[slot] = entry
         self._flip(entry, bit=1 << slot, on=True)
         self._post(entry, slot=slot, on=True)
+        self._by_id.setdefault(workflow.workflow_id, set()).add(slot)
+        self._elect_latest(workflow.workflow_id)
         return slot
 
     def discard(self, slot: int) -> None:
@@ -166,6 +173,11 @@ class Index:
         heapq.heappush(self._free, slot)
         self._flip(entry, bit=1 << slot, on=False)
         self._post(entry, slot=slot, on=False)
+        workflow_id = entry.workflow.workflow_id
+        self._by_id[workflow_id].discard(slot)
+        if not self._by_id[workflow_id]:
+            del self._by_id[workflow_id]
+        self._elect_latest(workflow_id)
 
     def search(
         self,
@@ -231,22 +243,22 @@ class Index:
             mask &= self._signals.get(policy.norm(query.signal_type), 0) | self._unsignalled
         if query.action_type is not None:
             mask &= self._actions.get(policy.norm(query.action_type), 0)
-        for slot in self._positions(mask & self._conditional):
+        for slot in self._positions(mask & self._conditional) if mask & self._conditional else ():
             if policy.conditional_ineligibility(self._entry(slot).workflow.spec, effective, facts=facts):
                 mask &= ~(1 << slot)
         return mask if query.all_versions else self._highest_per_id(mask)
 
     def _highest_per_id(self, mask: int) -> int:
-        """Only the highest version of each workflowId among ``mask``."""
-        best: dict[str, int] = {}
-        for slot in self._positions(mask):
-            entry = self._entry(slot)
-            held = best.get(entry.workflow.workflow_id)
-            if held is None or entry.version_key > self._entry(held).version_key:
-                best[entry.workflow.workflow_id] = slot
-        kept = 0
-        for slot in best.values():
-            kept |= 1 << slot
+        """Only the highest version of each workflowId among ``mask``: the latest version where it
+        survived the filters, else the highest older one that did (only workflowIds with several
+        versions are walked)."""
+        kept = mask & self._latest
+        for latest in self._positions(self._older & ~mask):
+            survivors = [
+                slot for slot in self._by_id[self._entry(latest).workflow.workflow_id] if mask >> slot & 1
+            ]
+            if survivors:
+                kept |= 1 << max(survivors, key=lambda slot: self._entry(slot).version_key)
         return kept
 
     def _admitting(self, label: str, value: str | None) -> int:
@@ -445,6 +457,20 @@ class Index:
                     self._document_frequency[term] -= 1
                     if not self._document_frequency[term]:
                         del self._document_frequency[term]
+
+    def _elect_latest(self, workflow_id: str) -> None:
+        """Keep ``_latest`` (and ``_older``) pointing at the highest version of ``workflow_id``."""
+        previous = self._latest_slot.pop(workflow_id, None)
+        if previous is not None:
+            self._latest &= ~(1 << previous)
+            self._older &= ~(1 << previous)
+        slots = self._by_id.get(workflow_id)
+        if slots:
+            newest = max(slots, key=lambda slot: self._entry(slot).version_key)
+            self._latest_slot[workflow_id] = newest
+            self._latest |= 1 << newest
+            if len(slots) > 1:
+                self._older |= 1 << newest
 
 
 def _set(mask: int, bit: int, *, on: bool) -> int:
