@@ -187,7 +187,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             signal_type="OOMKilled",
             contributing_factors=["traffic spike", "heap setting"],
             affected_resource=resources.AffectedResource(
-                kind="Deployment", name="payment-api", namespace="production"
+                kind="Deployment", name="payment-api", namespace="production", api_version="apps/v1"
             ),
         ),
         selected_workflow=resources.SelectedWorkflow(
