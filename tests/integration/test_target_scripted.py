@@ -382,3 +382,27 @@ async def test_an_older_eligible_version_is_selected_when_the_newest_is_not(vers
     if version is not None:
         assert "version_not_shown" in decision.failed_rules
         assert "'2.0.0'" in feedback(server, 3)
+
+
+async def test_facts_detected_in_the_cluster_make_the_newest_version_eligible() -> None:
+    """The same catalog with a cluster where checkout is Helm-managed: search offers 2.0.0."""
+    helm = [dict(o) for o in objects()]
+    helm[0] = {
+        **helm[0],
+        "metadata": {**helm[0]["metadata"], "labels": {"app.kubernetes.io/managed-by": "Helm"}},
+    }
+    index = catalog.Catalog([INCREASE, HELM_ONLY_V2, NODE_RELIEF])
+
+    st, decision, server = await run(
+        incident(),
+        search(),
+        details("increase-memory"),
+        ms.submit(answer("increase-memory", GOOD_PARAMS)),
+        index=index,
+        cluster=cluster_mod.InMemoryCluster(helm),
+    )
+
+    hits = json.loads(ms.tool_outputs(server.requests[1].body)[-1][1])["workflows"]
+    assert ("increase-memory", "2.0.0") in {(h["workflow_id"], h["version"]) for h in hits}
+    assert decision.failed_rules == []
+    assert st.selected_workflow is not None and st.selected_workflow.version == "2.0.0"
