@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from aianalysis import answer as answer_mod
 from aianalysis import catalog as catalog_mod
-from aianalysis import llm, prompts, resources, status, tools, validation
+from aianalysis import llm, prompts, resources, scope, status, tools, validation
 from aianalysis import settings as settings_mod
 
 Clock = Callable[[], datetime.datetime]
@@ -30,9 +30,19 @@ async def analyze(
     settings: settings_mod.Settings,
     now: Clock = utcnow,
 ) -> status.Decision:
-    """Run one conversation to a validated decision. Raises provider errors (the caller retries)."""
+    """Run one conversation to a validated decision. Raises provider errors (the caller retries).
+
+    The incident's scope (owner chain, Nodes, PVCs) is read once, before the conversation; the
+    facts on each target the LLM names are read once per target. Both are read-only and tolerate
+    failures (``tools.gather_scope``)."""
+    where = await tools.gather_scope(reader, spec.resource)
+    facts = _Facts(reader)
     toolbox = tools.ToolBox(
-        spec=spec, catalog=catalog, reader=reader, max_chars=settings.tool_output_max_chars
+        spec=spec,
+        catalog=catalog,
+        reader=reader,
+        max_chars=settings.tool_output_max_chars,
+        facts=await facts.of(where.incident),
     )
     conversation = provider.open(
         system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
@@ -41,6 +51,7 @@ async def analyze(
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
     for number in range(1, settings.max_validation_attempts + 1):
+        target = where.target(_affected(submission.raw))
         verdict = validation.validate(
             raw=submission.raw,
             truncated=submission.truncated,
@@ -49,6 +60,9 @@ async def analyze(
             business=spec.business_context,
             recovery=spec.recovery,
             prose=submission.prose,
+            scope=where,
+            returned=toolbox.returned,
+            facts=await facts.known(target, where=where, returned=toolbox.returned),
         )
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))
@@ -62,6 +76,33 @@ async def analyze(
         spec=spec,
         confidence_floor=settings.confidence_floor,
     )
+
+
+class _Facts:
+    """Facts detected on each target, read once per target per analysis."""
+
+    def __init__(self, reader: tools.ClusterReader | None) -> None:
+        self._reader = reader
+        self._known: dict[scope.Key, catalog_mod.TargetFacts] = {}
+
+    async def of(self, target: scope.ObjectRef) -> catalog_mod.TargetFacts:
+        if target.key not in self._known:
+            self._known[target.key] = await tools.detect_facts(self._reader, target)
+        return self._known[target.key]
+
+    async def known(
+        self, target: scope.ObjectRef, *, where: scope.Scope, returned: set[scope.Key]
+    ) -> dict[scope.Key, catalog_mod.TargetFacts]:
+        """Facts for the validator; an out-of-scope target is not read at all (it is rejected)."""
+        if where.violation(target, returned=returned) is not None:
+            return {}
+        return {target.key: await self.of(target)}
+
+
+def _affected(raw: object) -> dict[str, object] | None:
+    """The answer's ``affected_resource`` as submitted (the validator parses it strictly)."""
+    affected = raw.get("affected_resource") if isinstance(raw, dict) else None
+    return affected if isinstance(affected, dict) else None
 
 
 async def analyze_without_cluster(
@@ -134,7 +175,7 @@ def decide(
     return status.Decision(
         selected=selected,
         review_reason=review,
-        root_cause=_root_cause(ans, spec),
+        root_cause=_root_cause(ans, spec, target=final.target),
         alternatives=alternatives,
         warnings=warnings,
         attempts=attempts,
@@ -193,13 +234,16 @@ def _alternatives(ans: answer_mod.SelectionAnswer | None) -> list[resources.Alte
 
 
 def _root_cause(
-    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec
+    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec, *, target: scope.ObjectRef | None
 ) -> resources.RootCause | None:
+    """``affectedResource`` is the validated target; a target that failed the scope check never
+    reaches status (an instruction injected into an alert must not), the incident's resource does."""
     if ans is None:
         return None
-    target = ans.affected_resource
     affected = (
-        resources.AffectedResource(kind=target.kind, name=target.name, namespace=target.namespace)
+        resources.AffectedResource(
+            kind=target.kind, name=target.name, namespace=target.namespace, api_version=target.api_version
+        )
         if target is not None
         else resources.AffectedResource(
             kind=spec.resource.kind, name=spec.resource.name, namespace=spec.resource.namespace

@@ -32,7 +32,8 @@ class SelectedWorkflowAnswer(_Answer):
     parameters: dict[str, ParamValue] = Field(
         default_factory=dict,
         description="Values for the workflow's parameters, exactly as named by get_workflow_details. "
-        "Target the object that must change (e.g. the Deployment), not the symptom (a Pod).",
+        "Parameters get_workflow_details marks filled_by_system are set from affected_resource; "
+        "leave them out.",
     )
 
 
@@ -47,6 +48,7 @@ class AffectedResourceAnswer(_Answer):
     kind: str
     name: str
     namespace: str | None = None
+    api_version: str | None = Field(None, description="e.g. apps/v1; omit for the kind's usual one.")
 
 
 class PreviousAttemptAssessmentAnswer(_Answer):
@@ -88,7 +90,11 @@ class SelectionAnswer(_Answer):
     )
     contributing_factors: list[str] = Field(default_factory=list)
     affected_resource: AffectedResourceAnswer | None = Field(
-        None, description="The object that must be remediated (may differ from the alerting one)."
+        None,
+        description="The remediation target: the object the workflow must act on (e.g. the Deployment "
+        "that owns the crashing Pod, not the symptom). Omit for the incident's resource. It must be the "
+        "incident's resource, an object in its owner chain, the Node its Pods run on, a PVC they mount, "
+        "or an object your investigation tools returned; never outside the incident's namespace.",
     )
     selected_workflow: SelectedWorkflowAnswer | None
     alternative_workflows: list[AlternativeAnswer] = Field(default_factory=list)

@@ -16,13 +16,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pydantic
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import watch
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import resources
+from aianalysis import catalog_admission, resources
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +41,13 @@ class CatalogSync:
         page_size: int = 500,
         watch_timeout_seconds: int = 300,
         retry_delay_seconds: float = 5.0,
+        reporter: catalog_admission.Reporter | None = None,
     ) -> None:
         self._custom = k8s.CustomObjectsApi(api)
         self._catalog = catalog
+        self._gate = catalog_admission.Gate(
+            catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
+        )
         self._on_change = on_change
         self._page_size = page_size
         self._watch_timeout = watch_timeout_seconds
@@ -140,16 +143,10 @@ class CatalogSync:
         self._stopping.wait(self._retry_delay)
 
     def _upsert(self, obj: dict[str, Any]) -> None:
-        name = obj["metadata"]["name"]
-        try:
-            spec = resources.RemediationWorkflowSpec.model_validate(obj.get("spec") or {})
-        except pydantic.ValidationError as exc:
-            log.warning("RemediationWorkflow %s is not usable and stays out of the catalog: %s", name, exc)
-            self._remove(name)
-            return
-        self._catalog.upsert(name, spec)
-        self._names.add(name)
+        """Only accepted objects reach the catalog; the gate reports every verdict."""
+        self._gate.admit(obj)
+        self._names.add(obj["metadata"]["name"])
 
     def _remove(self, name: str) -> None:
-        self._catalog.remove(name)
+        self._gate.remove(name)
         self._names.discard(name)

@@ -19,7 +19,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, errors, evaluation, resources, settings
+from aianalysis import analysis, catalog, catalog_import, errors, evaluation, resources, settings
 
 USAGE_ERROR = 2
 
@@ -179,12 +179,26 @@ def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     search.add_argument("--query", default="", metavar="TEXT", help="free text to rank by")
     search.add_argument("--signal-type", metavar="T", help="only workflows handling this signal type")
-    search.add_argument("--severity", choices=["critical", "high", "medium", "low"], help="incident severity")
+    search.add_argument(
+        "--action-type", metavar="A", help="only workflows of this action type, e.g. RestartPod"
+    )
+    search.add_argument(
+        "--severity",
+        choices=["critical", "high", "medium", "low", "warning", "info"],
+        help="incident severity (warning = medium, info = low)",
+    )
     search.add_argument("--component", metavar="C", help="affected component, e.g. deployment")
     business = search.add_argument_group("business context (of the incident; decides eligibility)")
     business.add_argument("--environment", metavar="E", help="e.g. production; absent = unknown")
     business.add_argument("--priority", metavar="P", help="P0..P9; absent = unknown")
     business.add_argument("--business-category", metavar="B", help="e.g. payments; absent = unknown")
+    business.add_argument(
+        "--custom-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label of the incident's businessContext.customLabels (repeatable)",
+    )
     business.add_argument(
         "--risk-tolerance",
         choices=list(resources.RISK_ORDER),
@@ -195,6 +209,40 @@ def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search.add_argument("--all-versions", action="store_true", help="list every version, not only the latest")
     search.add_argument("-o", "--output", choices=["table", "json"], default="table", help="default: table")
     search.set_defaults(handler=catalog_search)
+    _add_catalog_import(actions)
+
+
+def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    importer = actions.add_parser(
+        "import",
+        help="convert Kubernaut-format RemediationWorkflows into this operator's format",
+        description="Convert Kubernaut-format RemediationWorkflow YAML (kubernaut.ai/v1alpha1) into this "
+        "operator's format (kubernaut.io/v1alpha1), one file per workflow in DIR, and report per source "
+        "file what was dropped and why. A file that cannot be converted is reported and skipped; the "
+        "others still import. Exit code 1 when any file failed.",
+    )
+    importer.add_argument("--from", dest="source_format", choices=["kubernaut"], required=True)
+    importer.add_argument(
+        "-f", "--filename", dest="paths", nargs="+", required=True, type=Path, metavar="PATH"
+    )
+    importer.add_argument("-o", "--output-dir", dest="out", required=True, type=Path, metavar="DIR")
+    importer.add_argument(
+        "--risk-level",
+        choices=list(resources.RISK_ORDER),
+        default=catalog.kubernaut.DEFAULT_RISK_LEVEL,
+        help="riskLevel of workflows without the aianalysis.kubernaut.io/risk-level annotation "
+        "(Kubernaut has no risk level; default: high, eligible only where high risk is tolerated)",
+    )
+    importer.add_argument("--overwrite", action="store_true", help="replace files that exist in DIR")
+    importer.set_defaults(handler=catalog_import_command)
+
+
+def catalog_import_command(args: argparse.Namespace) -> int:
+    reports = catalog_import.import_kubernaut(
+        args.paths, out=args.out, risk_level=args.risk_level, overwrite=args.overwrite
+    )
+    print(catalog_import.render(reports))
+    return 1 if any(report.error is not None for report in reports) else 0
 
 
 def catalog_search(args: argparse.Namespace) -> int:
@@ -203,6 +251,7 @@ def catalog_search(args: argparse.Namespace) -> int:
     query = catalog.SearchQuery(
         text=args.query,
         signal_type=args.signal_type,
+        action_type=args.action_type,
         severity=args.severity,
         component=args.component,
         top_k=args.top_k,
@@ -224,10 +273,21 @@ def _business(args: argparse.Namespace) -> resources.BusinessContext:
             priority=args.priority,
             business_category=args.business_category,
             risk_tolerance=args.risk_tolerance,
+            custom_labels=_custom_labels(getattr(args, "custom_label", [])),
         )
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise errors.ConfigError(f"invalid business context: {problems}") from exc
+
+
+def _custom_labels(pairs: list[str]) -> dict[str, str] | None:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise errors.ConfigError(f"--custom-label must be KEY=VALUE, got {pair!r}")
+        labels[key.strip()] = value.strip()
+    return labels or None
 
 
 def _row(hit: catalog.SearchHit) -> dict[str, Any]:

@@ -64,6 +64,17 @@ CATALOG_SIZE = prom.Gauge(
     "RemediationWorkflow objects in the operator's catalog index.",
     registry=REGISTRY,
 )
+CATALOG_REFUSED = prom.Gauge(
+    "aianalysis_catalog_workflows_refused",
+    "RemediationWorkflow objects whose Accepted condition is False now (never offered to analyses).",
+    registry=REGISTRY,
+)
+CATALOG_REFUSALS = prom.Counter(
+    "aianalysis_catalog_refusals_total",
+    "RemediationWorkflow refusals reported (Accepted turned False or changed reason), by reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
 IN_FLIGHT = prom.Gauge(
     "aianalysis_analyses_in_flight",
     "LLM conversations running now (bounded by the concurrency cap).",

@@ -8,10 +8,11 @@ Wire names are camelCase (aliases); Python attribute names are snake_case.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP = "kubernaut.io"
@@ -25,6 +26,11 @@ REMEDIATIONWORKFLOW_PLURAL = "remediationworkflows"
 SEMVER_PATTERN = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 
 Severity = Literal["critical", "high", "medium", "low"]
+#: What a workflow's labels.severity may say: the four severities, plus Alertmanager's and
+#: Kubernaut's ``warning`` (= medium) and ``info`` (= low), which are stored as their synonym.
+SeverityLabel = Literal["critical", "high", "medium", "low", "warning", "info"]
+SEVERITY_SYNONYMS: dict[str, Severity] = {"warning": "medium", "info": "low"}
+Lifecycle = Literal["Active", "Deprecated", "Disabled"]
 RiskLevel = Literal["low", "medium", "high"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array"]
 AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
@@ -94,7 +100,36 @@ class Model(BaseModel):
 # RemediationWorkflow (cluster-scoped catalog entry)
 
 
+class PreserveUnknown:
+    """Marks a field the CRD declares with ``x-kubernetes-preserve-unknown-fields`` (a JSON value of
+    any type: typed parameter defaults and enum values, engine configuration)."""
+
+
+PRESERVE_UNKNOWN = PreserveUnknown()
+
+
+def typed_text(value: object) -> object:
+    """A typed JSON value (``30``, ``true``, ``0.5``, ``[a, b]``) in canonical string form; strings
+    and anything else pass through (the type check against the parameter's own type is admission's,
+    ``catalog.admission``, so a mismatch is reported on the object instead of dropping it)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value
+
+
+#: A parameter value written in the catalog, typed or as text; held as canonical text.
+TypedValue = Annotated[str, BeforeValidator(typed_text), PRESERVE_UNKNOWN]
+
 ParameterName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+#: Which field of the remediation target the system fills a parameter from ("none" opts out of the
+#: naming convention, see ``catalog.target_field``).
+FromTarget = Literal["kind", "name", "namespace", "apiVersion", "none"]
 
 
 class WorkflowParameter(Model):
@@ -106,36 +141,74 @@ class WorkflowParameter(Model):
     type: ParameterType
     required: bool = False
     description: str | None = None
-    enum: Annotated[list[Annotated[str, Field(max_length=256)]], Field(max_length=128)] | None = None
+    enum: Annotated[list[TypedValue], Field(max_length=128)] | None = None
     pattern: Annotated[str, Field(max_length=256)] | None = None
     minimum: float | None = None
     maximum: float | None = None
-    default: Annotated[str, Field(max_length=1024)] | None = None
+    default: TypedValue | None = None
     depends_on: Annotated[list[Annotated[str, Field(max_length=128)]], Field(max_length=16)] | None = None
+    from_target: FromTarget | None = None
+    """The system fills this parameter from the remediation target; the LLM's value never wins."""
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkflowParameter:
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError("minimum must be less than or equal to maximum")
-        if self.default is not None and self.enum is not None and self.default not in self.enum:
-            raise ValueError("default must be one of enum")
+        if (self.minimum is not None or self.maximum is not None) and self.type not in ("integer", "number"):
+            raise ValueError("minimum and maximum apply to integer and number parameters only")
+        if self.pattern is not None and self.type not in ("string", "array"):
+            raise ValueError("pattern applies to string and array parameters only")
         if self.depends_on is not None and self.name in self.depends_on:
             raise ValueError("a parameter cannot depend on itself")
         return self
 
 
+class DetectedLabels(Model):
+    """Facts about the remediation target a workflow requires (Kubernaut's ``detectedLabels``).
+    Each set field is a hard requirement: a boolean must equal the detected fact, a tool name
+    must equal it (case-insensitive) or be ``*`` (any tool). An unknown fact never satisfies one."""
+
+    helm_managed: bool | None = None
+    gitops_managed: bool | None = Field(default=None, alias="gitOpsManaged")
+    gitops_tool: str | None = Field(default=None, alias="gitOpsTool")
+    pdb_protected: bool | None = None
+    hpa_enabled: bool | None = None
+    stateful: bool | None = None
+    network_isolated: bool | None = None
+    service_mesh: str | None = None
+
+
 class WorkflowLabels(Model):
-    signal_types: Annotated[list[str], Field(min_length=1)]
-    severity: list[Severity] | None = None
+    signal_types: list[str] = Field(default_factory=list)
+    severity: list[SeverityLabel] | None = None
     component: list[str] | None = None
     environment: list[str] | None = None
     priority: list[str] | None = None
     business_category: list[str] | None = None
 
+    @field_validator("severity")
+    @classmethod
+    def _severity_synonyms(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        return list(dict.fromkeys(SEVERITY_SYNONYMS.get(item, item) for item in value))
+
+
+class WorkflowGuidance(Model):
+    """When the workflow fits and when it does not; shown to the LLM and used by search."""
+
+    when_to_use: str | None = None
+    when_not_to_use: str | None = None
+    preconditions: str | None = None
+
 
 class WorkflowExecutionSettings(Model):
     engine: Literal["job", "tekton", "ansible"] = "job"
     container_image: Annotated[str, Field(min_length=1)]
+    service_account_name: str | None = None
+    bundle: str | None = None
+    bundle_digest: str | None = None
+    engine_config: Annotated[dict[str, Any], PRESERVE_UNKNOWN] | None = None
 
 
 class RemediationWorkflowSpec(Model):
@@ -148,10 +221,18 @@ class RemediationWorkflowSpec(Model):
     parameters: Annotated[list[WorkflowParameter], Field(max_length=64)] = Field(default_factory=list)
     execution: WorkflowExecutionSettings
     estimated_duration: str | None = None
+    action_type: Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]*$", max_length=128)] | None = None
+    guidance: WorkflowGuidance | None = None
+    custom_labels: dict[str, str] | None = None
+    detected_labels: DetectedLabels | None = None
+    lifecycle: Lifecycle = "Active"
 
     @model_validator(mode="after")
     def _parameters_consistent(self) -> RemediationWorkflowSpec:
-        """Same rules as the CRD: names unique (list-map key), dependsOn names declared parameters."""
+        """Same rules as the CRD: names unique (list-map key), dependsOn names declared parameters,
+        a signal type or an action type to classify the workflow by."""
+        if not self.labels.signal_types and self.action_type is None:
+            raise ValueError("a workflow needs labels.signalTypes or actionType (or both)")
         names = [p.name for p in self.parameters]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -190,6 +271,8 @@ class BusinessContext(Model):
     priority: Annotated[str, Field(pattern=r"^P[0-9]$")] | None = None
     business_category: str | None = None
     risk_tolerance: RiskLevel = "low"
+    custom_labels: dict[str, str] | None = None
+    """Operator-defined labels a workflow's customLabels are matched against exactly."""
 
 
 class OriginalRCA(Model):
@@ -251,10 +334,19 @@ class Condition(Model):
     observed_generation: int | None = None
 
 
+class RemediationWorkflowStatus(Model):
+    """Written by the operator only: condition ``Accepted`` says whether the workflow is offered."""
+
+    conditions: list[Condition] | None = None
+
+
 class AffectedResource(Model):
+    """The remediation target, validated in scope (architecture §4 rule 6a)."""
+
     kind: str
     name: str
     namespace: str | None = None
+    api_version: str | None = None
 
 
 class RootCause(Model):
@@ -387,6 +479,7 @@ __all__ = [
     "AIAnalysisSpec",
     "AIAnalysisStatus",
     "RemediationWorkflowSpec",
+    "RemediationWorkflowStatus",
     "WorkflowExecutionSpec",
     "WorkflowExecutionStatus",
 ]

@@ -51,8 +51,10 @@ def test_kubectl_get_aia_shows_workflow_and_confidence(
     cluster: Any, namespace: str, example_catalog: list[dict[str, Any]], start_operator: Any
 ) -> None:
     operator = start_operator(AIANALYSIS_PROVIDER="offline")
-    oom = next(p for p in INCIDENTS if "oom" in p.name)
-    doc = yaml.safe_load(oom.read_text())
+    # rank first: a crash loop's best-ranked workflow (rollback) needs no value the offline provider
+    # cannot know, an OOM's (a new memory limit) does and ends parameters_incomplete
+    crash = next(p for p in INCIDENTS if p.name == "orders-api-crashloop.yaml")
+    doc = yaml.safe_load(crash.read_text())
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(doc))
     [item] = wait_terminal(cluster, namespace, 1, logs=operator.logs)
 

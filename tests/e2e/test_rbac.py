@@ -113,6 +113,8 @@ def test_the_operator_may_not(installed: devcluster.DevCluster, ns: str, questio
         "create aianalyses.kubernaut.io -n {ns}",
         "watch aianalyses.kubernaut.io --all-namespaces",
         "list remediationworkflows.kubernaut.io",
+        "patch remediationworkflows.kubernaut.io --subresource=status",
+        "create events -n default",
         "create events -n {ns}",
         "get pods --subresource=log -n {ns}",
         "list customresourcedefinitions.apiextensions.k8s.io",

@@ -55,7 +55,11 @@ def workflow_spec(workflow_id: str = "crdtest-increase-memory") -> resources.Rem
         risk_level="medium",
         parameters=[
             resources.WorkflowParameter(
-                name="TARGET_NAMESPACE", type="string", required=True, description="ns"
+                name="TARGET_NAMESPACE",
+                type="string",
+                required=True,
+                description="ns",
+                from_target="namespace",
             ),
             resources.WorkflowParameter(name="MEMORY_LIMIT_NEW", type="string", pattern="^[0-9]+(Mi|Gi)$"),
             resources.WorkflowParameter(
@@ -66,9 +70,32 @@ def workflow_spec(workflow_id: str = "crdtest-increase-memory") -> resources.Rem
             ),
         ],
         execution=resources.WorkflowExecutionSettings(
-            engine="job", container_image="registry.example/wf/oom:1.2.0"
+            engine="job",
+            container_image="registry.example/wf/oom:1.2.0",
+            service_account_name="remediator",
+            bundle="registry.example/wf/oom:1.2.0",
+            bundle_digest="sha256:" + "0" * 64,
+            engine_config={"timeout": "5m", "retries": 2, "dryRun": False},
         ),
         estimated_duration="5m",
+        action_type="IncreaseMemoryLimits",
+        guidance=resources.WorkflowGuidance(
+            when_to_use="OOMKilled at peak load",
+            when_not_to_use="a memory leak",
+            preconditions="a limit is set",
+        ),
+        custom_labels={"team": "payments"},
+        detected_labels=resources.DetectedLabels(
+            helm_managed=True,
+            gitops_managed=False,
+            gitops_tool="argocd",
+            pdb_protected=True,
+            hpa_enabled=False,
+            stateful=False,
+            network_isolated=True,
+            service_mesh="istio",
+        ),
+        lifecycle="Deprecated",
     )
 
 
@@ -160,7 +187,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             signal_type="OOMKilled",
             contributing_factors=["traffic spike", "heap setting"],
             affected_resource=resources.AffectedResource(
-                kind="Deployment", name="payment-api", namespace="production"
+                kind="Deployment", name="payment-api", namespace="production", api_version="apps/v1"
             ),
         ),
         selected_workflow=resources.SelectedWorkflow(
@@ -571,9 +598,24 @@ CASES = [
     rw("bad-semver", setting("spec.version", "1.0"), "spec.version in body should match"),
     rw("bad-workflow-id", setting("spec.workflowId", "OOM_Fix"), "spec.workflowId in body should match"),
     rw(
-        "no-signal-types",
-        setting("spec.labels.signalTypes", []),
-        "signalTypes in body should have at least 1 items",
+        "no-signal-types-nor-action-type",
+        lambda obj: (setting("spec.labels.signalTypes", [])(obj), dropping("spec.actionType")(obj)),
+        f"spec: {CEL}a workflow needs labels.signalTypes or actionType (or both)",
+    ),
+    rw(
+        "bad-action-type",
+        setting("spec.actionType", "restart_pod"),
+        "spec.actionType in body should match",
+    ),
+    rw(
+        "bad-lifecycle",
+        setting("spec.lifecycle", "Retired"),
+        f'spec.lifecycle: {NOT_IN_ENUM}: "Retired"',
+    ),
+    rw(
+        "bad-from-target",
+        setting("spec.parameters.0.fromTarget", "uid"),
+        f'spec.parameters[0].fromTarget: {NOT_IN_ENUM}: "uid"',
     ),
     rw(
         "bad-label-severity",
@@ -611,9 +653,14 @@ CASES = [
         f"spec.parameters[2]: {CEL}minimum must be less than or equal to maximum",
     ),
     rw(
-        "parameter-default-not-in-enum",
-        setting("spec.parameters.3.default", "blue-green"),
-        f"spec.parameters[3]: {CEL}default must be one of enum",
+        "parameter-range-on-a-string",
+        setting("spec.parameters.0.minimum", 1),
+        f"spec.parameters[0]: {CEL}minimum and maximum apply to integer and number parameters only",
+    ),
+    rw(
+        "parameter-pattern-on-an-integer",
+        setting("spec.parameters.2.pattern", "^[0-9]+$"),
+        f"spec.parameters[2]: {CEL}pattern applies to string and array parameters only",
     ),
     rw(
         "parameter-depends-on-unknown",
@@ -785,7 +832,7 @@ def test_kubectl_get_workflowexecutions_shows_the_failure_reason(cluster: Any, o
     assert row["RECOVERY"] == "payment-oom-1-recovery-1"
 
 
-def test_kubectl_get_remediationworkflows_shows_id_version_risk_signals(
+def test_kubectl_get_remediationworkflows_shows_id_version_action_risk_accepted(
     cluster: Any, objects: Objects
 ) -> None:
     name = objects.name("crdtest-columns")
@@ -798,8 +845,9 @@ def test_kubectl_get_remediationworkflows_shows_id_version_risk_signals(
             "NAME": name,
             "WORKFLOW ID": "crdtest-increase-memory",
             "VERSION": "1.2.0",
+            "ACTION": "IncreaseMemoryLimits",
             "RISK": "medium",
-            "SIGNALS": '["OOMKilled","ContainerOOM"]',
+            "ACCEPTED": "",
         }
     ]
 

@@ -422,6 +422,7 @@ def test_cluster_role_never_grants_secrets_wildcards_or_workload_writes(helm: Pa
         ("kubernaut.io", "workflowexecutions"): {"patch"},
         ("kubernaut.io", "aianalyses/status"): {"patch"},
         ("kubernaut.io", "workflowexecutions/status"): {"patch"},
+        ("kubernaut.io", "remediationworkflows/status"): {"patch"},
         ("", "events"): {"create", "patch"},
         ("events.k8s.io", "events"): {"create", "patch"},
     }

@@ -92,7 +92,7 @@ async def test_hallucinated_workflow_is_corrected_on_the_second_attempt() -> Non
 async def test_invalid_parameters_three_times_end_in_human_review_with_every_attempt_recorded() -> None:
     def bad_memory(n: int, answer: dict[str, Any]) -> dict[str, Any]:
         answer = copy.deepcopy(answer)
-        answer["selected_workflow"]["parameters"]["TARGET_NAMESPACE"] = 42
+        answer["selected_workflow"]["parameters"]["MEMORY_LIMIT_NEW"] = 42  # TARGET_* are system-filled
         return answer
 
     with ms.MessagesServer(policy=GoodLLM(corrupt=bad_memory)) as server:
@@ -102,7 +102,7 @@ async def test_invalid_parameters_three_times_end_in_human_review_with_every_att
     assert st.needs_human_review is True and st.human_review_reason == "validation_failed"
     attempts = st.validation_attempts or []
     assert [a.attempt for a in attempts] == [1, 2, 3] and not any(a.valid for a in attempts)
-    assert all(any("TARGET_NAMESPACE" in e for e in a.errors) for a in attempts)
+    assert all(any("MEMORY_LIMIT_NEW" in e for e in a.errors) for a in attempts)
     assert st.alternative_workflows and "oomkill" in st.alternative_workflows[0].workflow_id
     assert len(server.requests) == 5  # search, details, 3 submissions
 

@@ -25,13 +25,20 @@ def spec(
     description: str | None = None,
     signals: list[str] | None = None,
     risk: str = "low",
+    action_type: str | None = None,
+    guidance: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
     **labels: Any,
 ) -> resources.RemediationWorkflowSpec:
-    """``labels`` take snake_case keys: environment, priority, business_category, severity, component."""
-    wire_labels = {"signalTypes": signals or ["OOMKilled"]}
+    """``labels`` take snake_case keys: environment, priority, business_category, severity, component.
+    ``extra``: further spec fields, camelCase as on the wire."""
+    wire_labels = {"signalTypes": signals if signals is not None else ["OOMKilled"]}
     wire_labels.update({_camel(key): value for key, value in labels.items()})
+    optional = {"actionType": action_type, "guidance": guidance}
     return resources.RemediationWorkflowSpec.model_validate(
         {
+            **{key: value for key, value in optional.items() if value is not None},
+            **(extra or {}),
             "workflowId": workflow_id,
             "version": version,
             "title": title or workflow_id.replace("-", " "),
@@ -389,7 +396,9 @@ def test_both_scoring_paths_give_identical_results() -> None:
                     f"wf-{n}",
                     title=" ".join(rng.sample(words, 3)),
                     description=" ".join(rng.sample(words, 8)),
-                    signals=[rng.choice(["OOMKilled", "Evicted", "Error"])],
+                    signals=[rng.choice(["OOMKilled", "Evicted", "Error"])] if n % 3 else [],
+                    action_type=None if n % 3 else "RestartPod",
+                    guidance={"whenNotToUse": " ".join(rng.sample(words, 5)) + " evicted"},
                 ),
             )
         )
@@ -398,11 +407,12 @@ def test_both_scoring_paths_give_identical_results() -> None:
         query = catalog.SearchQuery(text=" ".join(rng.sample(words, 4)) + rng.choice(["", " evicted"]))
         wanted = found._wanted_signals(query)
         terms = found._weighted_terms(query.text, wanted)
+        signalled = found._signalled(candidates, wanted)
         by_candidates = found._score_candidates(
-            candidates, wanted=wanted, terms=terms, confidence=lambda s, m: m + s
+            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
         )
         by_postings = found._score_postings(
-            candidates, wanted=wanted, terms=terms, confidence=lambda s, m: m + s
+            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
         )
         assert sorted(by_candidates) == sorted(by_postings)
 

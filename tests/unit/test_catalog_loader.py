@@ -92,11 +92,9 @@ def test_a_bad_field_names_file_document_object_and_field(tmp_path: Path) -> Non
     assert "'low', 'medium' or 'high'" in message
 
 
-def test_missing_signal_types_is_reported_by_its_wire_name(tmp_path: Path) -> None:
+def test_a_workflow_without_signal_types_needs_an_action_type(tmp_path: Path) -> None:
     path = write(tmp_path / "a.yaml", workflow_yaml("oom", "oom", signals="[]"))
-    with pytest.raises(
-        errors.CatalogError, match=r"spec\.labels\.signalTypes: List should have at least 1 item"
-    ):
+    with pytest.raises(errors.CatalogError, match=r"needs labels\.signalTypes or actionType"):
         catalog.load_paths([path])
 
 

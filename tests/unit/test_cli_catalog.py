@@ -184,3 +184,21 @@ def test_console_entry_point_runs_as_a_module(catalog_dir: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert [row["workflow_id"] for row in json.loads(result.stdout)] == ["evicted-reschedule"]
+
+
+def test_custom_labels_action_type_and_severity_synonyms_from_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kubernaut = ROOT / "examples" / "kubernaut" / "catalog"
+    base = ["catalog", "search", "--catalog", str(kubernaut), "--environment", "production", "-o", "json"]
+    asked = [*base, "--risk-tolerance", "medium", "--action-type", "RestartPod", "--severity", "warning"]
+    code, out, _ = run([*asked, "--custom-label", "team=storefront"], capsys)
+    assert code == 0
+    assert {row["workflow_id"] for row in json.loads(out)} == {
+        "storefront-restart-pods",
+        "storefront-restart-leaking-pods",
+    }
+    code, out, _ = run(asked, capsys)
+    assert code == 0 and json.loads(out) == [], "customLabels restrict to incidents that carry them"
+    code, _, err = run([*asked, "--custom-label", "team"], capsys)
+    assert code == 2 and "--custom-label must be KEY=VALUE" in err

@@ -627,7 +627,9 @@ def test_ctrl_c_still_writes_the_report_of_the_finished_runs(
         return await real_run_one(s, **kwargs)
 
     monkeypatch.setattr(runner, "run_one", interrupted_second)
-    write(tmp_path, "1.yaml", doc(name="first", expect={"workflowIds": ["oomkill-restart-heap-tuning"]}))
+    # rank first: the offline provider proposes the best-ranked workflow for a person to complete
+    first = {"workflowIds": [], "expectReview": "parameters_incomplete"}
+    write(tmp_path, "1.yaml", doc(name="first", expect=first))
     write(tmp_path, "2.yaml", doc(name="second"))
     options = command.Options(
         scenarios=[tmp_path],

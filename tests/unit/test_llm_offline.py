@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from aianalysis import answer, catalog, resources, settings, tools, validation
+from aianalysis.evaluation.cluster import InMemoryCluster
 from aianalysis.llm import base, make_provider, offline
 
 
@@ -17,6 +18,7 @@ def workflow(
     description: str = "Remediates OOMKilled containers",
     parameters: list[dict[str, Any]] | None = None,
     version: str = "1.0.0",
+    component: list[str] | None = None,
 ) -> catalog.Workflow:
     spec = resources.RemediationWorkflowSpec.model_validate(
         {
@@ -24,7 +26,7 @@ def workflow(
             "version": version,
             "title": workflow_id.replace("-", " "),
             "description": description,
-            "labels": {"signalTypes": [signal]},
+            "labels": {"signalTypes": [signal], "component": component},
             "riskLevel": "low",
             "parameters": parameters or [],
             "execution": {"containerImage": f"registry.example/{workflow_id}:1"},
@@ -146,11 +148,11 @@ def selected(submission: base.Submission) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-async def test_selects_the_first_hit_whose_parameters_it_can_fill_and_passes_validation() -> None:
+async def test_selects_the_first_hit_and_passes_validation() -> None:
     index = catalog.Catalog([INCREASE_MEMORY, RESTART, DRAIN])
     incident = spec()
     conversation, toolbox = converse(
-        index, incident, order=["oomkill-increase-memory", "oomkill-restart-deployment"]
+        index, incident, order=["oomkill-restart-deployment", "oomkill-increase-memory"]
     )
 
     submission = await conversation.answer()
@@ -168,6 +170,42 @@ async def test_selects_the_first_hit_whose_parameters_it_can_fill_and_passes_val
     assert answer.SelectionAnswer.model_validate(submission.raw).needs_human_review is False
 
 
+async def test_rank_first_the_best_hit_wins_even_when_a_lower_one_is_easier_to_fill() -> None:
+    """The issue's finding: skipping the best-ranked workflow for one whose parameters are easier
+    made the offline default pick the expected workflow less often than plain ranking."""
+    index = catalog.Catalog([INCREASE_MEMORY, RESTART])
+    incident = spec()
+    conversation, toolbox = converse(
+        index, incident, order=["oomkill-increase-memory", "oomkill-restart-deployment"]
+    )
+
+    first = await conversation.answer()
+    again = await conversation.correct(verdict(first, index=index, toolbox=toolbox, incident=incident).errors)
+
+    assert selected(first)["workflow_id"] == selected(again)["workflow_id"] == "oomkill-increase-memory"
+    result = verdict(again, index=index, toolbox=toolbox, incident=incident)
+    assert result.rules_failed == ["missing_parameter"]
+    assert [a["workflow_id"] for a in again.raw["alternative_workflows"]] == ["oomkill-restart-deployment"]  # type: ignore[index]
+
+
+async def test_a_workflow_that_does_not_act_on_the_targets_kind_is_skipped() -> None:
+    node_only = workflow(
+        "oomkill-node-pressure",
+        parameters=[{"name": "NODE_NAME", "type": "string", "required": True}],
+        component=["node"],
+    )
+    index = catalog.Catalog([node_only, RESTART])
+    incident = spec()
+    conversation, toolbox = converse(
+        index, incident, order=["oomkill-node-pressure", "oomkill-restart-deployment"]
+    )
+
+    submission = await conversation.answer()
+
+    assert selected(submission)["workflow_id"] == "oomkill-restart-deployment"
+    assert verdict(submission, index=index, toolbox=toolbox, incident=incident).valid
+
+
 async def test_searches_with_signal_type_and_alert_words_then_reads_details() -> None:
     conversation, toolbox = converse(catalog.Catalog([RESTART]), spec())
 
@@ -182,9 +220,11 @@ async def test_searches_with_signal_type_and_alert_words_then_reads_details() ->
                 "top_k": 10,
             },
         ),
+        # the owner chain, for workflows that act on a controller (no cluster here: just the resource)
+        ("get_resource", {"kind": "Deployment", "name": "payment-api", "namespace": "production"}),
         ("get_workflow_details", {"workflow_id": "oomkill-restart-deployment", "version": "1.0.0"}),
     ]
-    assert conversation.usage == resources.LLMUsage(provider="offline", model="catalog-rank-v1", tool_calls=2)
+    assert conversation.usage == resources.LLMUsage(provider="offline", model="catalog-rank-v1", tool_calls=3)
 
 
 async def test_kind_specific_names_are_filled_only_for_that_kind() -> None:
@@ -233,20 +273,23 @@ async def test_no_hits_asks_for_human_review() -> None:
     assert verdict(submission, index=catalog.Catalog([DRAIN]), toolbox=toolbox, incident=incident).valid
 
 
-async def test_correct_moves_to_the_next_candidate_then_repeats_the_last() -> None:
+async def test_correct_moves_to_the_next_candidate_unless_only_parameters_were_rejected() -> None:
     index = catalog.Catalog([RESTART, ROLLBACK, INCREASE_MEMORY])
     order = ["oomkill-restart-deployment", "oomkill-rollback-deployment", "oomkill-increase-memory"]
     conversation, _ = converse(index, spec(), order=order)
 
     answers = [await conversation.answer()]
-    for _ in range(3):
-        answers.append(await conversation.correct(["[x] rejected"]))
+    answers.append(await conversation.correct(["[component_mismatch] rejected"]))
+    answers.append(await conversation.correct(["[missing_parameter] X is required"]))
+    for _ in range(2):
+        answers.append(await conversation.correct(["[policy] rejected"]))
 
     assert [selected(s)["workflow_id"] for s in answers] == [
         "oomkill-restart-deployment",
         "oomkill-rollback-deployment",
-        "oomkill-increase-memory",  # the incomplete one comes after every complete one
+        "oomkill-rollback-deployment",  # parameters only: the choice stands
         "oomkill-increase-memory",
+        "oomkill-increase-memory",  # nothing left: the last answer again
     ]
 
 
@@ -322,3 +365,47 @@ async def test_make_provider_offline_needs_no_network_or_key() -> None:
 
     assert (provider.name, provider.model) == ("offline", "catalog-rank-v1")
     await provider.aclose()
+
+
+async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_the_workflow_acts_on() -> (
+    None
+):
+    """A Pod incident: the workflow acts on Deployments, so the offline provider reads the owner
+    chain (Pod -> ReplicaSet -> Deployment) and targets the Deployment, never the symptom."""
+
+    def owned(kind: str, name: str, owner: tuple[str, str] | None, api: str = "apps/v1") -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": "production", "uid": f"uid-{name}"}
+        if owner:
+            meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "uid": f"uid-{owner[1]}"}]
+        return {"apiVersion": api, "kind": kind, "metadata": meta}
+
+    cluster = InMemoryCluster(
+        [
+            owned("Deployment", "payment-api", None),
+            owned("ReplicaSet", "payment-api-7d9f", ("Deployment", "payment-api")),
+            owned("Pod", "payment-api-7d9f-abcde", ("ReplicaSet", "payment-api-7d9f"), api="v1"),
+        ]
+    )
+    deployments_only = workflow(
+        "oomkill-restart-deployment", parameters=[NS, KIND, NAME, STRATEGY], component=["deployment"]
+    )
+    incident = spec(kind="Pod")
+    pod = incident.model_copy(
+        update={
+            "resource": resources.ResourceRef(
+                kind="Pod", name="payment-api-7d9f-abcde", namespace="production"
+            )
+        }
+    )
+    box = tools.ToolBox(spec=pod, catalog=catalog.Catalog([deployments_only]), reader=cluster, max_chars=8000)
+    conversation = offline.OfflineProvider().open(system="", prompt="", toolbox=box, spec=pod)
+
+    submission = await conversation.answer()
+
+    assert submission.raw is not None
+    assert submission.raw["affected_resource"] == {
+        "kind": "Deployment",
+        "name": "payment-api",
+        "namespace": "production",
+    }
+    assert selected(submission)["parameters"]["TARGET_RESOURCE_NAME"] == "payment-api"

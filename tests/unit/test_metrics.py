@@ -269,6 +269,8 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_validation_failures",
         "aianalysis_recovery_attempts",
         "aianalysis_catalog_workflows",
+        "aianalysis_catalog_workflows_refused",
+        "aianalysis_catalog_refusals",
         "aianalysis_analyses_in_flight",
         "aianalysis_build",
     }

@@ -142,6 +142,10 @@ class FakeReader:
         self._record("list_pods_of_owner", kind=kind, name=name, namespace=namespace)
         return copy.deepcopy(self.pods_of.get((kind, namespace, name), []))
 
+    async def list_objects(self, *, kind: str, namespace: str) -> list[dict[str, Any]]:
+        self._record("list_objects", kind=kind, namespace=namespace)
+        return [copy.deepcopy(o) for (k, ns, _), o in self.objects.items() if k == kind and ns == namespace]
+
 
 LAST_APPLIED_WITH_PASSWORD = '{"env":[{"name":"DB_PASSWORD","value":"hunter2"}]}'
 
@@ -251,6 +255,7 @@ def test_definitions_are_anthropic_tool_params_without_the_submit_tool() -> None
     definitions = toolbox().definitions()
     assert [d["name"] for d in definitions] == list(tools.TOOL_NAMES)
     assert set(tools.TOOL_NAMES) == {
+        "list_action_types",
         "search_workflow_catalog",
         "get_workflow_details",
         "get_resource",
@@ -262,7 +267,9 @@ def test_definitions_are_anthropic_tool_params_without_the_submit_tool() -> None
         assert set(definition) == {"name", "description", "input_schema"}
         assert definition["input_schema"]["type"] == "object"
         assert definition["input_schema"]["additionalProperties"] is False
-    search = definitions[0]["input_schema"]["properties"]
+    search = next(d for d in definitions if d["name"] == "search_workflow_catalog")["input_schema"][
+        "properties"
+    ]
     assert search["top_k"]["maximum"] == 20
     assert search["risk_tolerance"]["enum"] == ["low", "medium", "high"]
     assert "narrowing only" in search["environment"]["description"]
@@ -356,6 +363,7 @@ async def test_details_give_the_parameter_schema_but_not_risk_or_image() -> None
         "type": "string",
         "required": True,
         "description": "namespace",
+        "filled_by": "filled by the system from the remediation target (namespace); do not set it",
     }
     assert params["MEMORY_LIMIT_NEW"]["pattern"] == "^[0-9]+(Mi|Gi)$"
     assert params["REPLICAS"] == {

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, resources, validation
+from aianalysis import catalog, resources, scope, validation
+from aianalysis.tools import _scope
 
 OOM = "oomkill-increase-memory"
 RESTART = "restart-deployment"
@@ -223,16 +224,37 @@ def versioned_catalog() -> catalog.Catalog:
     return make_catalog(spec(version="1.9.0"), spec(version="1.10.0"), spec(version="0.3.0"))
 
 
+ALL_SHOWN = {OOM: {"1.9.0", "1.10.0", "0.3.0"}}
+
+
 @pytest.mark.parametrize("version", [None, "latest"])
 def test_absent_or_latest_version_resolves_to_highest_semver(version: str | None) -> None:
-    verdict = run(answer(version=version), index=versioned_catalog())
+    verdict = run(answer(version=version), index=versioned_catalog(), seen=ALL_SHOWN)
     assert verdict.valid, verdict.errors
     assert verdict.workflow is not None and verdict.workflow.spec.version == "1.10.0"
 
 
 def test_explicit_existing_version_is_used() -> None:
-    verdict = run(answer(version="0.3.0"), index=versioned_catalog())
+    verdict = run(answer(version="0.3.0"), index=versioned_catalog(), seen=ALL_SHOWN)
     assert verdict.valid and verdict.workflow is not None and verdict.workflow.spec.version == "0.3.0"
+
+
+# 6b. the version must be one a catalog tool showed
+
+
+@pytest.mark.parametrize("version", [None, "latest"])
+def test_absent_version_means_the_highest_version_shown_not_the_catalogs(version: str | None) -> None:
+    """Search offered 1.9.0 (say 1.10.0 was ineligible): omitting the version selects 1.9.0."""
+    verdict = run(answer(version=version), index=versioned_catalog(), seen={OOM: {"1.9.0", "0.3.0"}})
+    assert verdict.valid, verdict.errors
+    assert verdict.workflow is not None and verdict.workflow.spec.version == "1.9.0"
+
+
+def test_a_version_no_catalog_tool_showed_is_rejected() -> None:
+    verdict = run(answer(version="1.10.0"), index=versioned_catalog(), seen={OOM: {"1.9.0"}})
+    assert verdict.rules_failed == ["version_not_shown"]
+    assert "'1.10.0'" in verdict.errors[0] and "shown: 1.9.0" in verdict.errors[0]
+    assert_user_facing(verdict)
 
 
 def test_unknown_version_lists_available_versions() -> None:
@@ -514,7 +536,10 @@ def test_repeat_detection_normalizes_the_recorded_execution() -> None:
 
 def test_repeat_is_version_insensitive() -> None:
     index = make_catalog(spec(version="1.0.0"), spec(version="1.1.0"))
-    verdict = run(answer(**RECOVERY_FIELDS), index=index, recovery=recovery_spec(dict(GOOD_PARAMS)))
+    seen = {OOM: {"1.0.0", "1.1.0"}}
+    verdict = run(
+        answer(**RECOVERY_FIELDS), index=index, seen=seen, recovery=recovery_spec(dict(GOOD_PARAMS))
+    )
     assert verdict.workflow is not None and verdict.workflow.spec.version == "1.1.0"
     assert verdict.rules_failed == ["repeated_failure"]
 
@@ -598,3 +623,130 @@ def test_every_check_reports_at_once_and_messages_stay_short() -> None:
     assert set(verdict.rules_failed) == {"recovery_fields", "policy", "parameters", "missing_parameter"}
     assert len(verdict.errors) == 6
     assert_user_facing(verdict)
+
+
+# --------------------------------------------------------------------------------------------
+# 6a. the remediation target
+
+
+def target_scope() -> scope.Scope:
+    incident = resources.ResourceRef(kind="Deployment", name="payment-api", namespace="production")
+    return scope.Scope.of(incident, cluster=False, kinds=_scope.kinds())
+
+
+def run_target(
+    raw: dict[str, Any],
+    *,
+    index: catalog.Catalog | None = None,
+    facts: catalog.TargetFacts | None = None,
+) -> validation.Verdict:
+    where = target_scope()
+    chosen = where.target(raw.get("affected_resource"))
+    return validation.validate(
+        raw=raw,
+        truncated=False,
+        catalog=make_catalog() if index is None else index,
+        seen={OOM: {"1.0.0"}, RESTART: {"1.0.0"}},
+        business=PRODUCTION_LOW,
+        recovery=None,
+        scope=where,
+        facts={chosen.key: facts} if facts is not None else None,
+    )
+
+
+def test_a_target_in_the_incidents_namespace_is_accepted_and_recorded() -> None:
+    verdict = run_target(answer(affected_resource={"kind": "deployment", "name": "payment-api"}))
+    assert verdict.valid, verdict.errors
+    assert verdict.target == scope.ObjectRef(
+        kind="Deployment", name="payment-api", namespace="production", api_version="apps/v1"
+    )
+
+
+def test_a_target_in_another_namespace_is_out_of_scope_and_never_the_recorded_target() -> None:
+    raw = answer(affected_resource={"kind": "Deployment", "name": "coredns", "namespace": "kube-system"})
+    verdict = run_target(raw)
+    assert verdict.rules_failed == ["target_out_of_scope"]
+    assert "outside the incident's namespace 'production'" in verdict.errors[0]
+    assert verdict.target is not None and verdict.target.namespace == "production"
+    assert_user_facing(verdict)
+
+
+def target_params() -> list[resources.WorkflowParameter]:
+    return [
+        param("TARGET_NAMESPACE", required=True),
+        param("TARGET_RESOURCE_KIND", required=True, enum=["deployment", "statefulset"]),
+        param("TARGET_RESOURCE_NAME", required=True),
+        param("MEMORY_LIMIT_NEW", required=True),
+    ]
+
+
+def test_system_filled_parameters_come_from_the_target_and_the_llms_value_never_wins() -> None:
+    index = make_catalog(spec(parameters=target_params()))
+    raw = answer(parameters={"TARGET_NAMESPACE": "kube-system", "MEMORY_LIMIT_NEW": "1Gi"})
+    verdict = run_target(raw, index=index)
+    assert verdict.valid, verdict.errors
+    assert verdict.parameters == {
+        "TARGET_NAMESPACE": "production",
+        "TARGET_RESOURCE_KIND": "deployment",  # the enum's spelling
+        "TARGET_RESOURCE_NAME": "payment-api",
+        "MEMORY_LIMIT_NEW": "1Gi",
+    }
+    assert [w for w in verdict.warnings if w.startswith("[system_filled]")] == [
+        "[system_filled] TARGET_NAMESPACE is filled by the system from the target Deployment "
+        "production/payment-api (namespace='production'); the submitted 'kube-system' was ignored."
+    ]
+
+
+def test_a_matching_llm_value_for_a_system_filled_parameter_is_no_warning() -> None:
+    index = make_catalog(spec(parameters=target_params()))
+    raw = answer(parameters={"TARGET_NAMESPACE": "production", "MEMORY_LIMIT_NEW": "1Gi"})
+    assert run_target(raw, index=index).warnings == []
+
+
+def test_from_target_none_leaves_a_conventional_name_to_the_llm() -> None:
+    index = make_catalog(spec(parameters=[param("NAMESPACE", required=True, fromTarget="none")]))
+    verdict = run_target(answer(parameters={"NAMESPACE": "monitoring"}), index=index)
+    assert verdict.valid and verdict.parameters == {"NAMESPACE": "monitoring"}
+
+
+def component_spec(component: list[str]) -> resources.RemediationWorkflowSpec:
+    data = spec().model_dump(by_alias=True, exclude_none=True)
+    data["labels"]["component"] = component
+    return resources.RemediationWorkflowSpec.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    "component", [["deployment"], ["apps/v1/Deployment"], ["*"], ["statefulset", "deployment"]]
+)
+def test_a_component_that_admits_the_targets_kind_is_accepted(component: list[str]) -> None:
+    assert run_target(answer(), index=make_catalog(component_spec(component))).valid
+
+
+@pytest.mark.parametrize("component", [["node"], ["v1/Pod"], ["batch/v1/Deployment"]])
+def test_a_component_that_does_not_admit_the_targets_kind_is_a_mismatch(component: list[str]) -> None:
+    verdict = run_target(answer(), index=make_catalog(component_spec(component)))
+    assert verdict.rules_failed == ["component_mismatch"]
+    assert "Deployment production/payment-api" in verdict.errors[0]
+    assert_user_facing(verdict)
+
+
+def helm_spec() -> resources.RemediationWorkflowSpec:
+    data = spec().model_dump(by_alias=True, exclude_none=True)
+    data["detectedLabels"] = {"helmManaged": True}
+    return resources.RemediationWorkflowSpec.model_validate(data)
+
+
+def test_detected_labels_met_by_the_targets_facts_are_accepted() -> None:
+    verdict = run_target(
+        answer(), index=make_catalog(helm_spec()), facts=catalog.TargetFacts(helm_managed=True)
+    )
+    assert verdict.valid, verdict.errors
+
+
+@pytest.mark.parametrize("facts", [None, catalog.TargetFacts(helm_managed=False)])
+def test_detected_labels_unmet_or_unknown_make_the_workflow_ineligible(
+    facts: catalog.TargetFacts | None,
+) -> None:
+    verdict = run_target(answer(), index=make_catalog(helm_spec()), facts=facts)
+    assert verdict.rules_failed == ["policy"]
+    assert "helmManaged" in verdict.errors[0]

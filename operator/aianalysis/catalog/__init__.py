@@ -4,22 +4,47 @@
 - ``policy`` — DD-CONTEXT-005: the incident's business context decides eligibility, never the LLM.
 - ``index`` — the search index; its docstring defines what a hit's ``confidence`` means.
 - ``load_paths`` — YAML files/directories → Catalog (``loader``).
+- ``target`` — what a workflow may act on: target parameters, component scope, detected labels.
 """
 
 from __future__ import annotations
 
-from aianalysis.catalog import index, loader, model, policy, semver, store
+from aianalysis.catalog import (
+    actions,
+    admission,
+    index,
+    kubernaut,
+    loader,
+    model,
+    policy,
+    semver,
+    store,
+    target,
+)
 from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
 from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
 from aianalysis.catalog.store import LATEST, Catalog
+from aianalysis.catalog.target import (
+    TargetFacts,
+    component_admits,
+    detected_labels_admit,
+    target_field,
+    unmet_detected_labels,
+)
 
 __all__ = [
     "LATEST",
     "Catalog",
     "SearchHit",
     "SearchQuery",
+    "TargetFacts",
     "Workflow",
+    "actions",
+    "admission",
+    "component_admits",
+    "detected_labels_admit",
     "index",
+    "kubernaut",
     "load_paths",
     "loader",
     "model",
@@ -27,5 +52,8 @@ __all__ = [
     "policy",
     "semver",
     "store",
+    "target",
+    "target_field",
+    "unmet_detected_labels",
     "workflows_from_yaml",
 ]

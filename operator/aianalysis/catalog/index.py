@@ -15,19 +15,27 @@ The fraction of the best score any workflow could get for this query::
 
 - ``signal`` is 1 when the workflow's ``labels.signalTypes`` contain a signal type the query names
   (``signal_type``, or, without it, any word of ``text`` that is a signal type in the catalog,
-  case-insensitive), else 0.
+  case-insensitive), else 0. A workflow that declares no signal types (classified by
+  ``actionType``, as Kubernaut's are) gets it when the signal type's words appear in its title,
+  description or ``whenToUse`` and not in its ``whenNotToUse``.
 - ``text`` is the IDF-weighted share of the query's other terms the workflow contains: a term in
-  the title counts fully, a term found only in the description counts half. IDF (``ln(1 + (N+1) /
-  (df+1))`` over the N indexed workflows, all versions) makes rare, specific words weigh more
-  than common ones; a term no workflow contains still counts in the denominator, so an unmatched
-  part of the query lowers every confidence: it measures coverage of what was asked, not of what
-  happens to exist.
+  the title counts fully, a term found only in the description (with ``guidance.whenToUse``,
+  ``guidance.preconditions`` and the words of ``actionType``) counts half, and a term found only in
+  ``guidance.whenNotToUse`` counts minus half: a look-alike that says it is not for this case
+  ranks below the one that is. IDF (``ln(1 + (N+1) / (df+1))`` over the N indexed workflows, all
+  versions) makes rare, specific words weigh more than common ones; a term no workflow contains
+  still counts in the denominator, so an unmatched part of the query lowers every confidence: it
+  measures coverage of what was asked, not of what happens to exist.
 
 So 1.0 = the workflow handles the signal type asked for and every query term appears in its title;
 a signal-type match alone is worth 0.6 when the query also has terms, which ranks every workflow
 for the right signal above every workflow that only shares words with the query. A query with
 neither signal type nor terms lists the eligible workflows with confidence 0.0. Otherwise only
 workflows with a positive score are returned. Ties: workflowId ascending, then newest version.
+
+Versions: eligibility is decided per version, and then (unless ``all_versions``) the highest
+ELIGIBLE version of each workflowId is kept, so a newer version restricted away from this
+incident never hides an older one that fits it.
 """
 
 from __future__ import annotations
@@ -38,12 +46,13 @@ import sys
 from collections.abc import Callable, Iterable
 
 from aianalysis import resources
-from aianalysis.catalog import model, policy, semver, text
+from aianalysis.catalog import actions, model, policy, semver, target, text
 
 SIGNAL_WEIGHT = 0.6
 TEXT_WEIGHT = 0.4
 TITLE_MATCH = 1.0
 DESCRIPTION_MATCH = 0.5
+NOT_MATCH = -0.5
 
 _BUSINESS_LABELS = ("environment", "priority", "businessCategory")
 _FILTER_LABELS = (*_BUSINESS_LABELS, "severity", "component")
@@ -80,7 +89,7 @@ class _Entry:
     here: the posting lists and masks hold them, and ``discard`` derives them again from the spec
     (at 10,000 workflows, per-entry copies cost ~55 MB of the operator's memory)."""
 
-    __slots__ = ("rank", "signals", "version_key", "workflow")
+    __slots__ = ("conditional", "rank", "signals", "version_key", "workflow")
 
     def __init__(self, workflow: model.Workflow) -> None:
         spec = workflow.spec
@@ -88,11 +97,26 @@ class _Entry:
         self.version_key = semver.key(spec.version)
         self.rank = (spec.workflow_id, _Newest(self.version_key))
         self.signals = frozenset(sys.intern(policy.norm(signal)) for signal in spec.labels.signal_types)
+        self.conditional = policy.is_conditional(spec)
 
-    def terms(self) -> tuple[frozenset[str], frozenset[str]]:
-        """Title terms, and description terms not already in the title."""
-        title = text.token_set(self.workflow.spec.title)
-        return title, text.token_set(self.workflow.spec.description) - title
+    def terms(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """Title terms, description terms not in the title, and whenNotToUse terms in neither."""
+        spec = self.workflow.spec
+        guidance = spec.guidance or resources.WorkflowGuidance()
+        title = text.token_set(spec.title)
+        positive = " ".join(
+            part
+            for part in (
+                spec.description,
+                guidance.when_to_use,
+                guidance.preconditions,
+                actions.words(spec.action_type),
+            )
+            if part
+        )
+        description = text.token_set(positive) - title
+        negative = text.token_set(guidance.when_not_to_use or "") - title - description
+        return title, description, negative
 
     def filters(self) -> list[tuple[str, frozenset[str]]]:
         return [
@@ -109,14 +133,20 @@ class Index:
         self._free: list[int] = []
         self._all = 0
         self._latest = 0
+        self._older = 0
+        """Latest slots of workflowIds that have older versions (only they can fall back)."""
         self._latest_slot: dict[str, int] = {}
         self._by_id: dict[str, set[int]] = {}
         self._risk_at_most = dict.fromkeys(resources.RISK_ORDER, 0)
         self._unrestricted = dict.fromkeys(_FILTER_LABELS, 0)
         self._admits: dict[str, dict[str, int]] = {label: {} for label in _FILTER_LABELS}
         self._signals: dict[str, int] = {}
+        self._unsignalled = 0
+        self._conditional = 0
+        self._actions: dict[str, int] = {}
         self._title: dict[str, set[int]] = {}
         self._description: dict[str, set[int]] = {}
+        self._not: dict[str, set[int]] = {}
         self._document_frequency: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -150,11 +180,16 @@ class Index:
         self._elect_latest(workflow_id)
 
     def search(
-        self, query: model.SearchQuery, *, business: resources.BusinessContext
+        self,
+        query: model.SearchQuery,
+        *,
+        business: resources.BusinessContext,
+        facts: target.TargetFacts | None = None,
     ) -> list[model.SearchHit]:
-        """Policy filter first (the incident's business context, narrowed by the query), then the
-        query's hard filters, then ranking. See the module docstring for the confidence."""
-        candidates = self._candidates(query, business=business)
+        """Policy filter first (the incident's business context, narrowed by the query, and the
+        target's detected ``facts``), then the query's hard filters, then ranking. See the module
+        docstring for the confidence."""
+        candidates = self._candidates(query, business=business, facts=facts)
         if not candidates:
             return []
         wanted = self._wanted_signals(query)
@@ -165,9 +200,25 @@ class Index:
         scored = self._score(candidates, wanted=wanted, terms=terms)
         return [self._hit(i, -negative) for negative, _, i in heapq.nsmallest(query.top_k, scored)]
 
+    def action_types(
+        self, *, business: resources.BusinessContext, facts: target.TargetFacts | None = None
+    ) -> dict[str, int]:
+        """Eligible workflowIds per action type (highest eligible version of each; ``""`` = none)."""
+        counts: dict[str, int] = {}
+        for slot in self._positions(self._candidates(model.SearchQuery(), business=business, facts=facts)):
+            action = self._entry(slot).workflow.spec.action_type or ""
+            counts[action] = counts.get(action, 0) + 1
+        return counts
+
     # ---- filtering -----------------------------------------------------------------------
 
-    def _candidates(self, query: model.SearchQuery, *, business: resources.BusinessContext) -> int:
+    def _candidates(
+        self,
+        query: model.SearchQuery,
+        *,
+        business: resources.BusinessContext,
+        facts: target.TargetFacts | None = None,
+    ) -> int:
         narrowing = policy.narrow(
             business,
             environment=query.environment,
@@ -178,17 +229,37 @@ class Index:
         if narrowing.conflicts:
             return 0
         effective = narrowing.business
-        mask = self._all if query.all_versions else self._latest
-        mask &= self._risk_at_most[effective.risk_tolerance]
+        mask = self._all & self._risk_at_most[effective.risk_tolerance]
         incident = (effective.environment, effective.priority, effective.business_category)
         for label, value in zip(_BUSINESS_LABELS, incident, strict=True):
             mask &= self._admitting(label, value)
-        for label, value in (("severity", query.severity), ("component", query.component)):
+        severity = query.severity
+        if severity is not None:
+            severity = resources.SEVERITY_SYNONYMS.get(policy.norm(severity), severity)
+        for label, value in (("severity", severity), ("component", query.component)):
             if value is not None:
                 mask &= self._admitting(label, value)
         if query.signal_type is not None:
-            mask &= self._signals.get(policy.norm(query.signal_type), 0)
-        return mask
+            mask &= self._signals.get(policy.norm(query.signal_type), 0) | self._unsignalled
+        if query.action_type is not None:
+            mask &= self._actions.get(policy.norm(query.action_type), 0)
+        for slot in self._positions(mask & self._conditional) if mask & self._conditional else ():
+            if policy.conditional_ineligibility(self._entry(slot).workflow.spec, effective, facts=facts):
+                mask &= ~(1 << slot)
+        return mask if query.all_versions else self._highest_per_id(mask)
+
+    def _highest_per_id(self, mask: int) -> int:
+        """Only the highest version of each workflowId among ``mask``: the latest version where it
+        survived the filters, else the highest older one that did (only workflowIds with several
+        versions are walked)."""
+        kept = mask & self._latest
+        for latest in self._positions(self._older & ~mask):
+            survivors = [
+                slot for slot in self._by_id[self._entry(latest).workflow.workflow_id] if mask >> slot & 1
+            ]
+            if survivors:
+                kept |= 1 << max(survivors, key=lambda slot: self._entry(slot).version_key)
+        return kept
 
     def _admitting(self, label: str, value: str | None) -> int:
         """Slots whose ``label`` admits ``value`` (None = the incident has no value)."""
@@ -213,6 +284,29 @@ class Index:
             for term in sorted(set(text.tokens(rest)))
         ]
 
+    def _signalled(self, candidates: int, wanted: frozenset[str]) -> int:
+        """Candidates that get the signal part of the score."""
+        signalled = self._text_signalled(wanted)
+        for signal in wanted:
+            signalled |= self._signals.get(signal, 0)
+        return signalled & candidates
+
+    def _text_signalled(self, wanted: frozenset[str]) -> int:
+        """Workflows without signal types whose own words name a wanted signal type (and whose
+        whenNotToUse does not)."""
+        found = 0
+        for signal in wanted:
+            words = text.token_set(signal)
+            if not words:
+                continue
+            slots: set[int] | None = None
+            for word in words:
+                having = self._title.get(word, set()) | self._description.get(word, set())
+                slots = having if slots is None else slots & having
+            for slot in slots or ():
+                found |= 1 << slot
+        return found & self._unsignalled
+
     def _score(
         self, candidates: int, *, wanted: frozenset[str], terms: list[tuple[str, float]]
     ) -> list[_Scored]:
@@ -224,59 +318,71 @@ class Index:
             share = matched / total if terms else 0.0
             return min(1.0, (SIGNAL_WEIGHT * signal + TEXT_WEIGHT * share) / denominator)
 
+        signalled = self._signalled(candidates, wanted)
         by_candidate = candidates.bit_count() * (len(terms) + 1)
-        by_posting = sum(
-            len(self._title.get(term, ())) + len(self._description.get(term, ())) for term, _ in terms
-        ) + sum((self._signals.get(signal, 0) & candidates).bit_count() for signal in wanted)
+        by_posting = (
+            sum(
+                len(postings.get(term, ()))
+                for term, _ in terms
+                for postings in (self._title, self._description, self._not)
+            )
+            + signalled.bit_count()
+        )
         if by_candidate <= by_posting:
-            return self._score_candidates(candidates, wanted=wanted, terms=terms, confidence=confidence)
-        return self._score_postings(candidates, wanted=wanted, terms=terms, confidence=confidence)
+            return self._score_candidates(candidates, signalled=signalled, terms=terms, confidence=confidence)
+        return self._score_postings(candidates, signalled=signalled, terms=terms, confidence=confidence)
 
     def _score_candidates(
-        self, candidates: int, *, wanted: frozenset[str], terms: list[tuple[str, float]], confidence: _Scorer
+        self, candidates: int, *, signalled: int, terms: list[tuple[str, float]], confidence: _Scorer
     ) -> list[_Scored]:
         """Scores by walking the candidates."""
         nowhere: set[int] = set()
         postings = [
-            (weight, self._title.get(term, nowhere), self._description.get(term, nowhere))
+            (
+                weight,
+                self._title.get(term, nowhere),
+                self._description.get(term, nowhere),
+                self._not.get(term, nowhere),
+            )
             for term, weight in terms
         ]
         found = []
         for i in self._positions(candidates):
-            entry = self._entry(i)
             matched = 0.0
-            for weight, in_title, in_description in postings:
+            for weight, in_title, in_description, in_not in postings:
                 if i in in_title:
                     matched += weight * TITLE_MATCH
                 elif i in in_description:
                     matched += weight * DESCRIPTION_MATCH
-            signal = not entry.signals.isdisjoint(wanted)
+                elif i in in_not:
+                    matched += weight * NOT_MATCH
+            signal = bool(signalled >> i & 1)
             if signal or matched > 0.0:
-                found.append((-confidence(signal, matched), entry.rank, i))
+                found.append((-confidence(signal, matched), self._entry(i).rank, i))
         return found
 
     def _score_postings(
-        self, candidates: int, *, wanted: frozenset[str], terms: list[tuple[str, float]], confidence: _Scorer
+        self, candidates: int, *, signalled: int, terms: list[tuple[str, float]], confidence: _Scorer
     ) -> list[_Scored]:
         """The same as ``_score_candidates``, walking the query terms' posting lists instead;
-        per slot the additions happen in the same order, so the floats are identical."""
+        per slot the additions happen in the same order, so the floats are identical (a term is
+        in at most one of a workflow's three posting lists)."""
         flags = candidates.to_bytes(self._nbytes(), "little")
         matched: dict[int, float] = {}
         for term, weight in terms:
             for postings, factor in (
                 (self._title.get(term, ()), TITLE_MATCH),
                 (self._description.get(term, ()), DESCRIPTION_MATCH),
+                (self._not.get(term, ()), NOT_MATCH),
             ):
                 for i in postings:
                     if flags[i >> 3] >> (i & 7) & 1:
                         matched[i] = matched.get(i, 0.0) + weight * factor
-        signalled = 0
-        for signal in wanted:
-            signalled |= self._signals.get(signal, 0)
-        signalled_slots = set(self._positions(signalled & candidates))
+        signalled_slots = set(self._positions(signalled))
         return [
             (-confidence(i in signalled_slots, matched.get(i, 0.0)), self._entry(i).rank, i)
             for i in signalled_slots | matched.keys()
+            if i in signalled_slots or matched.get(i, 0.0) > 0.0
         ]
 
     def _hit(self, slot: int, confidence: float) -> model.SearchHit:
@@ -287,6 +393,8 @@ class Index:
             title=spec.title,
             description=spec.description,
             confidence=confidence,
+            action_type=spec.action_type,
+            deprecated=spec.lifecycle == "Deprecated",
         )
 
     # ---- maintenance ---------------------------------------------------------------------
@@ -309,8 +417,17 @@ class Index:
         return found
 
     def _flip(self, entry: _Entry, *, bit: int, on: bool) -> None:
-        """Set (or clear) the entry's bit in every filter mask it belongs to."""
-        self._all = _set(self._all, bit, on=on)
+        """Set (or clear) the entry's bit in every filter mask it belongs to (a Disabled workflow
+        is in none of ``_all``, so no search can return it)."""
+        spec = entry.workflow.spec
+        if spec.lifecycle != "Disabled":
+            self._all = _set(self._all, bit, on=on)
+        if not entry.signals:
+            self._unsignalled = _set(self._unsignalled, bit, on=on)
+        if entry.conditional:
+            self._conditional = _set(self._conditional, bit, on=on)
+        if spec.action_type:
+            _update(self._actions, [policy.norm(spec.action_type)], bit=bit, on=on)
         risk = entry.workflow.spec.risk_level
         for tolerance, mask in self._risk_at_most.items():
             if policy.risk_allowed(risk, tolerance):
@@ -323,30 +440,37 @@ class Index:
 
     def _post(self, entry: _Entry, *, slot: int, on: bool) -> None:
         """Add (or remove) the entry's terms to the posting lists and document frequencies."""
-        title, description = entry.terms()
-        for postings, terms in ((self._title, title), (self._description, description)):
+        title, description, negative = entry.terms()
+        lists = ((self._title, title), (self._description, description), (self._not, negative))
+        for postings, terms in lists:
+            counted = postings is not self._not  # a warning is not a document containing the term
             for term in terms:
                 if on:
                     postings.setdefault(term, set()).add(slot)
-                    self._document_frequency[term] = self._document_frequency.get(term, 0) + 1
+                    if counted:
+                        self._document_frequency[term] = self._document_frequency.get(term, 0) + 1
                     continue
                 postings[term].discard(slot)
                 if not postings[term]:
                     del postings[term]
-                self._document_frequency[term] -= 1
-                if not self._document_frequency[term]:
-                    del self._document_frequency[term]
+                if counted:
+                    self._document_frequency[term] -= 1
+                    if not self._document_frequency[term]:
+                        del self._document_frequency[term]
 
     def _elect_latest(self, workflow_id: str) -> None:
-        """Keep ``_latest`` pointing at the highest version of ``workflow_id``."""
+        """Keep ``_latest`` (and ``_older``) pointing at the highest version of ``workflow_id``."""
         previous = self._latest_slot.pop(workflow_id, None)
         if previous is not None:
             self._latest &= ~(1 << previous)
+            self._older &= ~(1 << previous)
         slots = self._by_id.get(workflow_id)
         if slots:
             newest = max(slots, key=lambda slot: self._entry(slot).version_key)
             self._latest_slot[workflow_id] = newest
             self._latest |= 1 << newest
+            if len(slots) > 1:
+                self._older |= 1 << newest
 
 
 def _set(mask: int, bit: int, *, on: bool) -> int:
@@ -368,5 +492,12 @@ def _filter_labels(labels: resources.WorkflowLabels) -> list[tuple[str, list[str
         ("priority", labels.priority),
         ("businessCategory", labels.business_category),
         ("severity", list(labels.severity) if labels.severity is not None else None),
-        ("component", labels.component),
+        ("component", _kinds(labels.component)),
     ]
+
+
+def _kinds(components: list[str] | None) -> list[str] | None:
+    """``labels.component`` as the lower-case kinds a search's ``component`` names (``*`` = any)."""
+    if not components or any(entry.strip() == target.WILDCARD for entry in components):
+        return None
+    return [entry.strip().rpartition("/")[2] for entry in components]

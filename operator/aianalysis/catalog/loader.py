@@ -2,9 +2,12 @@
 
 Accepts what ``kubectl apply -f`` accepts for this kind: files with one or many documents, a
 ``kind: List`` of objects, and directories (searched recursively for ``*.yaml``/``*.yml``).
-Documents of other kinds are skipped, so a directory may also hold incidents or CRDs. Every
-problem raises ``errors.CatalogError`` naming the file and document, because the person reading
-it has to open that file and fix it.
+Documents of other kinds are skipped, so a directory may also hold incidents or CRDs.
+Kubernaut-format workflows (``kubernaut.ai/v1alpha1``) are read too, converted as
+``aianalysis catalog import`` converts them (``catalog.kubernaut``). Every workflow must pass
+admission (``catalog.admission``), as in the operator. Every problem raises
+``errors.CatalogError`` naming the file and document, because the person reading it has to open
+that file and fix it.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pydantic
 import yaml
 
 from aianalysis import errors, resources
-from aianalysis.catalog import model, store
+from aianalysis.catalog import admission, kubernaut, model, store
 
 KIND = "RemediationWorkflow"
 _SUFFIXES = (".yaml", ".yml")
@@ -63,11 +65,12 @@ def parse_object(obj: Mapping[str, Any], *, where: str) -> model.Workflow:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         raise errors.CatalogError(f"{where} ({KIND} {name!r}): spec must be a mapping")
-    try:
-        parsed = resources.RemediationWorkflowSpec.model_validate(spec)
-    except pydantic.ValidationError as exc:
-        raise errors.CatalogError(f"{where} ({KIND} {name!r}): invalid spec: {_describe(exc)}") from exc
-    return model.Workflow(name=name, spec=parsed)
+    verdict = admission.review(spec)
+    if verdict.reason == "InvalidSpec":
+        raise errors.CatalogError(f"{where} ({KIND} {name!r}): invalid spec: {verdict.message}")
+    if not verdict.accepted or verdict.spec is None:
+        raise errors.CatalogError(f"{where} ({KIND} {name!r}): refused ({verdict.reason}): {verdict.message}")
+    return model.Workflow(name=name, spec=verdict.spec)
 
 
 def _files(paths: list[Path]) -> Iterator[Path]:
@@ -117,6 +120,8 @@ def _from_document(document: object, *, where: str) -> list[model.Workflow]:
             for number, item in enumerate(items, start=1)
             for workflow in _from_document(item, where=f"{where} item {number}")
         ]
+    if kubernaut.is_kubernaut(document):
+        return [parse_object(kubernaut.convert(document, where=where).obj, where=where)]
     if document.get("kind") != KIND:
         return []
     return [parse_object(document, where=where)]
@@ -126,10 +131,3 @@ def _claim(seen: dict[Any, str], key: object, where: str, *, what: str) -> None:
     if key in seen:
         raise errors.CatalogError(f"{where}: {what} already defined at {seen[key]}")
     seen[key] = where
-
-
-def _describe(exc: pydantic.ValidationError) -> str:
-    """``spec.labels.signalTypes: List should have at least 1 item; spec.riskLevel: Input ...``"""
-    return "; ".join(
-        f"{'.'.join(str(part) for part in ('spec', *error['loc']))}: {error['msg']}" for error in exc.errors()
-    )

@@ -33,11 +33,14 @@ class SearchQuery:
     ``environment``, ``priority``, ``business_category`` and ``risk_tolerance`` can only
     NARROW the incident's business context (DD-CONTEXT-005): a value that contradicts the
     incident matches nothing, and a risk tolerance above the incident's is capped at it.
-    ``signal_type``, ``severity`` and ``component`` are hard filters when given. ``text`` ranks.
+    ``signal_type``, ``action_type``, ``severity`` and ``component`` are hard filters when given
+    (``signal_type`` also admits workflows that declare no signal types; they are classified by
+    action type). ``text`` ranks.
     """
 
     text: str = ""
     signal_type: str | None = None
+    action_type: str | None = None
     severity: str | None = None
     component: str | None = None
     environment: str | None = None
@@ -46,7 +49,7 @@ class SearchQuery:
     risk_tolerance: str | None = None
     top_k: int = DEFAULT_TOP_K
     all_versions: bool = False
-    """Return every matching version instead of only the latest version of each workflowId."""
+    """Return every matching version instead of only the highest eligible version of each workflowId."""
 
     def __post_init__(self) -> None:
         # Raised as ValueError so a tool can hand the message back to the LLM verbatim.
@@ -69,3 +72,5 @@ class SearchHit:
     title: str
     description: str
     confidence: float
+    action_type: str | None = None
+    deprecated: bool = False

@@ -14,6 +14,12 @@ Rules:
   staging-only remediation in production) is the one we must not make. Unrestricted workflows
   remain available, so an incident with sparse context still gets candidates.
 - ``RISK_ORDER[riskLevel] <= RISK_ORDER[riskTolerance]`` (low < medium < high).
+- ``customLabels``: each label the workflow declares must be in the incident's
+  ``businessContext.customLabels`` with exactly the same value; ``*`` admits any value but the
+  label must be there.
+- ``detectedLabels``: every requirement must hold for the facts detected on the target
+  (``target.detected_labels_admit``); without facts (no cluster) a requirement is unmet.
+- ``lifecycle: Disabled`` is never eligible; ``Deprecated`` is, with a warning (``deprecation``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from aianalysis import resources
+from aianalysis.catalog import target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +71,14 @@ def restrictions(
     ]
 
 
-def ineligibility(spec: resources.RemediationWorkflowSpec, business: resources.BusinessContext) -> list[str]:
-    """Human-readable reasons the workflow may NOT be used for this incident; empty = eligible."""
+def ineligibility(
+    spec: resources.RemediationWorkflowSpec,
+    business: resources.BusinessContext,
+    *,
+    facts: target.TargetFacts | None = None,
+) -> list[str]:
+    """Human-readable reasons the workflow may NOT be used for this incident; empty = eligible.
+    ``facts`` are those detected on the remediation target (None = unknown)."""
     reasons = [
         _label_reason(label, allowed, value)
         for label, allowed, value in restrictions(spec, business)
@@ -75,7 +88,39 @@ def ineligibility(spec: resources.RemediationWorkflowSpec, business: resources.B
         reasons.append(
             f"riskLevel {spec.risk_level} exceeds the incident's risk tolerance {business.risk_tolerance}"
         )
-    return reasons
+    return reasons + conditional_ineligibility(spec, business, facts=facts)
+
+
+def conditional_ineligibility(
+    spec: resources.RemediationWorkflowSpec,
+    business: resources.BusinessContext,
+    *,
+    facts: target.TargetFacts | None = None,
+) -> list[str]:
+    """The reasons that cannot be precomputed as label bitsets: lifecycle, customLabels and
+    detectedLabels (the search index checks these per candidate)."""
+    reasons = ["lifecycle is Disabled"] if spec.lifecycle == "Disabled" else []
+    carried = business.custom_labels or {}
+    for key, wanted in sorted((spec.custom_labels or {}).items()):
+        value = carried.get(key)
+        if value is None:
+            reasons.append(f"customLabels.{key} is required but the incident has no {key} label")
+        elif wanted not in (target.WILDCARD, value):
+            reasons.append(f"customLabels.{key} {value!r} is not {wanted!r}")
+    return reasons + target.unmet_detected_labels(spec.detected_labels, facts)
+
+
+def is_conditional(spec: resources.RemediationWorkflowSpec) -> bool:
+    """Whether eligibility depends on more than the label bitsets (see ``conditional_ineligibility``)."""
+    required = spec.detected_labels
+    return bool(spec.custom_labels) or (required is not None and any(v is not None for _, v in required))
+
+
+def deprecation(spec: resources.RemediationWorkflowSpec) -> str | None:
+    """The warning shown with a Deprecated workflow (None when it is not)."""
+    if spec.lifecycle != "Deprecated":
+        return None
+    return f"workflow {spec.workflow_id} {spec.version} is Deprecated: prefer a non-deprecated alternative"
 
 
 def narrow(

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable
 
 from aianalysis import resources
-from aianalysis.catalog import index, model, semver
+from aianalysis.catalog import actions, index, model, policy, semver, target
 
 LATEST = "latest"
 
@@ -96,12 +96,50 @@ class Catalog:
             ]
 
     def search(
-        self, query: model.SearchQuery, *, business: resources.BusinessContext
+        self,
+        query: model.SearchQuery,
+        *,
+        business: resources.BusinessContext,
+        facts: target.TargetFacts | None = None,
     ) -> list[model.SearchHit]:
-        """Eligible workflows for the incident's ``business`` context, best first (see
+        """Eligible workflows for the incident's ``business`` context and the target's detected
+        ``facts`` (None = unknown: workflows with detectedLabels are not eligible), best first (see
         ``aianalysis.catalog.index`` for filtering and the meaning of confidence)."""
         with self._lock:
-            return self._index.search(query, business=business)
+            return self._index.search(query, business=business, facts=facts)
+
+    def action_types(
+        self, *, business: resources.BusinessContext, facts: target.TargetFacts | None = None
+    ) -> list[tuple[str, str, int]]:
+        """(action type, one-line meaning, eligible workflowIds) for every action type with an
+        eligible workflow, by action type; ``""`` counts the eligible workflows without one."""
+        with self._lock:
+            counts = self._index.action_types(business=business, facts=facts)
+            everything = [w for versions in self._ids.values() for w in versions.values()]
+        return [
+            (action, actions.meaning(action, everything) if action else "", count)
+            for action, count in sorted(counts.items())
+        ]
+
+    def eligible(
+        self,
+        workflow_id: str,
+        version: str | None = None,
+        *,
+        business: resources.BusinessContext,
+        facts: target.TargetFacts | None = None,
+    ) -> model.Workflow | None:
+        """Like ``get``, but only an eligible workflow; ``None``/``"latest"`` = the highest
+        ELIGIBLE version (a newer ineligible one never hides it)."""
+        if version is not None and version != LATEST:
+            found = self.get(workflow_id, version)
+            eligible = found is not None and not policy.ineligibility(found.spec, business, facts=facts)
+            return found if eligible else None
+        for candidate in reversed(self.versions(workflow_id)):
+            found = self.get(workflow_id, candidate)
+            if found is not None and not policy.ineligibility(found.spec, business, facts=facts):
+                return found
+        return None
 
     # ---- bookkeeping (lock held) ------------------------------------------------------------
 

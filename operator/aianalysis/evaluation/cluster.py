@@ -72,6 +72,9 @@ class InMemoryCluster:
             parents += [obj for obj in self._in(namespace, middle) if _owned_by(obj, [owner])]
         return [copy.deepcopy(pod) for pod in self._in(namespace, "Pod") if _owned_by(pod, parents)]
 
+    async def list_objects(self, *, kind: str, namespace: str) -> list[tools.JSONObject]:
+        return [copy.deepcopy(obj) for obj in self._in(namespace, kind)]
+
     def _find(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
         return next(
             (

@@ -1,37 +1,48 @@
 """A deterministic, network-free stand-in for the LLM: it ranks the catalog for the signal and
-submits the best workflow whose parameters it can fill from the incident's resource.
+submits the best-ranked workflow that is eligible for the incident's resource.
 
 It investigates nothing, so its answers say so (warnings, rationale). It goes through the same
 toolbox as the model (``search_workflow_catalog`` then ``get_workflow_details``), so the
 validator's rule "only workflows a catalog tool showed in this conversation" holds for it too.
 
-Choice order: hits in search order, without the workflows that already failed on this incident
-(recovery: the offline provider would fill the same parameters again, which is a known repeat);
-among them the first whose required parameters can all be filled. When none can, the best
-candidate is submitted with the unfillable parameters omitted, so the validator reports exactly
-which required parameters are missing and the pipeline can list it as the alternative a person
-should complete (``parameters_incomplete``). Each ``correct()`` moves to the next candidate; when
-they are exhausted the last answer is submitted again.
+**Rank first.** Hits in search order, without the workflows that already failed on this incident
+(recovery: the offline provider would fill the same parameters again, which is a known repeat)
+and without those the details tool refuses or whose ``acts_on`` (``labels.component``) does not
+admit the target's kind: the first remaining one is THE choice. Its parameters come from the
+target (the incident's resource; the validator fills the system-filled ones) and the defaults.
+When a required value is unknowable it is submitted anyway with that parameter omitted, so the
+validator reports exactly what is missing and the pipeline lists it first in
+``alternativeWorkflows`` (``parameters_incomplete``): a lower-ranked workflow is never chosen
+because its parameters are easier to fill. ``correct()`` re-submits the same answer when only
+parameters were rejected, and moves to the next eligible hit for any other rejection (the choice
+was not eligible after all); when they are exhausted the last answer is submitted again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 from collections.abc import Callable
 from typing import Any
 
-from aianalysis import resources
+import yaml
+
+from aianalysis import catalog, resources
 from aianalysis.llm import base
 
 PROVIDER_NAME = "offline"
 MODEL_NAME = "catalog-rank-v1"
 SEARCH_TOOL = "search_workflow_catalog"
 DETAILS_TOOL = "get_workflow_details"
+RESOURCE_TOOL = "get_resource"
+MAX_OWNERS = 3
 SEARCH_TOP_K = 10
 MAX_CONFIDENCE = 0.95
 """An unexamined catalog match never claims certainty."""
 MAX_ALTERNATIVES = 3
+PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
+"""Rejections that re-submitting the same choice answers (a person completes the parameters)."""
 
 _Infer = Callable[[resources.ResourceRef], str | None]
 
@@ -84,6 +95,8 @@ class Param:
     required: bool = False
     default: str | None = None
     enum: tuple[str, ...] = ()
+    system: bool = False
+    """Filled by the system from the remediation target (the details tool's ``filled_by``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +106,8 @@ class Plan:
     hit: Hit
     parameters: dict[str, str]
     missing: tuple[str, ...]
+    target: resources.ResourceRef | None = None
+    """The object the workflow acts on (None = the incident's resource)."""
 
     @property
     def complete(self) -> bool:
@@ -118,9 +133,8 @@ class OfflineConversation:
         self._toolbox = toolbox
         self._spec = spec
         self._queue: list[Hit] | None = None
+        self._chain: list[resources.ResourceRef] = [spec.resource]
         self._cursor = 0
-        self._fallback: Plan | None = None
-        self._fallback_sent = False
         self._last: dict[str, Any] | None = None
         self._counter = base.UsageCounter()
 
@@ -131,10 +145,15 @@ class OfflineConversation:
     async def answer(self) -> base.Submission:
         if self._queue is None:
             self._queue = rank(await self._search(), recovery=self._spec.recovery)
+            if self._queue:
+                self._chain = await self._owner_chain()
         return await self._submit_next()
 
     async def correct(self, errors: list[str]) -> base.Submission:
-        """The errors are not read: any rejection moves on to the next candidate."""
+        """Only the rule codes are read: a parameters-only rejection keeps the best-ranked choice
+        (re-submitted as is); any other moves on to the next eligible candidate."""
+        if self._last is not None and rules(errors) <= PARAMETER_RULES:
+            return base.Submission(raw=self._last)
         return await self.answer()
 
     async def _submit_next(self) -> base.Submission:
@@ -146,20 +165,14 @@ class OfflineConversation:
         return base.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
-        """Next complete candidate; then, once, the best incomplete one; then nothing new."""
+        """The next hit, in rank order, whose details are available and that acts on the target."""
         queue = self._queue or []
         while self._cursor < len(queue):
             hit = queue[self._cursor]
             self._cursor += 1
             plan = await self._plan(hit)
-            if plan is None:
-                continue
-            if plan.complete:
+            if plan is not None:
                 return plan
-            self._fallback = self._fallback or plan
-        if self._fallback is not None and not self._fallback_sent:
-            self._fallback_sent = True
-            return self._fallback
         return None
 
     async def _search(self) -> list[Hit]:
@@ -174,20 +187,71 @@ class OfflineConversation:
         if hit.version:
             arguments["version"] = hit.version
         result = await self._call(DETAILS_TOOL, arguments)
-        if result is None:
+        target = (
+            None if result is None else next((r for r in self._chain if acts_on(result, resource=r)), None)
+        )
+        if target is None:
             return None
-        return plan_parameters(hit, parse_parameters(result), resource=self._spec.resource)
+        plan = plan_parameters(hit, parse_parameters(result), resource=target)
+        return dataclasses.replace(plan, target=target)
+
+    async def _owner_chain(self) -> list[resources.ResourceRef]:
+        """The incident's resource and its controllers (Pod → ReplicaSet → Deployment), read with
+        ``get_resource`` when a cluster is attached; without one, just the resource."""
+        chain = [self._spec.resource]
+        while len(chain) <= MAX_OWNERS:
+            current = chain[-1]
+            obj = await self._call(
+                RESOURCE_TOOL, {"kind": current.kind, "name": current.name, "namespace": current.namespace}
+            )
+            owner = controller_of(obj, namespace=current.namespace)
+            if owner is None:
+                break
+            chain.append(owner)
+        return chain
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """The tool's JSON answer, or None when the tool failed or answered something else."""
+        """The tool's answer (JSON, or for ``get_resource`` the fenced YAML parsed), or None when
+        the tool failed or answered something else."""
         self._counter.tool_calls += 1
         outcome = await self._toolbox.call(name, arguments)
         if outcome.is_error:
             return None
+        if name == RESOURCE_TOOL:
+            return fenced_yaml(outcome.text)
         try:
             return json.loads(outcome.text)
         except ValueError:
             return None
+
+
+def fenced_yaml(text: str) -> Any:
+    """The YAML document inside the investigation tool's ``<untrusted-data>`` fence (the header
+    line, the opening tag, the escaped body, the closing tag); None when it is not one."""
+    lines = text.splitlines()
+    opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
+    closing = next(
+        (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None
+    )
+    if opening is None or closing is None or closing <= opening:
+        return None
+    try:
+        return yaml.safe_load(html.unescape("\n".join(lines[opening + 1 : closing])))
+    except yaml.YAMLError:
+        return None
+
+
+def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef | None:
+    """The controlling owner of an object read from the cluster (else its first owner), if any."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    if not isinstance(refs, list):
+        return None
+    owners = [r for r in refs if isinstance(r, dict)]
+    owner = next((r for r in owners if r.get("controller")), owners[0] if owners else None)
+    if owner is None or not isinstance(owner.get("kind"), str) or not isinstance(owner.get("name"), str):
+        return None
+    return resources.ResourceRef(kind=owner["kind"], name=owner["name"], namespace=namespace)
 
 
 def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hit]:
@@ -197,15 +261,29 @@ def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hi
     return [h for h in hits if h.workflow_id not in failed]
 
 
+def rules(errors: list[str]) -> set[str]:
+    """The rule codes of validation errors (``[code] message``)."""
+    return {error[1 : error.index("]")] for error in errors if error.startswith("[") and "]" in error}
+
+
+def acts_on(details: Any, *, resource: resources.ResourceRef) -> bool:
+    """Whether the workflow's ``acts_on`` (its ``labels.component``) admits the target's kind."""
+    components = details.get("acts_on") if isinstance(details, dict) else None
+    if not isinstance(components, list):
+        return True
+    return catalog.component_admits([str(c) for c in components], kind=resource.kind, api_version=None)
+
+
 def plan_parameters(hit: Hit, params: list[Param], *, resource: resources.ResourceRef) -> Plan:
-    """Fill what the resource answers; defaults are left to the validator, which applies them."""
+    """Fill what the resource answers; defaults and system-filled parameters are left to the
+    validator, which applies them."""
     values: dict[str, str] = {}
     missing: list[str] = []
     for param in params:
         value = infer(param, resource)
         if value is not None:
             values[param.name] = value
-        elif param.required and param.default is None:
+        elif param.required and param.default is None and not param.system:
             missing.append(param.name)
     return Plan(hit=hit, parameters=values, missing=tuple(missing))
 
@@ -230,10 +308,11 @@ def infer(param: Param, resource: resources.ResourceRef) -> str | None:
 def build_answer(plan: Plan, *, spec: resources.AIAnalysisSpec, others: list[Hit]) -> dict[str, Any]:
     """A :class:`answer.SelectionAnswer`-shaped dict selecting ``plan``."""
     hit = plan.hit
+    target = plan.target or spec.resource
     rationale = (
         f"Offline catalog-ranked choice: '{hit.title or hit.workflow_id}' is the best catalog match for "
-        f"signal {spec.signal.type} whose required parameters could be filled from "
-        f"{_describe(spec.resource)}. No investigation was performed."
+        f"signal {spec.signal.type} eligible for {_describe(target)}; its parameters come from "
+        "that resource and the defaults. No investigation was performed."
     )
     warnings = ["Offline provider: no root-cause investigation was performed; review before executing."]
     if plan.missing:
@@ -251,7 +330,7 @@ def build_answer(plan: Plan, *, spec: resources.AIAnalysisSpec, others: list[Hit
     }
     if hit.version:
         selected["version"] = hit.version
-    raw = _common(spec) | {
+    raw = _common(spec, target=target) | {
         "selected_workflow": selected,
         "alternative_workflows": _alternatives(others, chosen=hit),
         "warnings": warnings,
@@ -271,12 +350,13 @@ def build_empty_answer(spec: resources.AIAnalysisSpec) -> dict[str, Any]:
     return raw | _recovery(spec, None)
 
 
-def _common(spec: resources.AIAnalysisSpec) -> dict[str, Any]:
+def _common(spec: resources.AIAnalysisSpec, *, target: resources.ResourceRef | None = None) -> dict[str, Any]:
     signal = spec.signal
     evidence = signal.error_message or signal.description or signal.alert_name or "no details given"
-    affected = {"kind": spec.resource.kind, "name": spec.resource.name}
-    if spec.resource.namespace:
-        affected["namespace"] = spec.resource.namespace
+    target = target or spec.resource
+    affected = {"kind": target.kind, "name": target.name}
+    if target.namespace:
+        affected["namespace"] = target.namespace
     return {
         "analysis_summary": (
             f"Offline analysis of {signal.type} on {_describe(spec.resource)}: "
@@ -409,4 +489,5 @@ def _param(item: Any) -> Param | None:
         required=bool(item.get("required", False)),
         default=None if default is None else str(default),
         enum=tuple(str(option) for option in enum) if isinstance(enum, list) else (),
+        system=bool(item.get("filled_by")),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aianalysis.tools._box import NO_CLUSTER, TOOL_NAMES, ToolBox, ToolResult
 from aianalysis.tools._reader import ClusterReader, JSONObject, Unavailable
 from aianalysis.tools._redact import REDACTED
+from aianalysis.tools._scope import detect_facts, gather_scope
 
 __all__ = [
     "NO_CLUSTER",
@@ -20,4 +21,6 @@ __all__ = [
     "ToolBox",
     "ToolResult",
     "Unavailable",
+    "detect_facts",
+    "gather_scope",
 ]

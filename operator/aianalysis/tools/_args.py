@@ -45,6 +45,11 @@ class SearchArgs(Args):
         description="The CURRENT signal type established by your RCA (e.g. OOMKilled, CrashLoopBackOff); "
         "it may differ from the alert's.",
     )
+    action_type: str | None = Field(
+        None,
+        max_length=128,
+        description="Only workflows of this action type (from list_action_types), e.g. IncreaseMemoryLimits.",
+    )
     severity: Literal["critical", "high", "medium", "low"] | None = Field(
         None, description="Your assessed RCA severity."
     )
@@ -71,6 +76,10 @@ class SearchArgs(Args):
         description="Optional, narrowing only: can lower, never raise, the incident's risk tolerance.",
     )
     top_k: int = Field(catalog_model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="Maximum results.")
+
+
+class ActionTypesArgs(Args):
+    """list_action_types takes no arguments: the incident's business context and target decide."""
 
 
 class DetailsArgs(Args):

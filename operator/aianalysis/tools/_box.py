@@ -16,7 +16,7 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import catalog, errors, resources
+from aianalysis import catalog, errors, resources, scope
 from aianalysis.tools import _args, _catalog_tools, _cluster_tools, _kinds, _output, _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
@@ -39,6 +39,17 @@ class _Spec:
 _KINDS_TEXT = ", ".join(_kinds.names())
 _SPECS: tuple[_Spec, ...] = (
     _Spec(
+        name="list_action_types",
+        description=(
+            "The action types of the workflows eligible for this incident, each with a one-line meaning "
+            'and how many workflows have it: {"action_types": [{"action_type", "meaning", "workflows"}]}. '
+            "Start discovery here: pick the action type your RCA calls for, then search_workflow_catalog "
+            "with action_type, then get_workflow_details."
+        ),
+        args=_args.ActionTypesArgs,
+        needs_cluster=False,
+    ),
+    _Spec(
         name="search_workflow_catalog",
         description=(
             "Search the remediation workflow catalog, after your RCA. Returns JSON "
@@ -46,7 +57,7 @@ _SPECS: tuple[_Spec, ...] = (
             "best first; confidence (0-1) is how well a workflow matches the query. Only workflows "
             "eligible for this incident's business context are ever returned: the system applies it, "
             "and the optional business arguments can only narrow it. Use the CURRENT signal type your "
-            "investigation established."
+            "investigation established; action_type (from list_action_types) narrows to one action type."
         ),
         args=_args.SearchArgs,
         needs_cluster=False,
@@ -55,9 +66,11 @@ _SPECS: tuple[_Spec, ...] = (
         name="get_workflow_details",
         description=(
             "The definition of one workflow returned by search_workflow_catalog: title, description, "
-            "signal types, estimated duration and the parameter schema (name, type, required, "
-            "description, enum, pattern, minimum, maximum, default, depends_on). Read it before filling "
-            "parameters, and select the exact version it returns."
+            "action type, signal types, guidance (when_to_use, when_not_to_use, preconditions: respect "
+            "them), estimated duration and the parameter schema (name, type, required, description, "
+            "enum, pattern, minimum, maximum, default, depends_on; filled_by marks parameters the system "
+            "fills from the remediation target - leave those out). Read it before filling parameters, "
+            "and select the exact version it returns."
         ),
         args=_args.DetailsArgs,
         needs_cluster=False,
@@ -111,7 +124,8 @@ TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS)
 
 class ToolBox:
     """The tools of one conversation. ``seen`` maps each workflow_id a catalog tool showed to the
-    versions shown; ``calls`` counts every call, failed ones included."""
+    versions shown; ``returned`` holds the objects the investigation tools returned (what a target
+    may be, besides the incident's surroundings); ``calls`` counts every call, failed ones included."""
 
     def __init__(
         self,
@@ -120,20 +134,25 @@ class ToolBox:
         catalog: catalog.Catalog,
         reader: _reader.ClusterReader | None,
         max_chars: int,
+        facts: catalog.TargetFacts | None = None,
     ) -> None:
         self.seen: dict[str, set[str]] = {}
+        self.returned: set[scope.Key] = set()
         self.calls = 0
         self._max_chars = max_chars
         self._catalog = _catalog_tools.CatalogTools(
-            catalog=catalog, business=spec.business_context, seen=self.seen, max_chars=max_chars
+            catalog=catalog, business=spec.business_context, seen=self.seen, max_chars=max_chars, facts=facts
         )
         self._cluster = (
             None
             if reader is None
-            else _cluster_tools.ClusterTools(reader=reader, incident=spec.resource, max_chars=max_chars)
+            else _cluster_tools.ClusterTools(
+                reader=reader, incident=spec.resource, max_chars=max_chars, returned=self.returned
+            )
         )
         self._specs = {spec.name: spec for spec in _SPECS}
         self._handlers: dict[str, Callable[[Any], Awaitable[str]]] = {
+            "list_action_types": self._action_types,
             "search_workflow_catalog": self._search,
             "get_workflow_details": self._details,
         }
@@ -169,6 +188,13 @@ class ToolBox:
             return self._error(
                 f"reading the cluster failed ({exc}); it may work later - continue with the evidence you have"
             )
+
+    def set_target_facts(self, facts: catalog.TargetFacts | None) -> None:
+        """The facts detected on the remediation target, for workflows' detectedLabels (None = unknown)."""
+        self._catalog.facts = facts
+
+    async def _action_types(self, args: _args.ActionTypesArgs) -> str:
+        return self._catalog.action_types(args)
 
     async def _search(self, args: _args.SearchArgs) -> str:
         return self._catalog.search(args)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aianalysis import resources
+from aianalysis import resources, scope
 from aianalysis.tools import _args, _kinds, _output, _reader, _redact
 
 NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
@@ -19,16 +19,23 @@ MAX_EVENTS = 60
 
 class ClusterTools:
     def __init__(
-        self, *, reader: _reader.ClusterReader, incident: resources.ResourceRef, max_chars: int
+        self,
+        *,
+        reader: _reader.ClusterReader,
+        incident: resources.ResourceRef,
+        max_chars: int,
+        returned: set[scope.Key] | None = None,
     ) -> None:
         self._reader = reader
         self._incident = incident
         self._max_chars = max_chars
+        self._returned = returned if returned is not None else set()
 
     async def get_resource(self, args: _args.ResourceArgs) -> str:
         kind = _kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
+        self._returned.add((kind.kind.casefold(), namespace or "", args.name))
         body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
@@ -83,6 +90,8 @@ class ClusterTools:
             )
         namespace = self._required_namespace(kind.kind, args.namespace)
         pods = await self._reader.list_pods_of_owner(kind=kind.kind, name=args.name, namespace=namespace)
+        self._returned.add((kind.kind.casefold(), namespace, args.name))
+        self._returned.update(("pod", namespace, _pod_name(pod)) for pod in pods)
         where = f"{kind.kind} {namespace}/{args.name}"
         if not pods:
             return f"{where} controls no Pods right now."

@@ -46,3 +46,8 @@ class ClusterReader(Protocol):
         """Pods controlled by the owner, following ownerReferences (Deployment -> ReplicaSets ->
         Pods, CronJob -> Jobs -> Pods, others directly)."""
         ...
+
+    async def list_objects(self, *, kind: str, namespace: str) -> list[JSONObject]:
+        """Every object of a namespaced kind in one namespace (bounded; used to find the HPAs and
+        PodDisruptionBudgets that concern a remediation target)."""
+        ...

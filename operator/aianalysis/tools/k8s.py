@@ -94,6 +94,9 @@ class KubernetesReader:
         pods = await self._list("Pod", namespace, selector)
         return [pod for pod in pods if _owned_by(pod, parents)]
 
+    async def list_objects(self, *, kind: str, namespace: str) -> list[_reader.JSONObject]:
+        return await self._list(kind, namespace, None)
+
     # ---- plumbing ----------------------------------------------------------------------------
 
     def _reader_of(self, spec: _kinds.Kind, namespace: str | None) -> Callable[..., Any]:

@@ -15,14 +15,14 @@ regex bounds and defaults in ``_parameters``, the version-insensitive repeated-f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 import pydantic
 
 from aianalysis import answer as answers
-from aianalysis import catalog, resources
-from aianalysis.validation import _answer, _selection
+from aianalysis import catalog, resources, scope
+from aianalysis.validation import _answer, _selection, _target
 from aianalysis.validation._coerce import canonical_value
 from aianalysis.validation._messages import MAX_MESSAGE_CHARS
 from aianalysis.validation._parameters import (
@@ -39,9 +39,12 @@ RULES: tuple[str, ...] = (
     "schema",
     "no_selection",
     "recovery_fields",
+    "target_out_of_scope",
     "unknown_workflow",
     "unknown_version",
+    "version_not_shown",
     "policy",
+    "component_mismatch",
     "missing_parameter",
     "parameters",
     "repeated_failure",
@@ -54,7 +57,9 @@ class Verdict:
 
     ``workflow`` is the resolved catalog entry whenever the id/version resolved (also when other
     checks failed, so the caller can name the candidate); ``parameters`` is executable as is only
-    when ``valid``. ``answer`` has alternatives not in the catalog removed.
+    when ``valid``. ``answer`` has alternatives not in the catalog removed. ``target`` is the
+    remediation target when it is in scope, else the incident's resource (None when no scope was
+    given): only an in-scope target may reach status.
     """
 
     valid: bool
@@ -64,6 +69,7 @@ class Verdict:
     answer: answers.SelectionAnswer | None
     workflow: catalog.Workflow | None
     parameters: dict[str, str]
+    target: scope.ObjectRef | None = None
 
 
 def validate(
@@ -75,8 +81,16 @@ def validate(
     business: resources.BusinessContext,
     recovery: resources.RecoverySpec | None,
     prose: str | None = None,
+    scope: scope.Scope | None = None,
+    returned: Set[scope.Key] = frozenset(),
+    facts: Mapping[scope.Key, catalog.TargetFacts] | None = None,
 ) -> Verdict:
-    """Run every check on one submitted answer."""
+    """Run every check on one submitted answer.
+
+    ``scope`` enables the target rules (§4 6a): the analysis always passes it; without one only
+    the catalog fit is checked. ``returned`` holds what the investigation tools returned, and
+    ``facts`` the facts detected per target (a target without an entry has unknown facts).
+    """
     errors: list[str] = [_answer.truncated_error()] if truncated else []
     if raw is None:
         return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
@@ -87,10 +101,23 @@ def validate(
     warnings: list[str] = []
     parsed = _answer.drop_unknown_alternatives(parsed, index=catalog, warnings=warnings)
     errors.extend(_answer.consistency_errors(parsed, recovery=recovery))
+    target, in_scope = None, None
+    if scope is not None:
+        affected = parsed.affected_resource
+        target = scope.target(None if affected is None else affected.model_dump())
+        out = _target.scope_error(target, where=scope, returned=frozenset(returned))
+        errors.extend([out] if out else [])
+        in_scope = scope.incident if out else target
     if parsed.selected_workflow is None:
-        return _verdict(errors, warnings, answer=parsed)
+        return _verdict(errors, warnings, answer=parsed, target=in_scope)
     selection = _selection.check_selection(
-        parsed.selected_workflow, index=catalog, seen=seen, business=business, recovery=recovery
+        parsed.selected_workflow,
+        index=catalog,
+        seen=seen,
+        business=business,
+        recovery=recovery,
+        target=target,
+        facts=(facts or {}).get(target.key) if target is not None else None,
     )
     return _verdict(
         [*errors, *selection.errors],
@@ -98,6 +125,7 @@ def validate(
         answer=parsed,
         workflow=selection.workflow,
         parameters=selection.canonical,
+        target=in_scope,
     )
 
 
@@ -108,6 +136,7 @@ def _verdict(
     answer: answers.SelectionAnswer | None,
     workflow: catalog.Workflow | None = None,
     parameters: dict[str, str] | None = None,
+    target: scope.ObjectRef | None = None,
 ) -> Verdict:
     rules = list(dict.fromkeys(error[1 : error.index("]")] for error in errors))
     return Verdict(
@@ -118,6 +147,7 @@ def _verdict(
         answer=answer,
         workflow=workflow,
         parameters=parameters or {},
+        target=target,
     )
 
 

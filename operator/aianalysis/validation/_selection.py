@@ -1,5 +1,11 @@
-"""Checks on the selected workflow: shown in this conversation, in the catalog, eligible by
-policy, parameters valid, and (in a recovery) not a repeat of a failed execution.
+"""Checks on the selected workflow: shown in this conversation (id AND version), in the catalog,
+eligible by policy and for the target, parameters valid (system-filled ones from the target), and
+(in a recovery) not a repeat of a failed execution.
+
+**Version (rule 6b).** The version must be one a catalog tool showed in this conversation. An
+omitted version (or ``latest``) means the highest version shown, not the catalog's highest: search
+offers the highest *eligible* version, and a newer ineligible one must not replace it behind the
+LLM's back.
 
 **Repeated failure is version-insensitive.** Same ``workflowId`` and same canonical parameters
 (defaults filled on both sides) as a failed execution is a repeat whatever the version: a version
@@ -14,8 +20,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from aianalysis import answer as answers
-from aianalysis import catalog, resources
-from aianalysis.validation import _coerce, _messages, _parameters
+from aianalysis import catalog, resources, scope
+from aianalysis.validation import _coerce, _messages, _parameters, _target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,15 +39,22 @@ def check_selection(
     seen: Mapping[str, set[str]],
     business: resources.BusinessContext,
     recovery: resources.RecoverySpec | None,
+    target: scope.ObjectRef | None = None,
+    facts: catalog.TargetFacts | None = None,
 ) -> Selection:
     unknown = _unknown_workflow_error(chosen.workflow_id, index=index, seen=seen)
     if unknown:
         return Selection(errors=[unknown])
-    workflow = index.get(chosen.workflow_id, chosen.version)
+    shown = seen.get(chosen.workflow_id, set())
+    workflow = index.get(
+        chosen.workflow_id, _version(chosen.version, shown=shown, index=index, wid=chosen.workflow_id)
+    )
     if workflow is None:
         return Selection(errors=[_unknown_version_error(chosen, index=index)])
     errors: list[str] = []
-    reasons = catalog.policy.ineligibility(workflow.spec, business)
+    if workflow.spec.version not in shown:
+        errors.append(_version_not_shown_error(workflow, shown=shown))
+    reasons = catalog.policy.ineligibility(workflow.spec, business, facts=facts)
     if reasons:
         errors.append(
             _messages.clip(
@@ -49,11 +62,36 @@ def check_selection(
                 f"{'; '.join(reasons)}"
             )
         )
-    check = _parameters.check_parameters(workflow.spec.parameters, chosen.parameters)
+    values: Mapping[str, object] = chosen.parameters
+    warnings: list[str] = []
+    if target is not None:
+        mismatch = _target.component_error(workflow.spec, target)
+        errors.extend([mismatch] if mismatch else [])
+        values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
+    check = _parameters.check_parameters(workflow.spec.parameters, values)
     errors.extend(check.errors)
     if not check.errors and recovery is not None:
         errors.extend(_repeat_errors(workflow, canonical=check.canonical, recovery=recovery))
-    return Selection(errors=errors, warnings=check.warnings, workflow=workflow, canonical=check.canonical)
+    return Selection(
+        errors=errors, warnings=[*warnings, *check.warnings], workflow=workflow, canonical=check.canonical
+    )
+
+
+def _version(requested: str | None, *, shown: set[str], index: catalog.Catalog, wid: str) -> str | None:
+    """The version an answer means: as given, or for none/``latest`` the highest one shown."""
+    if requested is not None and requested != catalog.LATEST:
+        return requested
+    available = [version for version in shown if index.get(wid, version) is not None]
+    return catalog.semver.highest(available)
+
+
+def _version_not_shown_error(workflow: catalog.Workflow, *, shown: set[str]) -> str:
+    spec = workflow.spec
+    return _messages.clip(
+        f"[version_not_shown] version {spec.version!r} of {spec.workflow_id!r} was not shown by a catalog "
+        f"tool in this conversation; shown: {_messages.listing(sorted(shown, key=catalog.semver.key))} "
+        "(omit version for the highest one shown)."
+    )
 
 
 def _unknown_workflow_error(

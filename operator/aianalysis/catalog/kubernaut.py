@@ -1,0 +1,293 @@
+"""Kubernaut-format RemediationWorkflows (``kubernaut.ai/v1alpha1``) as ours (``kubernaut.io/v1alpha1``).
+
+Lossless wherever our model has a place for a field; everything else is listed in
+``Conversion.dropped`` with the reason, so ``aianalysis catalog import`` can report it per file.
+
+==========================================  ===============================================
+Kubernaut                                   ours
+==========================================  ===============================================
+metadata.name                               metadata.name and spec.workflowId
+metadata.labels / annotations               carried
+spec.version / actionType                   spec.version / actionType
+spec.description.what                       spec.description; spec.title = its first sentence
+spec.description.whenToUse / whenNotToUse   spec.guidance.whenToUse / whenNotToUse /
+/ preconditions                             preconditions
+spec.labels.severity / component /          spec.labels.severity (warning, info kept as
+environment                                 synonyms) / component / environment; ``*`` = any
+spec.labels.priority (one string)           spec.labels.priority (a list); ``*`` = any
+spec.customLabels                           spec.customLabels
+spec.detectedLabels                         spec.detectedLabels (``false`` = no requirement
+                                            in Kubernaut, so dropped)
+spec.execution.engine / bundle /            spec.execution.engine / bundle / bundleDigest /
+bundleDigest / serviceAccountName /         serviceAccountName / engineConfig; containerImage
+engineConfig                                = bundle (pinned @bundleDigest when given)
+spec.parameters                             spec.parameters (type float → number; typed
+                                            defaults kept typed)
+(no risk level in Kubernaut)                spec.riskLevel = annotation
+                                            ``aianalysis.kubernaut.io/risk-level``, else the
+                                            importer's ``risk_level`` (default high: nothing
+                                            says the workflow is safer)
+==========================================  ===============================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aianalysis import errors, resources
+
+API_VERSION = "kubernaut.ai/v1alpha1"
+KIND = "RemediationWorkflow"
+RISK_ANNOTATION = "aianalysis.kubernaut.io/risk-level"
+DEFAULT_RISK_LEVEL = "high"
+_WILDCARD = "*"
+_PARAMETER_FIELDS = (
+    "name",
+    "type",
+    "required",
+    "description",
+    "enum",
+    "pattern",
+    "minimum",
+    "maximum",
+    "default",
+)
+_DETECTED = {
+    "helmManaged": bool,
+    "gitOpsManaged": bool,
+    "gitOpsTool": str,
+    "pdbProtected": bool,
+    "hpaEnabled": bool,
+    "stateful": bool,
+    "networkIsolated": bool,
+    "serviceMesh": str,
+}
+_SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
+_TITLE_CHARS = 100
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    obj: dict[str, Any]
+    """Our RemediationWorkflow object, ready for ``kubectl apply`` (not yet admitted)."""
+    dropped: list[str]
+    """``field: why`` for each Kubernaut field our model has no place for."""
+    notes: list[str]
+    """Values the conversion had to choose (title, riskLevel)."""
+
+
+def is_kubernaut(document: Mapping[str, Any]) -> bool:
+    return document.get("apiVersion") == API_VERSION and document.get("kind") == KIND
+
+
+def convert(document: Mapping[str, Any], *, where: str, risk_level: str = DEFAULT_RISK_LEVEL) -> Conversion:
+    """One Kubernaut RemediationWorkflow as ours; ``errors.CatalogError`` names ``where`` when the
+    object cannot be converted (no name, no what/whenToUse, no execution bundle...)."""
+    if risk_level not in resources.RISK_ORDER:
+        raise errors.CatalogError(
+            f"risk level must be one of {', '.join(resources.RISK_ORDER)}, got {risk_level!r}"
+        )
+    return _Converter(where).run(document, risk_level=risk_level)
+
+
+class _Converter:
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.dropped: list[str] = []
+        self.notes: list[str] = []
+
+    def fail(self, message: str) -> errors.CatalogError:
+        return errors.CatalogError(f"{self.where}: {message}")
+
+    def drop(self, field: str, why: str) -> None:
+        self.dropped.append(f"{field}: {why}")
+
+    def run(self, document: Mapping[str, Any], *, risk_level: str) -> Conversion:
+        metadata = _mapping(document.get("metadata"))
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            raise self.fail(f"{KIND} without metadata.name")
+        self.where = f"{self.where} ({KIND} {name!r})"
+        spec = _mapping(document.get("spec"))
+        if not spec:
+            raise self.fail("spec must be a mapping")
+        risk = self._risk(metadata, risk_level)
+        ours: dict[str, Any] = {
+            "workflowId": name,
+            "version": spec.get("version"),
+            **self._description(spec.get("description")),
+            "labels": self._labels(_mapping(spec.get("labels"))),
+            "riskLevel": risk,
+            "execution": self._execution(_mapping(spec.get("execution"))),
+        }
+        if spec.get("actionType") is not None:
+            ours["actionType"] = spec["actionType"]
+        if spec.get("parameters"):
+            ours["parameters"] = [self._parameter(n, p) for n, p in enumerate(spec["parameters"])]
+        if spec.get("customLabels"):
+            ours["customLabels"] = self._custom_labels(_mapping(spec.get("customLabels")))
+        detected = self._detected(spec.get("detectedLabels"))
+        if detected:
+            ours["detectedLabels"] = detected
+        for field in sorted(set(spec) - {"version", "description", "labels", "execution", "actionType",
+                                          "parameters", "customLabels", "detectedLabels"}):  # fmt: skip
+            self.drop(f"spec.{field}", _WHY.get(field, "no such field in our RemediationWorkflow"))
+        self._metadata_drops(metadata, document)
+        obj = {
+            "apiVersion": resources.API_VERSION,
+            "kind": KIND,
+            "metadata": self._metadata(metadata),
+            "spec": ours,
+        }
+        return Conversion(obj=obj, dropped=self.dropped, notes=self.notes)
+
+    # ---- parts ---------------------------------------------------------------------------------
+
+    def _risk(self, metadata: Mapping[str, Any], fallback: str) -> str:
+        annotated = _mapping(metadata.get("annotations")).get(RISK_ANNOTATION)
+        if annotated is None:
+            self.notes.append(f"riskLevel: not in the Kubernaut format; set to {fallback}")
+            return fallback
+        if annotated not in resources.RISK_ORDER:
+            raise self.fail(f"annotation {RISK_ANNOTATION} must be low, medium or high, got {annotated!r}")
+        return str(annotated)
+
+    def _description(self, raw: object) -> dict[str, Any]:
+        description = _mapping(raw)
+        what = description.get("what")
+        if not isinstance(what, str) or not what.strip():
+            raise self.fail("spec.description.what is required (a workflow needs a description)")
+        guidance = {
+            key: description[key]
+            for key in ("whenToUse", "whenNotToUse", "preconditions")
+            if isinstance(description.get(key), str) and description[key].strip()
+        }
+        for key in sorted(set(description) - {"what", "whenToUse", "whenNotToUse", "preconditions"}):
+            self.drop(f"spec.description.{key}", "no such part in our structured guidance")
+        title = _title(what)
+        self.notes.append(f"title: first sentence of description.what ({title!r})")
+        found: dict[str, Any] = {"title": title, "description": what.strip()}
+        if guidance:
+            found["guidance"] = guidance
+        return found
+
+    def _labels(self, labels: Mapping[str, Any]) -> dict[str, Any]:
+        ours: dict[str, Any] = {}
+        for field in ("severity", "environment"):
+            values = _strings(labels.get(field))
+            if values and _WILDCARD not in values:
+                ours[field] = [value.lower() for value in values] if field == "severity" else values
+        component = _strings(labels.get("component"))
+        if component:
+            ours["component"] = component
+        priority = labels.get("priority")
+        if isinstance(priority, str) and priority.strip() and priority.strip() != _WILDCARD:
+            ours["priority"] = [priority.strip()]
+        if labels.get("signalTypes"):
+            ours["signalTypes"] = _strings(labels["signalTypes"])
+        for field in sorted(
+            set(labels) - {"severity", "environment", "component", "priority", "signalTypes"}
+        ):
+            why = "no cluster classification in this operator" if field == "cluster" else "no such label here"
+            self.drop(f"spec.labels.{field}", why)
+        return ours
+
+    def _execution(self, execution: Mapping[str, Any]) -> dict[str, Any]:
+        bundle = execution.get("bundle")
+        if not isinstance(bundle, str) or not bundle.strip():
+            raise self.fail("spec.execution.bundle is required: it is the image that runs the workflow")
+        digest = execution.get("bundleDigest")
+        image = bundle if not digest or "@" in bundle else f"{bundle}@{digest}"
+        ours: dict[str, Any] = {"containerImage": image, "bundle": bundle}
+        for field in ("engine", "bundleDigest", "serviceAccountName", "engineConfig"):
+            if execution.get(field) is not None:
+                ours[field] = execution[field]
+        for field in sorted(
+            set(execution) - {"bundle", "engine", "bundleDigest", "serviceAccountName", "engineConfig"}
+        ):
+            self.drop(
+                f"spec.execution.{field}", _WHY.get(f"execution.{field}", "no such execution setting here")
+            )
+        return ours
+
+    def _parameter(self, number: int, raw: object) -> dict[str, Any]:
+        param = _mapping(raw)
+        ours = {field: param[field] for field in _PARAMETER_FIELDS if param.get(field) is not None}
+        if param.get("dependsOn"):
+            ours["dependsOn"] = param["dependsOn"]
+        if ours.get("type") == "float":
+            ours["type"] = "number"
+        for field in sorted(set(param) - {*_PARAMETER_FIELDS, "dependsOn"}):
+            self.drop(f"spec.parameters[{number}].{field}", "no such parameter setting here")
+        return ours
+
+    def _custom_labels(self, labels: Mapping[str, Any]) -> dict[str, str]:
+        ours: dict[str, str] = {}
+        for key, value in sorted(labels.items()):
+            values = value if isinstance(value, list) else [value]
+            if len(values) == 1 and isinstance(values[0], str):
+                ours[str(key)] = values[0]
+            else:
+                self.drop(f"spec.customLabels.{key}", "only one string value per label can be matched here")
+        return ours
+
+    def _detected(self, raw: object) -> dict[str, Any]:
+        ours: dict[str, Any] = {}
+        for key, value in sorted(_mapping(raw).items()):
+            kind = _DETECTED.get(key)
+            if kind is None:
+                self.drop(f"spec.detectedLabels.{key}", "this operator does not detect it")
+                continue
+            if kind is bool:
+                flag = value if isinstance(value, bool) else str(value).strip().lower() == "true"
+                if flag:
+                    ours[key] = True
+                else:
+                    self.drop(f"spec.detectedLabels.{key}", "false means no requirement in Kubernaut")
+            elif isinstance(value, str) and value.strip():
+                ours[key] = value.strip()
+        return ours
+
+    def _metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        ours: dict[str, Any] = {"name": metadata["name"]}
+        for field in ("labels", "annotations"):
+            if metadata.get(field):
+                ours[field] = dict(metadata[field])
+        return ours
+
+    def _metadata_drops(self, metadata: Mapping[str, Any], document: Mapping[str, Any]) -> None:
+        if metadata.get("namespace"):
+            self.drop("metadata.namespace", "our RemediationWorkflow is cluster-scoped")
+        for field in sorted(set(metadata) - {"name", "namespace", "labels", "annotations"}):
+            why = "set by the API server" if field in _SERVER_METADATA else "not carried"
+            self.drop(f"metadata.{field}", why)
+        if document.get("status") is not None:
+            self.drop("status", "written by Kubernaut; this operator writes its own Accepted condition")
+
+
+_WHY = {
+    "rollbackParameters": "this operator does not run rollbacks of workflows",
+    "dependencies": "this operator does not check a workflow's ConfigMap/Secret dependencies",
+    "maintainers": "no maintainer field here",
+    "execution.clusterId": "workflows run on the incident's cluster here",
+    "execution.resources": "execution resources are the runner's to set here",
+}
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _title(what: str) -> str:
+    first = _SENTENCE.split(what.strip(), maxsplit=1)[0].strip().rstrip(".")
+    return first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 3].rstrip() + "..."

@@ -1,0 +1,175 @@
+"""The remediation target of one analysis and what it may be (architecture §4 rule 6a).
+
+Pure: the analysis gathers the facts (``tools.gather_scope`` reads the incident's owner chain,
+the Nodes its Pods run on and the PVCs they mount, once per analysis) and this module decides.
+
+- **One target per analysis**: the answer's ``affected_resource``, else the incident's resource.
+  Its kind is canonicalised through the known-kinds table (``deployment`` → ``Deployment``), a
+  missing namespace of a namespaced kind is the incident's, a namespace given for a
+  cluster-scoped kind is ignored, and a missing apiVersion comes from the table.
+- **In scope**: the incident's resource; an object in its owner chain (Pod → ReplicaSet →
+  Deployment, StatefulSet, DaemonSet, Job → CronJob, both directions); the Node its Pods run on;
+  a PVC they mount; or an object the investigation tools returned in this conversation. Never a
+  namespaced object outside the incident's namespace, whatever the tools returned: an instruction
+  injected into an alert cannot widen the blast radius to another tenant.
+- **Without a cluster** (``analyze``, ``eval`` without objects) nothing can be checked, so the
+  incident's resource and objects in its namespace are in scope, and nothing cluster-scoped is.
+- An unknown kind without a namespace counts as cluster-scoped (fail closed: only the incident's
+  resource or an object a tool returned can then be in scope).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Set
+
+from aianalysis import resources
+
+#: (kind, namespace or "", name) — kinds compared case-insensitively.
+Key = tuple[str, str, str]
+
+_LIKELY = {
+    kind: rank
+    for rank, kind in enumerate(
+        ("deployment", "statefulset", "daemonset", "cronjob", "job", "node", "persistentvolumeclaim")
+    )
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    namespaced: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ObjectRef:
+    """One Kubernetes object, canonical kind, ``namespace`` None when cluster-scoped."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    api_version: str | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.kind.casefold(), self.namespace or "", self.name)
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    def field(self, name: str) -> str | None:
+        """The value of a target field (``kind``, ``name``, ``namespace``, ``apiVersion``)."""
+        values = {
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "apiVersion": self.api_version,
+        }
+        return values[name]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Scope:
+    """Everything the target check needs about one incident.
+
+    ``related`` maps each object found around the incident's resource (owner chain, Nodes, PVCs)
+    to its description; ``cluster`` says whether a cluster could be read at all.
+    """
+
+    incident: ObjectRef
+    cluster: bool
+    kinds: Mapping[str, KindInfo] = dataclasses.field(default_factory=dict)
+    related: Mapping[Key, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        incident: resources.ResourceRef,
+        *,
+        cluster: bool,
+        kinds: Mapping[str, KindInfo],
+        related: Mapping[Key, str] | None = None,
+    ) -> Scope:
+        bare = cls(incident=ObjectRef(kind=incident.kind, name=incident.name), cluster=cluster, kinds=kinds)
+        resolved = bare.resolve(kind=incident.kind, name=incident.name, namespace=incident.namespace)
+        return cls(incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}))
+
+    def kind_info(self, kind: str) -> KindInfo | None:
+        return self.kinds.get(kind.strip().casefold())
+
+    def resolve(
+        self, *, kind: str, name: str, namespace: str | None = None, api_version: str | None = None
+    ) -> ObjectRef:
+        """The canonical form of an object named in an answer (see the module rules)."""
+        info = self.kind_info(kind)
+        if info is None:
+            return ObjectRef(
+                kind=kind.strip(), name=name, namespace=namespace or None, api_version=api_version
+            )
+        return ObjectRef(
+            kind=info.kind,
+            name=name,
+            namespace=(namespace or self.incident.namespace) if info.namespaced else None,
+            api_version=api_version or info.api_version,
+        )
+
+    def target(self, affected: Mapping[str, object] | None) -> ObjectRef:
+        """The analysis's target: ``affected_resource`` (a dict as in the answer), else the incident's."""
+        if (
+            not affected
+            or not isinstance(affected.get("kind"), str)
+            or not isinstance(affected.get("name"), str)
+        ):
+            return self.incident
+        namespace, api_version = affected.get("namespace"), affected.get("api_version")
+        return self.resolve(
+            kind=str(affected["kind"]),
+            name=str(affected["name"]),
+            namespace=namespace if isinstance(namespace, str) else None,
+            api_version=api_version if isinstance(api_version, str) else None,
+        )
+
+    def namespaced(self, ref: ObjectRef) -> bool:
+        info = self.kind_info(ref.kind)
+        return info.namespaced if info is not None else ref.namespace is not None
+
+    def violation(self, target: ObjectRef, *, returned: Set[Key]) -> str | None:
+        """Why ``target`` is out of scope, or None when it is in scope."""
+        home = self.incident.namespace
+        if self.namespaced(target) and home is not None and target.namespace != home:
+            return f"{target.describe()} is outside the incident's namespace {home!r}"
+        if target.key == self.incident.key:
+            return None
+        if not self.cluster:
+            if self.namespaced(target) and home is not None:
+                return None
+            return (
+                f"{target.describe()} cannot be checked without a cluster: only the incident's resource "
+                f"and objects in its namespace are in scope"
+            )
+        if target.key in self.related or target.key in returned:
+            return None
+        return (
+            f"{target.describe()} is neither in the incident's owner chain, its Pods' Nodes or PVCs, "
+            "nor returned by an investigation tool"
+        )
+
+    def in_scope(self, limit: int = 6) -> list[str]:
+        """The objects known to be in scope, for error messages: the incident's resource, then the
+        likeliest targets (controllers before Nodes and PVCs, ReplicaSets and Pods last)."""
+        ranked = sorted(self.related.items(), key=lambda item: _LIKELY.get(item[0][0], len(_LIKELY)))
+        return [self.incident.describe(), *(described for _, described in ranked)][:limit]
+
+
+def kind_table(entries: Mapping[str, tuple[str, bool]]) -> dict[str, KindInfo]:
+    """``{"Deployment": ("apps/v1", True), ...}`` → the lookup table ``Scope`` uses."""
+    return {
+        kind.casefold(): KindInfo(kind=kind, api_version=api_version, namespaced=namespaced)
+        for kind, (api_version, namespaced) in entries.items()
+    }
+
+
+__all__ = ["Key", "KindInfo", "ObjectRef", "Scope", "kind_table"]

@@ -1,0 +1,81 @@
+"""The remediation target's scope and facts read from a real kube-apiserver (read-only): the owner
+chain in both directions, and the HPA/PDB/StatefulSet facts a workflow's detectedLabels need."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from aianalysis import catalog, devcluster, resources, scope, tools
+from aianalysis.tools import _scope, k8s
+from tests.integration.test_k8s_reader import Chain, create
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
+    with cluster.api_client() as api_client:
+        yield api_client
+
+
+def ref(kind: str, name: str, namespace: str | None) -> scope.ObjectRef:
+    return scope.Scope.of(
+        resources.ResourceRef(kind="Namespace", name="x"), cluster=True, kinds=_scope.kinds()
+    ).resolve(kind=kind, name=name, namespace=namespace)
+
+
+async def test_the_owner_chain_of_a_pod_is_in_scope_and_a_neighbour_is_not(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+) -> None:
+    Chain(cluster, namespace)
+    incident = resources.ResourceRef(kind="Pod", name="web-5d8f-a", namespace=namespace)
+
+    where = await tools.gather_scope(k8s.KubernetesReader(api), incident)
+
+    for kind, name in [("ReplicaSet", "web-5d8f"), ("Deployment", "web"), ("Pod", "web-5d8f-b")]:
+        assert where.violation(ref(kind, name, namespace), returned=set()) is None, kind
+    for kind, name in [("StatefulSet", "db"), ("Pod", "web-orphan")]:
+        assert where.violation(ref(kind, name, namespace), returned=set()) is not None, name
+
+
+async def test_facts_are_detected_from_the_hpa_and_pdb_that_concern_the_target(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+) -> None:
+    Chain(cluster, namespace)
+    create(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 2,
+                "maxReplicas": 5,
+            },
+        },
+    )
+    create(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    reader = k8s.KubernetesReader(api)
+
+    web = await tools.detect_facts(reader, ref("Deployment", "web", namespace))
+    pod = await tools.detect_facts(reader, ref("Pod", "web-5d8f-a", namespace))
+    db = await tools.detect_facts(reader, ref("StatefulSet", "db", namespace))
+
+    assert (web.hpa_enabled, web.pdb_protected, web.stateful, web.helm_managed) == (True, True, False, False)
+    assert (pod.hpa_enabled, pod.pdb_protected) == (True, True)  # through its ReplicaSet and Deployment
+    assert (db.hpa_enabled, db.pdb_protected, db.stateful) == (False, False, True)
+    assert await tools.detect_facts(reader, ref("Deployment", "ghost", namespace)) == catalog.TargetFacts()

@@ -1,0 +1,252 @@
+"""The remediation target's scope (``scope``) and what the cluster reads behind it find
+(``tools.gather_scope``, ``tools.detect_facts``), over the in-memory reader the eval uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aianalysis import catalog, errors, resources, scope, tools
+from aianalysis.evaluation.cluster import InMemoryCluster
+from aianalysis.tools import _scope
+
+DEPLOYMENT = resources.ResourceRef(kind="Deployment", name="checkout", namespace="shop")
+POD = resources.ResourceRef(kind="Pod", name="checkout-7d9f-abcde", namespace="shop")
+NO_CLUSTER = scope.Scope.of(DEPLOYMENT, cluster=False, kinds=_scope.kinds())
+
+
+def ref(kind: str, name: str, namespace: str | None = "shop") -> scope.ObjectRef:
+    return NO_CLUSTER.resolve(kind=kind, name=name, namespace=namespace)
+
+
+# ---- resolving the target -------------------------------------------------------------------------
+
+
+def test_the_target_is_the_incidents_resource_unless_the_answer_names_another() -> None:
+    assert NO_CLUSTER.target(None) == scope.ObjectRef(
+        kind="Deployment", name="checkout", namespace="shop", api_version="apps/v1"
+    )
+    named = NO_CLUSTER.target({"kind": "statefulset", "name": "db"})
+    assert named == scope.ObjectRef(kind="StatefulSet", name="db", namespace="shop", api_version="apps/v1")
+
+
+def test_a_namespace_given_for_a_cluster_scoped_kind_is_ignored() -> None:
+    assert NO_CLUSTER.target({"kind": "node", "name": "worker-1", "namespace": "shop"}) == scope.ObjectRef(
+        kind="Node", name="worker-1", api_version="v1"
+    )
+
+
+# ---- without a cluster ----------------------------------------------------------------------------
+
+
+def test_without_a_cluster_objects_in_the_incidents_namespace_are_in_scope() -> None:
+    assert NO_CLUSTER.violation(ref("Deployment", "checkout"), returned=set()) is None
+    assert NO_CLUSTER.violation(ref("CronJob", "nightly"), returned=set()) is None
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        (("Deployment", "coredns", "kube-system"), "outside the incident's namespace 'shop'"),
+        (("Node", "worker-1", None), "cannot be checked without a cluster"),
+        (("Widget", "w", None), "cannot be checked without a cluster"),  # unknown kind, no namespace
+    ],
+)
+def test_without_a_cluster_other_namespaces_and_cluster_scoped_objects_are_not(
+    target: tuple[str, str, str | None], why: str
+) -> None:
+    violation = NO_CLUSTER.violation(ref(*target), returned=set())
+    assert violation is not None and why in violation
+
+
+# ---- with a cluster -------------------------------------------------------------------------------
+
+
+def meta(name: str, owner: tuple[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": name, "namespace": "shop", "uid": f"uid-{name}", **extra}
+    if owner:
+        data["ownerReferences"] = [
+            {"kind": owner[0], "name": owner[1], "uid": f"uid-{owner[1]}", "controller": True}
+        ]
+    return data
+
+
+TEMPLATE = {
+    "metadata": {"labels": {"app": "checkout"}},
+    "spec": {
+        "containers": [{"name": "app"}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+    },
+}
+
+
+def world(*extra: dict[str, Any], deployment_meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": deployment_meta or meta("checkout"),
+            "spec": {"template": TEMPLATE},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta("payments"),
+            "spec": {"template": TEMPLATE},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": meta("checkout-7d9f", ("Deployment", "checkout")),
+            "spec": {"template": TEMPLATE},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta(
+                "checkout-7d9f-abcde", ("ReplicaSet", "checkout-7d9f"), labels={"app": "checkout"}
+            ),
+            "spec": {"nodeName": "worker-3", **TEMPLATE["spec"]},
+        },
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-3"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("incident", [POD, DEPLOYMENT])
+async def test_the_owner_chain_the_node_and_the_pvc_are_in_scope_from_either_end(
+    incident: resources.ResourceRef,
+) -> None:
+    where = await tools.gather_scope(InMemoryCluster(world()), incident)
+
+    for kind, name, namespace in [
+        ("Pod", "checkout-7d9f-abcde", "shop"),
+        ("ReplicaSet", "checkout-7d9f", "shop"),
+        ("Deployment", "checkout", "shop"),
+        ("Node", "worker-3", None),
+        ("PersistentVolumeClaim", "data", "shop"),
+    ]:
+        assert where.violation(ref(kind, name, namespace), returned=set()) is None, (kind, name)
+
+
+async def test_a_sibling_is_out_of_scope_until_an_investigation_tool_returned_it() -> None:
+    where = await tools.gather_scope(InMemoryCluster(world()), POD)
+    payments = ref("Deployment", "payments")
+
+    violation = where.violation(payments, returned=set())
+    assert violation is not None and "returned by an investigation tool" in violation
+    assert where.violation(payments, returned={payments.key}) is None
+    assert where.in_scope()[:2] == ["Pod shop/checkout-7d9f-abcde", "Deployment shop/checkout"]
+
+
+async def test_another_namespace_stays_out_of_scope_even_when_a_tool_returned_it() -> None:
+    where = await tools.gather_scope(InMemoryCluster(world()), POD)
+    coredns = ref("Deployment", "coredns", "kube-system")
+    violation = where.violation(coredns, returned={coredns.key})
+    assert violation is not None and "outside the incident's namespace" in violation
+
+
+class Failing(InMemoryCluster):
+    async def get_object(self, *, kind: str, name: str, namespace: str | None) -> tools.JSONObject:
+        raise errors.ClusterError("connection refused")
+
+
+async def test_failed_reads_leave_only_the_incident_in_scope_and_facts_unknown() -> None:
+    reader = Failing(world())
+    where = await tools.gather_scope(reader, POD)
+
+    assert where.cluster and dict(where.related) == {}
+    assert where.violation(where.incident, returned=set()) is None
+    assert await tools.detect_facts(reader, where.incident) == catalog.TargetFacts()
+
+
+# ---- facts ----------------------------------------------------------------------------------------
+
+
+async def facts_of(objects: list[dict[str, Any]], target: resources.ResourceRef = POD) -> catalog.TargetFacts:
+    where = scope.Scope.of(target, cluster=True, kinds=_scope.kinds())
+    return await tools.detect_facts(InMemoryCluster(objects), where.incident)
+
+
+async def test_plain_workload_facts_are_known_negatives() -> None:
+    no_pvc = [o for o in world() if o["kind"] != "Pod"] + [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta(
+                "checkout-7d9f-abcde", ("ReplicaSet", "checkout-7d9f"), labels={"app": "checkout"}
+            ),
+            "spec": {"containers": [{"name": "app"}]},
+        }
+    ]
+    facts = await facts_of(no_pvc)
+    assert facts.helm_managed is False and facts.gitops_managed is False and facts.gitops_tool is None
+    assert facts.hpa_enabled is False and facts.pdb_protected is False
+    assert facts.service_mesh is None  # nothing says either way
+
+
+async def test_helm_argocd_hpa_pdb_and_pvc_are_detected_through_the_owner_chain() -> None:
+    labelled = meta(
+        "checkout",
+        labels={"app.kubernetes.io/managed-by": "Helm"},
+        annotations={"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:shop/checkout"},
+    )
+    hpa = {
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": meta("checkout"),
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "checkout"}},
+    }
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "metadata": meta("checkout"),
+        "spec": {
+            "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["checkout"]}]}
+        },
+    }
+    facts = await facts_of(world(hpa, pdb, deployment_meta=labelled))
+    assert facts == catalog.TargetFacts(
+        helm_managed=True,
+        gitops_managed=True,
+        gitops_tool="argocd",
+        hpa_enabled=True,
+        pdb_protected=True,
+        stateful=True,
+        service_mesh=None,
+    )
+
+
+async def test_flux_and_istio_are_detected_and_a_pdb_for_other_pods_does_not_count() -> None:
+    flux = meta("checkout", labels={"kustomize.toolkit.fluxcd.io/name": "apps"})
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "metadata": meta("other"),
+        "spec": {"selector": {"matchLabels": {"app": "x"}}},
+    }
+    mesh = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}},
+    }
+    objects = [o for o in world(pdb, deployment_meta=flux) if o["kind"] != "Namespace"] + [mesh]
+    facts = await facts_of(objects, target=DEPLOYMENT)
+    assert (facts.gitops_tool, facts.helm_managed, facts.pdb_protected, facts.service_mesh) == (
+        "flux",
+        False,
+        False,
+        "istio",
+    )
+
+
+@pytest.mark.parametrize(
+    ("selector", "selected"),
+    [
+        ({}, True),
+        (None, False),
+        ({"matchLabels": {"app": "checkout"}}, True),
+        ({"matchLabels": {"app": "x"}}, False),
+    ],
+)
+def test_label_selectors(selector: dict[str, Any] | None, selected: bool) -> None:
+    assert _scope.selects(selector, {"app": "checkout"}) is selected
