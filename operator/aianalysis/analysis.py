@@ -49,6 +49,7 @@ async def analyze(
             business=spec.business_context,
             recovery=spec.recovery,
             prose=submission.prose,
+            malformed=submission.malformed,
         )
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))

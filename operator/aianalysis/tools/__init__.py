@@ -7,11 +7,19 @@
 
 from __future__ import annotations
 
-from aianalysis.tools._box import NO_CLUSTER, TOOL_NAMES, ToolBox, ToolResult
+from aianalysis.tools._box import (
+    CATALOG_TOOL_NAMES,
+    NO_CLUSTER,
+    TOOL_NAMES,
+    ToolBox,
+    ToolResult,
+    catalog_toolbox,
+)
 from aianalysis.tools._reader import ClusterReader, JSONObject, Unavailable
 from aianalysis.tools._redact import REDACTED
 
 __all__ = [
+    "CATALOG_TOOL_NAMES",
     "NO_CLUSTER",
     "REDACTED",
     "TOOL_NAMES",
@@ -20,4 +28,5 @@ __all__ = [
     "ToolBox",
     "ToolResult",
     "Unavailable",
+    "catalog_toolbox",
 ]

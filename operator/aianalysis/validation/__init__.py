@@ -75,9 +75,13 @@ def validate(
     business: resources.BusinessContext,
     recovery: resources.RecoverySpec | None,
     prose: str | None = None,
+    malformed: str | None = None,
 ) -> Verdict:
-    """Run every check on one submitted answer."""
+    """Run every check on one submitted answer. ``malformed`` says why a submit call's arguments
+    were not a JSON object (then ``raw`` is None)."""
     errors: list[str] = [_answer.truncated_error()] if truncated else []
+    if malformed is not None:
+        return _verdict([*errors, _answer.malformed_error(malformed)], [], answer=None)
     if raw is None:
         return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
     try:
