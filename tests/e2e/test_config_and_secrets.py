@@ -81,7 +81,7 @@ def run_cli(env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], floa
     [
         (
             {"AIANALYSIS_PROVIDER": "bogus"},
-            "AIANALYSIS_PROVIDER must be 'offline' or 'anthropic', not 'bogus'",
+            "AIANALYSIS_PROVIDER must be one of offline, anthropic, bedrock, vertex, openai, not 'bogus'",
         ),
         ({"AIANALYSIS_PROVIDER": "anthropic"}, "provider 'anthropic' needs ANTHROPIC_API_KEY"),
         ({"AIANALYSIS_CONFIDENCE_FLOOR": "70"}, "AIANALYSIS_CONFIDENCE_FLOOR must be within 0..1, not 70.0"),
@@ -125,6 +125,49 @@ def test_json_log_format_makes_every_operator_line_a_json_object(
         if (r.get("object") or {}).get("name") == "json-logs" or "json-logs" in r["message"]
     ]
     assert about_the_analysis, messages
+
+
+# ---- the model check at startup -----------------------------------------------------------------
+
+
+def test_run_with_a_retired_model_exits_with_one_line_naming_the_setting() -> None:
+    key = f"sk-ant-e2e-{secrets.token_hex(8)}"
+    with ms.MessagesServer(retired_models=["claude-3-sonnet-20240229"]) as server:
+        done, seconds = run_cli(
+            {
+                "AIANALYSIS_PROVIDER": "anthropic",
+                "ANTHROPIC_API_KEY": key,
+                "AIANALYSIS_ANTHROPIC_BASE_URL": server.base_url,
+                "AIANALYSIS_MODEL": "claude-3-sonnet-20240229",
+            }
+        )
+
+    assert done.returncode == 2
+    assert seconds < 15, "the check must not wait for a cluster"
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("aianalysis: error: model 'claude-3-sonnet-20240229' is unknown or retired")
+    assert "set AIANALYSIS_MODEL to a model id it serves" in lines[0]
+    assert [r.path for r in server.model_lookups] == ["/v1/models/claude-3-sonnet-20240229"]
+    assert server.requests == [], "no conversation was started"
+    assert key not in done.stderr
+
+
+def test_a_failing_model_check_does_not_block_startup(
+    cluster: Any, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    with ms.MessagesServer(lookup_failures=[ms.Fail(503, "overloaded", headers={})]) as server:
+        operator = start_operator(  # returns once /healthz answers: the operator is up
+            AIANALYSIS_PROVIDER="anthropic",
+            ANTHROPIC_API_KEY="sk-ant-e2e-check",
+            AIANALYSIS_ANTHROPIC_BASE_URL=server.base_url,
+            AIANALYSIS_LLM_MAX_RETRIES="0",
+        )
+        operator.stop()
+    assert len(server.model_lookups) == 1
+    assert "aianalysis: warning: could not verify model 'claude-sonnet-4-6'" in operator.logs()
+    assert "starting anyway" in operator.logs()
 
 
 # ---- the API key ------------------------------------------------------------------------------

@@ -90,10 +90,21 @@ class AnthropicProvider:
         try:
             await self._probe()
         except anthropic.AnthropicError as err:
-            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            failure = self._classify(err)
             status = err.status_code if isinstance(err, anthropic.APIStatusError) else None
             return model_check.judge(self.name, self.model, status=status, failure=failure)
         return None
+
+    def _classify(self, err: anthropic.AnthropicError) -> errors.ProviderError:
+        """:func:`classify`, plus the message of platforms whose error bodies are not the Messages
+        API's ``{"error": {...}}`` (Bedrock answers ``{"message": ...}``)."""
+        failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+        if isinstance(err, anthropic.APIStatusError) and err.api_message is None:
+            body = err.body if isinstance(err.body, dict) else {}
+            message = body.get("message") or body.get("Message")
+            if isinstance(message, str) and message:
+                return type(failure)(f"{failure} {_redact(message, self._secret)}")
+        return failure
 
     async def _probe(self) -> None:
         """The cheapest call that fails for an unknown model: the free model lookup."""
@@ -142,7 +153,7 @@ class AnthropicProvider:
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
         except anthropic.AnthropicError as err:
-            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            failure = self._classify(err)
             outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
             self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
