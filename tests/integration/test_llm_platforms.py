@@ -6,6 +6,7 @@ that never reach an error message."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from aianalysis import analysis, errors, llm, settings
 from aianalysis.llm import openai_provider
-from tests.integration.test_llm_scripted import ANSWER, CATALOG, MODEL, SPEC
+from tests.integration.test_llm_scripted import ANSWER, CATALOG, MODEL, SPEC, RecordingToolbox
 from tests.support import messages_server as ms
 from tests.support import platform_servers as ps
 
@@ -325,8 +326,6 @@ async def test_openai_model_check_lists_the_served_models() -> None:
 
 
 def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
-    from tests.integration.test_llm_scripted import RecordingToolbox
-
     box = RecordingToolbox()
     params = openai_provider.tool_params(box)
     by_name = {p["function"]["name"]: p["function"] for p in params}
@@ -339,6 +338,4 @@ def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
 
 
 def dataclasses_replace(config: settings.Settings, **changes: Any) -> settings.Settings:
-    import dataclasses
-
     return dataclasses.replace(config, **changes)
