@@ -213,6 +213,11 @@ class ChatCompletionsServer(ms.MessagesServer):
     def model_lookup(self, request: web.Request, body: dict[str, Any]) -> str | None:
         return "" if request.method == "GET" and request.path == "/v1/models" else None
 
+    def _next_step(self, body: dict[str, Any]) -> ms.Step:
+        """Policies read the conversation as a Messages API body (see :func:`as_messages_body`), so
+        one fake model (``tests.support.fake_llm``, the eval tests' SRE) drives every provider."""
+        return super()._next_step(as_messages_body(body))
+
     def model_answer(self, model: str) -> web.Response:
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "local"} for name in self.served_models
@@ -273,6 +278,50 @@ class ChatCompletionsServer(ms.MessagesServer):
 
 def _arguments(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def as_messages_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat completions body in the Messages API's shape: system apart, tool calls as
+    ``tool_use`` blocks, consecutive tool messages as one user turn of ``tool_result`` blocks."""
+    messages: list[dict[str, Any]] = []
+    for message in body.get("messages", []):
+        role = message.get("role")
+        if role == "system":
+            continue
+        if role == "tool":
+            text = str(message.get("content", ""))
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id"),
+                "content": text.removeprefix("ERROR: "),
+                "is_error": text.startswith("ERROR: "),
+            }
+            if messages and messages[-1]["role"] == "user" and isinstance(messages[-1]["content"], list):
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+            continue
+        if role == "assistant":
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": message["content"]}] if message.get("content") else []
+            )
+            for call in message.get("tool_calls") or []:
+                try:
+                    arguments = json.loads(call["function"]["arguments"] or "{}")
+                except ValueError:
+                    arguments = {}
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["function"]["name"],
+                        "input": arguments,
+                    }
+                )
+            messages.append({"role": "assistant", "content": blocks})
+            continue
+        messages.append({"role": "user", "content": message.get("content", "")})
+    return {**body, "messages": messages}
 
 
 def chat_problems(body: Any) -> list[str]:
