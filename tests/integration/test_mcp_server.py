@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
@@ -122,7 +124,7 @@ def client(
 
 
 async def search(client: Client, **arguments: Any) -> tuple[set[str], dict[str, Any]]:
-    result = await client.call_tool("search_workflow_catalog", {"signal_type": "OOMKilled", **arguments})
+    result = await client.call_tool("search_workflow_catalog", {"signal_type": "OOMKilled"} | arguments)
     assert not result.is_error, result.content
     payload = json.loads(result.content[0].text)
     return {hit["workflow_id"] for hit in payload["workflows"]}, payload
@@ -194,3 +196,30 @@ async def _bad_calls_are_tool_errors(client: Client) -> None:
     assert details["workflow_id"] == "oom-raise-memory"
     assert [p["name"] for p in details["parameters"]] == ["TARGET_NAMESPACE"]
     assert "risk_level" not in details and "container_image" not in json.dumps(details)
+
+
+# ---- without --catalog: the cluster's RemediationWorkflows, list then watch ---------------------
+
+
+@pytest.mark.cluster
+async def test_without_a_catalog_it_serves_the_cluster_and_follows_its_changes(
+    cluster: Any, crds: Any
+) -> None:
+    signal = f"McpSignal{secrets.token_hex(3)}"
+    first = workflow(f"mcp-first-{signal.lower()}", risk="low", signal=signal)
+    second = workflow(f"mcp-second-{signal.lower()}", risk="low", signal=signal)
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(first))
+    try:
+        async with connect("stdio", *POLICY) as client:
+            found, _ = await search(client, signal_type=signal)
+            assert found == {first["spec"]["workflowId"]}, "listed at startup"
+
+            cluster.kubectl("apply", "-f", "-", input=json.dumps(second))
+            deadline = time.monotonic() + 30
+            while found != {first["spec"]["workflowId"], second["spec"]["workflowId"]}:
+                assert time.monotonic() < deadline, f"the watch never delivered the new workflow: {found}"
+                await anyio.sleep(0.2)
+                found, _ = await search(client, signal_type=signal)
+    finally:
+        for doc in (first, second):
+            cluster.kubectl("delete", "rw", doc["metadata"]["name"], "--ignore-not-found", check=False)
