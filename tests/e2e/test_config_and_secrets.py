@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.conftest import ROOT, OperatorProcess, analyses, wait_for, wait_terminal
 from tests.support import messages_server as ms
+from tests.support import platform_servers as ps
 
 
 def incident(name: str, namespace: str) -> str:
@@ -177,8 +178,8 @@ class EchoingAPI:
     """Per incident: ``*-auth`` gets 401, ``*-down`` gets 500, each message quoting the API key the
     request sent (the real API does not; a misconfigured gateway might)."""
 
-    def __init__(self) -> None:
-        self.server = ms.MessagesServer(policy=self.answer)
+    def __init__(self, server: type[ms.MessagesServer] = ms.MessagesServer) -> None:
+        self.server = server(policy=self.answer)
 
     def answer(self, body: dict[str, Any]) -> ms.Step:
         seen = self.server.requests[-1].api_key
@@ -234,3 +235,41 @@ def test_the_api_key_never_appears_in_logs_events_or_status(
     for where, text in {"logs": logs, "events": events, "statuses": statuses, "metrics": metrics}.items():
         assert key not in text, f"the API key leaked into {where}"
         assert key[-12:] not in text, f"part of the API key leaked into {where}"
+
+
+def test_the_openai_key_never_appears_in_logs_events_or_status(
+    cluster: Any, namespace: str, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    key = f"sk-e2e-openai-{secrets.token_hex(16)}"
+    api = EchoingAPI(ps.ChatCompletionsServer)  # the same echoing gateway, speaking Chat Completions
+    with api.server as server:
+        operator = start_operator(
+            AIANALYSIS_PROVIDER="openai",
+            OPENAI_API_KEY=key,
+            AIANALYSIS_OPENAI_BASE_URL=server.base_url,
+            AIANALYSIS_MODEL="local-model",
+            AIANALYSIS_PROVIDER_RETRY_LIMIT="2",
+            AIANALYSIS_LLM_MAX_RETRIES="0",
+        )
+        for name in ("leak-auth", "leak-down"):
+            cluster.kubectl("apply", "-n", namespace, "-f", "-", input=incident(name, namespace))
+        done = {
+            a["metadata"]["name"]: a["status"]
+            for a in wait_terminal(cluster, namespace, 2, logs=operator.logs)
+        }
+        metrics = operator.metrics()
+        operator.stop()
+
+    assert {request.api_key for request in server.requests} == {key}, "the key was really sent (and echoed)"
+    assert len(server.model_lookups) == 1, "the model was checked at startup"
+    auth, down = done["leak-auth"], done["leak-down"]
+    assert (auth["phase"], auth["reason"]) == ("Failed", "ProviderError")
+    assert "401" in auth["message"] and "[redacted]" in auth["message"]
+    assert (down["reason"], down["humanReviewReason"]) == ("ProviderUnavailable", "provider_unavailable")
+    events = cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout
+    statuses = json.dumps(analyses(cluster, namespace))
+    logs = operator.logs()
+    assert 'aianalysis_llm_requests_total{outcome="error",provider="openai"}' in metrics
+    for where, text in {"logs": logs, "events": events, "statuses": statuses, "metrics": metrics}.items():
+        assert key not in text, f"the OpenAI key leaked into {where}"
+        assert key[-12:] not in text, f"part of the OpenAI key leaked into {where}"
