@@ -45,7 +45,8 @@ _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 class AnthropicProvider:
     """One ``AsyncAnthropic`` client (one connection pool) shared by every conversation.
 
-    Bedrock and Vertex (:mod:`aianalysis.llm.platforms`) subclass it: they only build another SDK
+    Bedrock and Vertex (:mod:`aianalysis.llm.bedrock_provider`, :mod:`aianalysis.llm.vertex_provider`)
+    subclass it: they only build another SDK
     client (``_make_client``) and probe the model differently; the conversation loop is this one."""
 
     name = PROVIDER_NAME
@@ -112,7 +113,7 @@ class AnthropicProvider:
         await self._client.models.retrieve(self.model)
 
     def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={str(self._client.base_url)!r})"
 
     def open(
         self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
