@@ -99,6 +99,8 @@ class OpenAIProvider:
         served = [model.id async for model in page]
         if self.model in served:
             return None
+        if not served:  # some gateways list nothing they serve: that proves nothing
+            return f"could not verify model {self.model!r}: the endpoint lists no models"
         listed = ", ".join(sorted(served)[:10]) or "none"
         raise errors.ConfigError(
             f"model {self.model!r} is not served by provider 'openai' at {self._client.base_url} "
