@@ -34,7 +34,7 @@ def test_an_unknown_model_stops_with_one_line_naming_the_setting() -> None:
 def test_refused_credentials_stop_and_say_what_to_check() -> None:
     failure = errors.ProviderError("403 AccessDeniedException: You don't have access to the model")
 
-    with pytest.raises(errors.ConfigError, match="refused access to model 'm'.*check its credentials"):
+    with pytest.raises(errors.ConfigError, match=r"refused access to model 'm'.*check its credentials"):
         model_check.judge("bedrock", "m", status=403, failure=failure)
 
 
