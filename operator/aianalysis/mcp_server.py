@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 import anyio
-import uvicorn
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -110,6 +109,8 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 async def serve_http(server: Server[Any], *, host: str, port: int) -> None:
     """Streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+    import uvicorn  # noqa: PLC0415  # the HTTP server only for this transport
+
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
