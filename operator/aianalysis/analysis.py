@@ -63,6 +63,7 @@ async def analyze(
             scope=where,
             returned=toolbox.returned,
             facts=await facts.known(target, where=where, returned=toolbox.returned),
+            malformed=submission.malformed,
         )
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))

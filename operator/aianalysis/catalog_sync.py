@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 GONE = 410
 _TRANSIENT = (k8s.ApiException, urllib3.exceptions.HTTPError, OSError)
+TRANSIENT = _TRANSIENT
+"""What a LIST or WATCH may raise when the API server is unreachable or refuses."""
 
 
 class CatalogSync:

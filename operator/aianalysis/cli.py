@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, catalog_import, errors, evaluation, resources, settings
+from aianalysis import analysis, catalog, catalog_import, errors, evaluation, llm, resources, settings
 
 USAGE_ERROR = 2
 
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_analyze(commands)
     _add_catalog(commands)
     _add_eval(commands)
+    _add_mcp(commands)
     return parser
 
 
@@ -74,6 +76,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def operator_run(args: argparse.Namespace) -> int:
     config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
+    check_model(config)
 
     from aianalysis import handlers  # noqa: PLC0415  # imports kopf: only for this command
 
@@ -115,8 +118,8 @@ def _add_analyze(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     analyze.add_argument(
         "--provider",
-        choices=("offline", "anthropic"),
-        help="default: anthropic when ANTHROPIC_API_KEY is set, else offline",
+        choices=settings.PROVIDERS,
+        help="default: AIANALYSIS_PROVIDER, else anthropic when ANTHROPIC_API_KEY is set, else offline",
     )
     analyze.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     analyze.set_defaults(handler=analyze_file)
@@ -152,6 +155,14 @@ def _read_analysis(path: Path) -> resources.AIAnalysisSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise errors.ConfigError(f"{path}: invalid spec: spec.{where}: {first['msg']}") from None
+
+
+def check_model(config: settings.Settings) -> None:
+    """The startup model check: an unknown or retired model raises ``ConfigError`` (one line, exit
+    2); when the check cannot tell (the platform is down), one warning line and on we go."""
+    warning = asyncio.run(llm.check_model(config))
+    if warning:
+        print(f"aianalysis: warning: {warning}", file=sys.stderr)
 
 
 # ---- aianalysis catalog ... ----------------------------------------------------------------
@@ -340,3 +351,59 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     evaluation.command.add_arguments(evaluate)
     evaluate.set_defaults(handler=evaluation.command.from_args)
+
+
+# ---- aianalysis mcp ----------------------------------------------------------------------------
+
+
+def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "mcp",
+        help="serve the workflow catalog tools over MCP (stdio or streamable HTTP); read-only",
+        description="An MCP server with the catalog tools the operator's LLM uses (search, details...). "
+        "The business context given here is applied to every search exactly as for an incident; a "
+        "caller's business filters can only narrow it. Without --catalog it reads the cluster's "
+        "RemediationWorkflows (current kubeconfig or in-cluster) and follows their changes.",
+    )
+    serve.add_argument(
+        "--catalog",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="RemediationWorkflow YAML files or directories",
+    )
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="http: port (default 8000); path /mcp")
+    business = serve.add_argument_group("business context (fixed for every call; decides eligibility)")
+    business.add_argument("--environment", metavar="E", help="e.g. production; absent = unknown")
+    business.add_argument("--priority", metavar="P", help="P0..P9; absent = unknown")
+    business.add_argument("--business-category", metavar="B", help="e.g. payments; absent = unknown")
+    business.add_argument(
+        "--risk-tolerance",
+        choices=list(resources.RISK_ORDER),
+        default="low",
+        help="highest riskLevel offered (default: low)",
+    )
+    serve.set_defaults(handler=mcp_serve)
+
+
+def mcp_serve(args: argparse.Namespace) -> int:
+    from aianalysis import mcp_server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
+
+    options = mcp_server.Options(
+        business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars
+    )
+    serve = functools.partial(
+        mcp_server.run, options=options, transport=args.transport, host=args.host, port=args.port
+    )
+    if args.catalog:
+        serve(catalog.load_paths(args.catalog))
+        return 0
+    try:
+        with mcp_server.cluster_catalog() as index:
+            serve(index)
+    except errors.ClusterError as exc:
+        print(f"aianalysis: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -36,7 +36,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
         config.provider,
-        config.model if config.provider == "anthropic" else "-",
+        config.model if config.provider != "offline" else "-",
         config.max_concurrent_analyses,
     )
 

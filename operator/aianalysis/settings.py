@@ -9,7 +9,8 @@ from typing import Literal
 
 from aianalysis import errors
 
-Provider = Literal["offline", "anthropic"]
+Provider = Literal["offline", "anthropic", "bedrock", "vertex", "openai"]
+PROVIDERS: tuple[str, ...] = ("offline", "anthropic", "bedrock", "vertex", "openai")
 LogFormat = Literal["text", "json"]
 
 ENV_PREFIX = "AIANALYSIS_"
@@ -18,17 +19,51 @@ ENV_PREFIX = "AIANALYSIS_"
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
     provider: Provider = "offline"
-    """Which LLM answers: ``anthropic`` (Claude through the SDK) or ``offline`` (deterministic,
-    catalog-ranked, no network). Defaults to ``anthropic`` when an API key is configured."""
+    """Which LLM answers: ``anthropic`` (Claude through the SDK), ``bedrock`` / ``vertex`` (Claude
+    through AWS Bedrock / Google Vertex AI, with the SDK's own clients), ``openai`` (any
+    OpenAI-compatible Chat Completions endpoint) or ``offline`` (deterministic, catalog-ranked, no
+    network). Defaults to ``anthropic`` when an API key is configured."""
 
     model: str = "claude-sonnet-4-6"
-    """The Anthropic model id."""
+    """The model id as the provider names it (a Bedrock model or inference-profile id, a Vertex
+    model id, the name an OpenAI-compatible server serves)."""
 
     anthropic_base_url: str | None = None
     """Override the Messages API endpoint (a proxy, or the scripted server in tests)."""
 
     api_key: str | None = dataclasses.field(default=None, repr=False)
     """From ``ANTHROPIC_API_KEY`` (mount it from a Secret). Never logged, never in status."""
+
+    aws_region: str | None = None
+    """``bedrock``: the AWS region of the Bedrock runtime (default: ``AWS_REGION`` /
+    ``AWS_DEFAULT_REGION``). Credentials come from the AWS default chain (IRSA web identity,
+    environment, instance profile), never from these settings."""
+
+    bedrock_base_url: str | None = None
+    """``bedrock``: override the Bedrock runtime endpoint (a VPC endpoint, or a test server)."""
+
+    vertex_region: str | None = None
+    """``vertex``: the Vertex AI region (``us-east5``, ``europe-west1``, ``global``...)."""
+
+    vertex_project_id: str | None = None
+    """``vertex``: the Google Cloud project (default: the one of the application default credentials)."""
+
+    vertex_base_url: str | None = None
+    """``vertex``: override the Vertex AI endpoint (a Private Service Connect endpoint, a test server)."""
+
+    vertex_access_token: str | None = dataclasses.field(default=None, repr=False)
+    """``vertex``: a ready OAuth access token (from a token broker). Normally unset: credentials come
+    from workload identity / application default credentials. Never logged."""
+
+    openai_base_url: str | None = None
+    """``openai``: the Chat Completions endpoint's base URL, e.g. ``http://vllm:8000/v1``."""
+
+    openai_api_key: str | None = dataclasses.field(default=None, repr=False)
+    """``openai``: from ``OPENAI_API_KEY`` (optional: local servers need none). Never logged."""
+
+    model_check: bool = True
+    """Verify the configured model at startup (``aianalysis run``, ``eval``) with the provider's
+    cheapest call; an unknown or retired model stops with one line naming the setting to change."""
 
     llm_timeout_seconds: float = 60.0
     """Per-request timeout for one Messages API call."""
@@ -81,10 +116,11 @@ class Settings:
 def _problems(s: Settings) -> list[str]:
     """Every problem at once, each naming the variable to fix (a restart loop per typo is slow)."""
     out: list[str] = []
-    if s.provider not in ("offline", "anthropic"):
-        out.append(f"{env_name('provider')} must be 'offline' or 'anthropic', not {s.provider!r}")
+    if s.provider not in PROVIDERS:
+        out.append(f"{env_name('provider')} must be one of {', '.join(PROVIDERS)}, not {s.provider!r}")
     if s.provider == "anthropic" and not s.api_key:
         out.append("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
+    out.extend(_platform_problems(s))
     if not 0.0 <= s.confidence_floor <= 1.0:
         out.append(f"{env_name('confidence_floor')} must be within 0..1, not {s.confidence_floor}")
     if s.log_format not in ("text", "json"):
@@ -111,6 +147,16 @@ def _problems(s: Settings) -> list[str]:
     return out
 
 
+def _platform_problems(s: Settings) -> list[str]:
+    """What bedrock, vertex and openai need besides credentials (which come from their own chains)."""
+    needs = {
+        "bedrock": ("aws_region",),
+        "vertex": ("vertex_region",),
+        "openai": ("openai_base_url",),
+    }.get(s.provider, ())
+    return [f"provider {s.provider!r} needs {env_name(name)}" for name in needs if not getattr(s, name)]
+
+
 def env_name(field: str) -> str:
     """The variable that sets ``field`` (what a user edits when a value is rejected)."""
     return ENV_PREFIX + field.upper()
@@ -133,14 +179,43 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Setti
     base_url = env.get("ANTHROPIC_BASE_URL")
     if base_url and "anthropic_base_url" not in values:
         values["anthropic_base_url"] = base_url
+    for target, names in _PLATFORM_ENV.items():
+        found = next((env[name] for name in names if env.get(name)), None)
+        if found and target not in values:
+            values[target] = found
     values.update({k: v for k, v in overrides.items() if v is not None})
     if "provider" not in values:
         values["provider"] = "anthropic" if values.get("api_key") else "offline"
+    if values["provider"] in _MODEL_REQUIRED and "model" not in values:
+        # The default is an Anthropic API id: on Bedrock or an OpenAI-compatible server it cannot exist.
+        raise errors.ConfigError(
+            f"provider {values['provider']!r} needs {env_name('model')} (the model id that endpoint serves)"
+        )
     return Settings(**values)  # type: ignore[arg-type]  # validated in __post_init__
+
+
+_MODEL_REQUIRED = frozenset({"bedrock", "openai"})
+
+#: The platforms' own variables, used when the ``AIANALYSIS_*`` one is unset (credentials excluded:
+#: the SDKs read those through their platform's standard chain).
+_PLATFORM_ENV: dict[str, tuple[str, ...]] = {
+    "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "bedrock_base_url": ("ANTHROPIC_BEDROCK_BASE_URL",),
+    "vertex_region": ("CLOUD_ML_REGION",),
+    "vertex_project_id": ("ANTHROPIC_VERTEX_PROJECT_ID",),
+    "vertex_base_url": ("ANTHROPIC_VERTEX_BASE_URL",),
+    "openai_api_key": ("OPENAI_API_KEY",),
+}
 
 
 def _coerce(name: str, annotation: object, raw: str) -> object:
     kind = str(annotation)
+    if kind == "bool":
+        if raw.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.strip().lower() in ("0", "false", "no", "off"):
+            return False
+        raise errors.ConfigError(f"{env_name(name)}={raw!r} is not true or false")
     try:
         if kind == "int":
             return int(raw)

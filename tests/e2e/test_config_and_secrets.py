@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.conftest import ROOT, OperatorProcess, analyses, wait_for, wait_terminal
 from tests.support import messages_server as ms
+from tests.support import platform_servers as ps
 
 
 def incident(name: str, namespace: str) -> str:
@@ -81,7 +82,7 @@ def run_cli(env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], floa
     [
         (
             {"AIANALYSIS_PROVIDER": "bogus"},
-            "AIANALYSIS_PROVIDER must be 'offline' or 'anthropic', not 'bogus'",
+            "AIANALYSIS_PROVIDER must be one of offline, anthropic, bedrock, vertex, openai, not 'bogus'",
         ),
         ({"AIANALYSIS_PROVIDER": "anthropic"}, "provider 'anthropic' needs ANTHROPIC_API_KEY"),
         ({"AIANALYSIS_CONFIDENCE_FLOOR": "70"}, "AIANALYSIS_CONFIDENCE_FLOOR must be within 0..1, not 70.0"),
@@ -127,6 +128,49 @@ def test_json_log_format_makes_every_operator_line_a_json_object(
     assert about_the_analysis, messages
 
 
+# ---- the model check at startup -----------------------------------------------------------------
+
+
+def test_run_with_a_retired_model_exits_with_one_line_naming_the_setting() -> None:
+    key = f"sk-ant-e2e-{secrets.token_hex(8)}"
+    with ms.MessagesServer(retired_models=["claude-3-sonnet-20240229"]) as server:
+        done, seconds = run_cli(
+            {
+                "AIANALYSIS_PROVIDER": "anthropic",
+                "ANTHROPIC_API_KEY": key,
+                "AIANALYSIS_ANTHROPIC_BASE_URL": server.base_url,
+                "AIANALYSIS_MODEL": "claude-3-sonnet-20240229",
+            }
+        )
+
+    assert done.returncode == 2
+    assert seconds < 15, "the check must not wait for a cluster"
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("aianalysis: error: model 'claude-3-sonnet-20240229' is unknown or retired")
+    assert "set AIANALYSIS_MODEL to a model id it serves" in lines[0]
+    assert [r.path for r in server.model_lookups] == ["/v1/models/claude-3-sonnet-20240229"]
+    assert server.requests == [], "no conversation was started"
+    assert key not in done.stderr
+
+
+def test_a_failing_model_check_does_not_block_startup(
+    cluster: Any, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    with ms.MessagesServer(lookup_failures=[ms.Fail(503, "overloaded", headers={})]) as server:
+        operator = start_operator(  # returns once /healthz answers: the operator is up
+            AIANALYSIS_PROVIDER="anthropic",
+            ANTHROPIC_API_KEY="sk-ant-e2e-check",
+            AIANALYSIS_ANTHROPIC_BASE_URL=server.base_url,
+            AIANALYSIS_LLM_MAX_RETRIES="0",
+        )
+        operator.stop()
+    assert len(server.model_lookups) == 1
+    assert "aianalysis: warning: could not verify model 'claude-sonnet-4-6'" in operator.logs()
+    assert "starting anyway" in operator.logs()
+
+
 # ---- the API key ------------------------------------------------------------------------------
 
 
@@ -134,8 +178,8 @@ class EchoingAPI:
     """Per incident: ``*-auth`` gets 401, ``*-down`` gets 500, each message quoting the API key the
     request sent (the real API does not; a misconfigured gateway might)."""
 
-    def __init__(self) -> None:
-        self.server = ms.MessagesServer(policy=self.answer)
+    def __init__(self, server: type[ms.MessagesServer] = ms.MessagesServer) -> None:
+        self.server = server(policy=self.answer)
 
     def answer(self, body: dict[str, Any]) -> ms.Step:
         seen = self.server.requests[-1].api_key
@@ -191,3 +235,41 @@ def test_the_api_key_never_appears_in_logs_events_or_status(
     for where, text in {"logs": logs, "events": events, "statuses": statuses, "metrics": metrics}.items():
         assert key not in text, f"the API key leaked into {where}"
         assert key[-12:] not in text, f"part of the API key leaked into {where}"
+
+
+def test_the_openai_key_never_appears_in_logs_events_or_status(
+    cluster: Any, namespace: str, start_operator: Callable[..., OperatorProcess]
+) -> None:
+    key = f"sk-e2e-openai-{secrets.token_hex(16)}"
+    api = EchoingAPI(ps.ChatCompletionsServer)  # the same echoing gateway, speaking Chat Completions
+    with api.server as server:
+        operator = start_operator(
+            AIANALYSIS_PROVIDER="openai",
+            OPENAI_API_KEY=key,
+            AIANALYSIS_OPENAI_BASE_URL=server.base_url,
+            AIANALYSIS_MODEL="local-model",
+            AIANALYSIS_PROVIDER_RETRY_LIMIT="2",
+            AIANALYSIS_LLM_MAX_RETRIES="0",
+        )
+        for name in ("leak-auth", "leak-down"):
+            cluster.kubectl("apply", "-n", namespace, "-f", "-", input=incident(name, namespace))
+        done = {
+            a["metadata"]["name"]: a["status"]
+            for a in wait_terminal(cluster, namespace, 2, logs=operator.logs)
+        }
+        metrics = operator.metrics()
+        operator.stop()
+
+    assert {request.api_key for request in server.requests} == {key}, "the key was really sent (and echoed)"
+    assert len(server.model_lookups) == 1, "the model was checked at startup"
+    auth, down = done["leak-auth"], done["leak-down"]
+    assert (auth["phase"], auth["reason"]) == ("Failed", "ProviderError")
+    assert "401" in auth["message"] and "[redacted]" in auth["message"]
+    assert (down["reason"], down["humanReviewReason"]) == ("ProviderUnavailable", "provider_unavailable")
+    events = cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout
+    statuses = json.dumps(analyses(cluster, namespace))
+    logs = operator.logs()
+    assert 'aianalysis_llm_requests_total{outcome="error",provider="openai"}' in metrics
+    for where, text in {"logs": logs, "events": events, "statuses": statuses, "metrics": metrics}.items():
+        assert key not in text, f"the OpenAI key leaked into {where}"
+        assert key[-12:] not in text, f"part of the OpenAI key leaked into {where}"

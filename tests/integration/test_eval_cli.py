@@ -14,6 +14,7 @@ import pytest
 from aianalysis import cli
 from aianalysis.evaluation import chart, scenario
 from tests.support import messages_server as ms
+from tests.support import platform_servers as ps
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "eval"
@@ -191,3 +192,50 @@ def test_anthropic_provider_end_to_end_against_the_scripted_messages_api(
         if name == "get_resource" and is_error
     ]
     assert len(refused) == 2 and all("no cluster is attached" in text for text in refused)
+
+
+# ---- any provider: the same evaluation over an OpenAI-compatible endpoint ------------------------
+
+
+@pytest.fixture
+def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ps.ChatCompletionsServer]:
+    with ps.ChatCompletionsServer(policy=sre, served_models=["local-model"]) as running:
+        for name in ("ANTHROPIC_API_KEY", "AIANALYSIS_PROVIDER"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AIANALYSIS_OPENAI_BASE_URL", running.base_url)
+        monkeypatch.setenv("AIANALYSIS_MODEL", "local-model")
+        monkeypatch.setenv("AIANALYSIS_LLM_MAX_RETRIES", "0")
+        yield running
+
+
+def test_openai_provider_evaluates_the_same_way(
+    chat_server: ps.ChatCompletionsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_eval("--scenarios", *map(str, SCENARIOS), "--provider", "openai", "--out", str(tmp_path))
+    assert code == 0, capsys.readouterr().err
+    document = json.loads((tmp_path / "report.json").read_text())
+    summary = document["summary"]
+    runs = {s["name"]: s["runs"][0] for s in document["scenarios"]}
+    assert document["meta"]["provider"] == "openai" and document["meta"]["model"] == "local-model"
+    assert summary["runs"] == 3 and summary["errors"] == 0
+    assert runs["api-gateway-cert-expiring"]["selectedWorkflow"] == "cert-renew"
+    assert runs["node-notready-kubelet"]["correct"] is True
+    assert runs["pricing-jvm-oomkilled-investigate"]["humanReviewReason"] == "inconclusive"
+    assert summary["accuracy"] == 2 / 3, "the same fake model scores the same through either wire format"
+    assert summary["tokens"]["requests"] == len(chat_server.requests)
+    assert len(chat_server.model_lookups) == 1, "the model was checked once, before the runs"
+
+
+def test_eval_with_a_model_the_endpoint_does_not_serve_stops_before_any_run(
+    chat_server: ps.ChatCompletionsServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIANALYSIS_MODEL", "retired-model")
+    code = run_eval("--scenarios", str(SCENARIOS[0]), "--provider", "openai", "--out", str(tmp_path / "r"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "aianalysis: error: model 'retired-model' is not served by provider 'openai'" in err
+    assert "set AIANALYSIS_MODEL" in err
+    assert chat_server.requests == [] and not (tmp_path / "r").exists()

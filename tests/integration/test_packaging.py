@@ -314,7 +314,62 @@ def test_anthropic_without_a_secret_is_refused_with_a_clear_message(helm: Path, 
     with pytest.raises(AssertionError, match=r"provider anthropic needs apiKeySecret\.name"):
         render(helm, tmp_path, values={"provider": "anthropic"})
     with pytest.raises(AssertionError, match="at '/provider': value must be one of 'offline', 'anthropic'"):
-        render(helm, tmp_path, values={"provider": "openai"})  # values.schema.json
+        render(helm, tmp_path, values={"provider": "bogus"})  # values.schema.json
+
+
+PLATFORM_VALUES: dict[str, dict[str, Any]] = {
+    "bedrock": {
+        "provider": "bedrock",
+        "model": "eu.anthropic.claude-sonnet-4-6",
+        "bedrock": {"region": "eu-west-1"},
+    },
+    "vertex": {"provider": "vertex", "vertex": {"region": "europe-west1", "projectId": "incidents"}},
+    "openai": {
+        "provider": "openai",
+        "model": "qwen3-coder",
+        "openai": {
+            "baseUrl": "http://vllm.llm:8000/v1",
+            "apiKeySecret": {"name": "vllm-key", "key": "token"},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("provider", sorted(PLATFORM_VALUES))
+def test_platform_provider_values_become_a_valid_operator_configuration(
+    helm: Path, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path, provider: str
+) -> None:
+    objects = render(helm, tmp_path, values=PLATFORM_VALUES[provider], namespace=namespace)
+    env = env_of(objects)
+    plain = {name: item["value"] for name, item in env.items() if "value" in item}
+    secret = {name: item["valueFrom"]["secretKeyRef"] for name, item in env.items() if "valueFrom" in item}
+    config = settings.from_env({**plain, **{name: "from-a-secret" for name in secret}})
+    assert config.provider == provider and config.model_check is True
+    if provider == "bedrock":
+        assert (config.aws_region, config.model) == ("eu-west-1", "eu.anthropic.claude-sonnet-4-6")
+        assert secret == {}, "AWS credentials come from IRSA / the default chain, never a Secret of ours"
+    if provider == "vertex":
+        assert (config.vertex_region, config.vertex_project_id) == ("europe-west1", "incidents")
+        assert secret == {}
+    if provider == "openai":
+        assert config.openai_base_url == "http://vllm.llm:8000/v1"
+        assert secret == {"OPENAI_API_KEY": {"name": "vllm-key", "key": "token"}}
+    apply_dry_run(cluster, yaml.safe_dump_all(objects))
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"provider": "bedrock"}, r"provider bedrock needs bedrock\.region"),
+        ({"provider": "vertex"}, r"provider vertex needs vertex\.region"),
+        ({"provider": "openai"}, r"provider openai needs openai\.baseUrl"),
+    ],
+)
+def test_platform_provider_without_its_endpoint_is_refused(
+    helm: Path, tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(AssertionError, match=message):
+        render(helm, tmp_path, values=values)
 
 
 def test_install_notes_tell_how_to_watch_the_operator_and_switch_to_claude(

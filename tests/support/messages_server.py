@@ -27,8 +27,9 @@ import dataclasses
 import itertools
 import json
 import threading
+import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -296,7 +297,18 @@ def _count_cache_control(value: Any) -> int:
 class MessagesServer:
     """Scripted Messages API on ``127.0.0.1``; use as a context manager or ``start()``/``stop()``."""
 
-    def __init__(self, *steps: Step, policy: Policy | None = None, check_requests: bool = True) -> None:
+    def __init__(
+        self,
+        *steps: Step,
+        policy: Policy | None = None,
+        check_requests: bool = True,
+        retired_models: Collection[str] = (),
+        lookup_failures: Sequence[Fail | Hang] = (),
+    ) -> None:
+        self.retired_models = frozenset(retired_models)
+        """Model ids the model check (and any request) is told are unknown: 404 not found."""
+        self._lookup_failures: list[Fail | Hang] = list(lookup_failures)
+        self._lookups: list[RecordedRequest] = []
         self._steps: list[Step] = list(steps)
         self._policy = policy
         self._check = check_requests
@@ -334,6 +346,12 @@ class MessagesServer:
         """Every request received, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def model_lookups(self) -> list[RecordedRequest]:
+        """The model checks received (answered apart: they never use a scripted step)."""
+        with self._lock:
+            return list(self._lookups)
 
     @property
     def base_url(self) -> str:
@@ -415,19 +433,65 @@ class MessagesServer:
             headers={key.lower(): value for key, value in request.headers.items()},
             body=body if isinstance(body, dict) else {},
         )
+        model = self.model_lookup(request, record.body)
+        if model is not None:
+            with self._lock:
+                self._lookups.append(record)
+                failure = self._lookup_failures.pop(0) if self._lookup_failures else None
+            if failure is not None:
+                return await self._answer(failure, record.body)
+            return self.model_answer(model)
         with self._lock:
             self._requests.append(record)
-        if request.method != "POST" or request.path != "/v1/messages":
-            return _error(404, f"scripted server: no route for {request.method} {request.path}")
+        routed = self.route(request, body)
+        if isinstance(routed, web.StreamResponse):
+            return routed
+        body = routed
         found = problems(body) if self._check else []
         if found:
-            return _error(400, "; ".join(found))
+            return self.error(400, "; ".join(found))
+        if body.get("model") in self.retired_models:
+            return self.retired(body["model"])
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             return await self._answer(self._next_step(body), body)
         finally:
             self.in_flight -= 1
+
+    # -- the wire format (subclasses speak the platforms' dialects) ---------------------------------
+
+    def route(self, request: web.Request, body: Any) -> Any:
+        """The Messages API request body (with its ``model``), or the error response for this route."""
+        if request.method != "POST" or request.path != "/v1/messages":
+            return self.error(404, f"scripted server: no route for {request.method} {request.path}")
+        return body
+
+    def model_lookup(self, request: web.Request, body: dict[str, Any]) -> str | None:
+        """The model id when this request is a model check (``GET /v1/models/{id}``)."""
+        if request.method == "GET" and request.path.startswith("/v1/models/"):
+            return urllib.parse.unquote(request.path.removeprefix("/v1/models/"))
+        return None
+
+    def model_answer(self, model: str) -> web.Response:
+        if model in self.retired_models:
+            return self.retired(model)
+        return web.json_response(
+            {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
+        )
+
+    def retired(self, model: str) -> web.Response:
+        return self.error(404, f"model: {model}", error_type="not_found_error", headers={})
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> web.Response:
+        return _error(status, message, error_type=error_type, headers=headers)
 
     def _next_step(self, body: dict[str, Any]) -> Step:
         with self._lock:
@@ -443,11 +507,11 @@ class MessagesServer:
             assert self._stopping is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), step.seconds)
-            return _error(504, "scripted server: hang ended")
+            return self.error(504, "scripted server: hang ended")
         if step.delay:
             await asyncio.sleep(step.delay)
         if isinstance(step, Fail):
-            return _error(step.status, step.message, error_type=step.error_type, headers=step.headers)
+            return self.error(step.status, step.message, error_type=step.error_type, headers=step.headers)
         return web.json_response(self._message(step, body), headers={"request-id": _request_id()})
 
     def _message(self, step: Reply, body: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,10 @@ def test_the_sdk_base_url_variable_is_honoured_when_ours_is_unset() -> None:
 def test_unknown_provider_is_rejected_with_the_allowed_values() -> None:
     message = rejected({"AIANALYSIS_PROVIDER": "bogus"})
 
-    assert "AIANALYSIS_PROVIDER must be 'offline' or 'anthropic', not 'bogus'" in message
+    assert (
+        "AIANALYSIS_PROVIDER must be one of offline, anthropic, bedrock, vertex, openai, not 'bogus'"
+        in message
+    )
 
 
 def test_anthropic_without_a_key_is_rejected() -> None:
@@ -159,3 +162,89 @@ def test_the_api_key_never_shows_in_repr_or_errors() -> None:
     assert KEY not in str(dataclasses.replace(s, model="m"))
     message = rejected({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_MAX_TOKENS": "0"})
     assert KEY not in message
+
+
+# ---- bedrock, vertex, openai --------------------------------------------------------------------
+
+
+def test_platform_providers_read_their_settings_and_the_platforms_own_variables() -> None:
+    bedrock = settings.from_env(
+        {
+            "AIANALYSIS_PROVIDER": "bedrock",
+            "AIANALYSIS_MODEL": "eu.anthropic.claude-x",
+            "AWS_REGION": "eu-west-1",
+        }
+    )
+    assert (bedrock.provider, bedrock.aws_region, bedrock.model) == (
+        "bedrock",
+        "eu-west-1",
+        "eu.anthropic.claude-x",
+    )
+    vertex = settings.from_env(
+        {"AIANALYSIS_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "AIANALYSIS_VERTEX_PROJECT_ID": "p"}
+    )
+    assert (vertex.vertex_region, vertex.vertex_project_id) == ("us-east5", "p")
+    ours = settings.from_env(
+        {"AIANALYSIS_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "AIANALYSIS_VERTEX_REGION": "global"}
+    )
+    assert ours.vertex_region == "global", "AIANALYSIS_* wins over the platform's variable"
+    openai = settings.from_env(
+        {
+            "AIANALYSIS_PROVIDER": "openai",
+            "AIANALYSIS_MODEL": "m",
+            "AIANALYSIS_OPENAI_BASE_URL": "http://vllm:8000/v1",
+        }
+    )
+    assert (openai.openai_base_url, openai.openai_api_key) == ("http://vllm:8000/v1", None), (
+        "the key is optional"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"AIANALYSIS_PROVIDER": "bedrock", "AWS_REGION": "x"}, "provider 'bedrock' needs AIANALYSIS_MODEL"),
+        (
+            {"AIANALYSIS_PROVIDER": "bedrock", "AIANALYSIS_MODEL": "m"},
+            "provider 'bedrock' needs AIANALYSIS_AWS_REGION",
+        ),
+        ({"AIANALYSIS_PROVIDER": "vertex"}, "provider 'vertex' needs AIANALYSIS_VERTEX_REGION"),
+        (
+            {"AIANALYSIS_PROVIDER": "openai", "AIANALYSIS_MODEL": "m"},
+            "provider 'openai' needs AIANALYSIS_OPENAI_BASE_URL",
+        ),
+        ({"AIANALYSIS_MODEL_CHECK": "maybe"}, "AIANALYSIS_MODEL_CHECK='maybe' is not true or false"),
+    ],
+)
+def test_platform_providers_name_the_missing_setting(env: dict[str, str], expected: str) -> None:
+    assert expected in rejected(env)
+
+
+def test_the_model_check_can_be_turned_off() -> None:
+    assert settings.from_env({}).model_check is True
+    assert settings.from_env({"AIANALYSIS_MODEL_CHECK": "false"}).model_check is False
+
+
+def test_platform_secrets_never_show_in_repr() -> None:
+    token, key = "ya29.SECRET-vertex-token", "sk-SECRET-openai-key"
+    vertex = settings.from_env(
+        {"AIANALYSIS_PROVIDER": "vertex", "CLOUD_ML_REGION": "r", "AIANALYSIS_VERTEX_ACCESS_TOKEN": token}
+    )
+    openai = settings.from_env(
+        {
+            "AIANALYSIS_PROVIDER": "openai",
+            "AIANALYSIS_MODEL": "m",
+            "AIANALYSIS_OPENAI_BASE_URL": "u",
+            "OPENAI_API_KEY": key,
+        }
+    )
+    assert vertex.vertex_access_token == token and openai.openai_api_key == key
+    assert token not in repr(vertex) and key not in repr(openai)
+    assert key not in rejected(
+        {
+            "AIANALYSIS_PROVIDER": "openai",
+            "AIANALYSIS_MODEL": "m",
+            "OPENAI_API_KEY": key,
+            "AIANALYSIS_MAX_TOKENS": "0",
+        }
+    )

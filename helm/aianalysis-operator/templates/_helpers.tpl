@@ -69,3 +69,34 @@ without a key); optional with provider offline, so a missing Secret does not blo
       optional: {{ ne .Values.provider "anthropic" }}
 {{- end }}
 {{- end }}
+
+{{/*
+Settings of the bedrock, vertex and openai providers (credentials come from the platforms' own
+chains; only the optional OpenAI-compatible API key is a Secret).
+*/}}
+{{- define "aianalysis-operator.platformEnv" -}}
+{{- if and (eq .Values.provider "bedrock") (not .Values.bedrock.region) }}
+{{- fail "provider bedrock needs bedrock.region (the AWS region of the Bedrock runtime)" }}
+{{- end }}
+{{- if and (eq .Values.provider "vertex") (not .Values.vertex.region) }}
+{{- fail "provider vertex needs vertex.region (the Vertex AI region, e.g. us-east5)" }}
+{{- end }}
+{{- if and (eq .Values.provider "openai") (not .Values.openai.baseUrl) }}
+{{- fail "provider openai needs openai.baseUrl (the OpenAI-compatible endpoint, e.g. http://vllm:8000/v1)" }}
+{{- end }}
+- name: AIANALYSIS_MODEL_CHECK
+  value: {{ .Values.modelCheck | quote }}
+{{- range $name, $value := dict "AIANALYSIS_AWS_REGION" .Values.bedrock.region "AIANALYSIS_BEDROCK_BASE_URL" .Values.bedrock.baseUrl "AIANALYSIS_VERTEX_REGION" .Values.vertex.region "AIANALYSIS_VERTEX_PROJECT_ID" .Values.vertex.projectId "AIANALYSIS_VERTEX_BASE_URL" .Values.vertex.baseUrl "AIANALYSIS_OPENAI_BASE_URL" .Values.openai.baseUrl }}
+{{- if $value }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.openai.apiKeySecret.name }}
+- name: OPENAI_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.openai.apiKeySecret.name }}
+      key: {{ .Values.openai.apiKeySecret.key }}
+{{- end }}
+{{- end }}

@@ -56,6 +56,9 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
     index = catalog.load_paths(options.catalog)
     scenario_mod.check_against(scenarios, index)
     config = settings.from_env(provider=options.provider)
+    warning = asyncio.run(llm.check_model(config))  # a retired model stops here, before any paid run
+    if warning:
+        print(f"aianalysis eval: warning: {warning}", file=stderr)
     started = analysis.utcnow()
     out = options.out or DEFAULT_OUT / f"{started:%Y%m%dT%H%M%SZ}-{config.provider}"
     concurrency = options.concurrency or config.max_concurrent_analyses
@@ -179,8 +182,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, nargs="+", required=True, type=Path, metavar="PATH", help=what)
     parser.add_argument(
         "--provider",
-        choices=("offline", "anthropic"),
-        help="default: anthropic when ANTHROPIC_API_KEY is set, else offline",
+        choices=settings.PROVIDERS,
+        help="default: AIANALYSIS_PROVIDER, else anthropic when ANTHROPIC_API_KEY is set, else offline",
     )
     parser.add_argument(
         "--repeat", type=_positive, default=1, metavar="N", help="runs per scenario (default 1)"

@@ -11,14 +11,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anthropic
 import httpx2
 from anthropic import types as atypes
 
 from aianalysis import answer, errors, resources, settings
-from aianalysis.llm import base
+from aianalysis.llm import base, model_check
+
+if TYPE_CHECKING:
+    from anthropic.lib.bedrock import AsyncAnthropicBedrock
+    from anthropic.lib.vertex import AsyncAnthropicVertex
+
+    Client = anthropic.AsyncAnthropic | AsyncAnthropicBedrock | AsyncAnthropicVertex
 
 PROVIDER_NAME = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -37,9 +43,16 @@ _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 
 
 class AnthropicProvider:
-    """One ``AsyncAnthropic`` client (one connection pool) shared by every conversation."""
+    """One ``AsyncAnthropic`` client (one connection pool) shared by every conversation.
+
+    Bedrock and Vertex (:mod:`aianalysis.llm.bedrock_provider`, :mod:`aianalysis.llm.vertex_provider`)
+    subclass it: they only build another SDK
+    client (``_make_client``) and probe the model differently; the conversation loop is this one."""
 
     name = PROVIDER_NAME
+    caches_conversation = True
+    """Send the top-level ``cache_control`` that also caches the growing conversation (first-party
+    API); platforms cache the system prompt and tool definitions through block breakpoints only."""
 
     def __init__(
         self,
@@ -48,16 +61,24 @@ class AnthropicProvider:
         http_client: httpx2.AsyncClient | None = None,
         on_request: base.RequestObserver = base.ignore_request,
     ) -> None:
-        if not config.api_key:
-            raise errors.ConfigError("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
         self.model = config.model
         self._settings = config
-        self._secret = config.api_key
+        self._secret = self._credential(config)
         self._on_request = on_request
         self._owns_http_client = http_client is None
+        self._client: Client = self._make_client(config, http_client)
+
+    def _credential(self, config: settings.Settings) -> str:
+        """The secret this provider sends (kept out of every message), or "" when the platform's own
+        credential chain signs the requests."""
+        if not config.api_key:
+            raise errors.ConfigError("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
+        return config.api_key
+
+    def _make_client(self, config: settings.Settings, http_client: httpx2.AsyncClient | None) -> Client:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
-        self._client = anthropic.AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             api_key=config.api_key,
             base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
             timeout=config.llm_timeout_seconds,
@@ -65,8 +86,34 @@ class AnthropicProvider:
             http_client=http_client,
         )
 
+    async def check_model(self) -> str | None:
+        """The startup model check (see :mod:`aianalysis.llm.model_check`)."""
+        try:
+            await self._probe()
+        except anthropic.AnthropicError as err:
+            failure = self._classify(err)
+            status = err.status_code if isinstance(err, anthropic.APIStatusError) else None
+            return model_check.judge(self.name, self.model, status=status, failure=failure)
+        return None
+
+    def _classify(self, err: anthropic.AnthropicError) -> errors.ProviderError:
+        """:func:`classify`, plus the message of platforms whose error bodies are not the Messages
+        API's ``{"error": {...}}`` (Bedrock answers ``{"message": ...}``)."""
+        failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+        if isinstance(err, anthropic.APIStatusError) and err.api_message is None:
+            body = err.body if isinstance(err.body, dict) else {}
+            message = body.get("message") or body.get("Message")
+            if isinstance(message, str) and message:
+                return type(failure)(f"{failure} {_redact(message, self._secret)}")
+        return failure
+
+    async def _probe(self) -> None:
+        """The cheapest call that fails for an unknown model: the free model lookup."""
+        assert isinstance(self._client, anthropic.AsyncAnthropic)
+        await self._client.models.retrieve(self.model)
+
     def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={str(self._client.base_url)!r})"
 
     def open(
         self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
@@ -104,10 +151,10 @@ class AnthropicProvider:
                 messages=messages,
                 tool_choice=_FORCE_SUBMIT if force_submit else anthropic.omit,
                 # Also cache the growing conversation: each turn re-reads the previous prefix.
-                cache_control=_EPHEMERAL,
+                cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
         except anthropic.AnthropicError as err:
-            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            failure = self._classify(err)
             outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
             self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
@@ -151,7 +198,7 @@ class AnthropicConversation:
 
     @property
     def usage(self) -> resources.LLMUsage:
-        return self._counter.snapshot(provider=PROVIDER_NAME, model=self._model)
+        return self._counter.snapshot(provider=self._provider.name, model=self._model)
 
     @property
     def steps(self) -> int:

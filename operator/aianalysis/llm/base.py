@@ -29,6 +29,9 @@ class Submission:
     truncated: bool = False
     prose: str | None = None
     exhausted: bool = False
+    malformed: str | None = None
+    """Why the submit call's arguments could not be read as a JSON object (providers that pass
+    arguments as text); the validator reports it and the model gets to correct it."""
 
 
 class ToolOutcome(Protocol):
@@ -83,6 +86,11 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections (called once at operator cleanup)."""
+        ...
+
+    async def check_model(self) -> str | None:
+        """The startup model check: ``None`` = the model answered, a string = a warning (the check
+        could not tell); raises ``errors.ConfigError`` when the platform says the model is unknown."""
         ...
 
 

@@ -127,6 +127,10 @@ class OfflineProvider:
     async def aclose(self) -> None:
         """Nothing to release."""
 
+    async def check_model(self) -> str | None:
+        """There is no model to check."""
+        return None
+
 
 class OfflineConversation:
     def __init__(self, *, toolbox: base.Tools, spec: resources.AIAnalysisSpec) -> None:

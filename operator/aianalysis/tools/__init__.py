@@ -7,12 +7,20 @@
 
 from __future__ import annotations
 
-from aianalysis.tools._box import NO_CLUSTER, TOOL_NAMES, ToolBox, ToolResult
+from aianalysis.tools._box import (
+    CATALOG_TOOL_NAMES,
+    NO_CLUSTER,
+    TOOL_NAMES,
+    ToolBox,
+    ToolResult,
+    catalog_toolbox,
+)
 from aianalysis.tools._reader import ClusterReader, JSONObject, Unavailable
 from aianalysis.tools._redact import REDACTED
 from aianalysis.tools._scope import detect_facts, gather_scope
 
 __all__ = [
+    "CATALOG_TOOL_NAMES",
     "NO_CLUSTER",
     "REDACTED",
     "TOOL_NAMES",
@@ -21,6 +29,7 @@ __all__ = [
     "ToolBox",
     "ToolResult",
     "Unavailable",
+    "catalog_toolbox",
     "detect_facts",
     "gather_scope",
 ]

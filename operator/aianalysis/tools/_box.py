@@ -121,6 +121,9 @@ _DEFINITIONS: list[dict[str, Any]] = [
 
 TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS)
 
+CATALOG_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS if not spec.needs_cluster)
+"""The tools that read only the catalog (what ``aianalysis mcp`` serves)."""
+
 
 class ToolBox:
     """The tools of one conversation. ``seen`` maps each workflow_id a catalog tool showed to the
@@ -214,3 +217,17 @@ def _problems(exc: pydantic.ValidationError) -> str:
         f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
         for error in exc.errors()
     )
+
+
+def catalog_toolbox(
+    *, catalog: catalog.Catalog, business: resources.BusinessContext, max_chars: int
+) -> ToolBox:
+    """A toolbox outside any analysis (``aianalysis mcp``): no cluster, and ``business`` as the fixed
+    policy every search applies exactly as for an incident (callers' filters can only narrow it).
+    The signal and resource are placeholders no catalog tool reads."""
+    spec = resources.AIAnalysisSpec(
+        signal=resources.Signal(type="-", severity="low"),
+        resource=resources.ResourceRef(kind="-", name="none"),
+        business_context=business,
+    )
+    return ToolBox(spec=spec, catalog=catalog, reader=None, max_chars=max_chars)

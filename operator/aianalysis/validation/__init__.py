@@ -84,14 +84,18 @@ def validate(
     scope: scope.Scope | None = None,
     returned: Set[scope.Key] = frozenset(),
     facts: Mapping[scope.Key, catalog.TargetFacts] | None = None,
+    malformed: str | None = None,
 ) -> Verdict:
     """Run every check on one submitted answer.
 
     ``scope`` enables the target rules (§4 6a): the analysis always passes it; without one only
     the catalog fit is checked. ``returned`` holds what the investigation tools returned, and
     ``facts`` the facts detected per target (a target without an entry has unknown facts).
+    ``malformed`` says why a submit call's arguments were not a JSON object (then ``raw`` is None).
     """
     errors: list[str] = [_answer.truncated_error()] if truncated else []
+    if malformed is not None:
+        return _verdict([*errors, _answer.malformed_error(malformed)], [], answer=None)
     if raw is None:
         return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
     try:

@@ -29,6 +29,13 @@ def no_submission_error(prose: str | None) -> str:
     )
 
 
+def malformed_error(problem: str) -> str:
+    return _messages.clip(
+        f"[schema] the submit_selection arguments are not a JSON object ({problem}); call "
+        "submit_selection again with one JSON object matching its schema."
+    )
+
+
 def schema_errors(exc: pydantic.ValidationError) -> list[str]:
     details = exc.errors(include_url=False)
     errors = [_schema_error(detail) for detail in details[:_MAX_SCHEMA_ERRORS]]
