@@ -4,10 +4,11 @@ clock the test moves, never a sleep."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
-from aianalysis import budget, llm, metrics
+from aianalysis import budget, llm, metrics, resources
 from tests.support.clock import ManualClock
 
 HOUR = budget.HOUR_SECONDS
@@ -21,6 +22,15 @@ def ticket(n: int, *, severity: str = "high", created: str | None = None) -> bud
 
 async def no_op(message: str) -> None:
     return None
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Lets the event loop run until ``predicate`` holds (bounded: a few thousand loop turns)."""
+    for _ in range(5000):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
 
 
 def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_leaves_the_window() -> None:
@@ -70,8 +80,7 @@ async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_mov
     assert not await gate.acquire(ticket(1), on_wait=show)
     assert not await gate.acquire(ticket(2), on_wait=show)
     third = asyncio.create_task(gate.acquire(ticket(3), on_wait=show))
-    while not shown:
-        await asyncio.sleep(0)
+    await until(lambda: bool(shown))
 
     assert not third.done()
     assert shown == ["waiting for LLM budget: 2 of 2 conversations in the last hour"]
@@ -103,13 +112,11 @@ async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
         ticket(4, severity="medium", created="2026-11-22T08:00:00Z"),
     ]
     tasks = [asyncio.create_task(wait(t)) for t in waiting]
-    while gate.waiting < 4:
-        await asyncio.sleep(0)
+    await until(lambda: gate.waiting == 4)
     for _ in range(4):
         before = len(order)
         await clock.advance(HOUR)
-        while len(order) == before:
-            await asyncio.sleep(0)
+        await until(lambda: len(order) > before)  # noqa: B023  # awaited within the iteration
 
     assert order == ["uid-3", "uid-2", "uid-4", "uid-1"]
     await asyncio.gather(*tasks)
@@ -128,8 +135,7 @@ async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> Non
     gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
-    while gate.waiting == 0:
-        await asyncio.sleep(0)
+    await until(lambda: gate.waiting == 1)
 
     assert gate.withdraw("uid-2")
     assert await asyncio.wait_for(waiter, 5) is True
@@ -143,8 +149,7 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
     gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
-    while gate.waiting == 0:
-        await asyncio.sleep(0)
+    await until(lambda: gate.waiting == 1)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
@@ -162,8 +167,7 @@ async def test_billed_tokens_exhaust_the_daily_budget() -> None:
         )
     )
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
-    while gate.waiting == 0:
-        await asyncio.sleep(0)
+    await until(lambda: gate.waiting == 1)
 
     assert metrics.REGISTRY.get_sample_value("aianalysis_llm_budget_used", {"kind": "tokens"}) == 1000
     await clock.advance(budget.DAY_SECONDS)
@@ -172,8 +176,6 @@ async def test_billed_tokens_exhaust_the_daily_budget() -> None:
 
 
 def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> None:
-    from aianalysis import resources
-
     st = budget.waiting_status(
         previous=resources.AIAnalysisStatus(),
         message="waiting for LLM budget",

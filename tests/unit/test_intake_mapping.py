@@ -96,7 +96,8 @@ def test_a_crashlooping_pod_becomes_a_crashloopbackoff_signal_on_that_pod() -> N
          "PersistentVolumeClaim"),
         ("KubeDeploymentRolloutStuck", {"deployment": "api", "reason": "ProgressDeadlineExceeded"},
          "ProgressDeadlineExceeded", "Deployment"),
-        ("KubeStatefulSetReplicasMismatch", {"statefulset": "db"}, "KubeStatefulSetReplicasMismatch", "StatefulSet"),
+        ("KubeStatefulSetReplicasMismatch", {"statefulset": "db"}, "KubeStatefulSetReplicasMismatch",
+         "StatefulSet"),
     ],
 )  # fmt: skip
 def test_kube_prometheus_alert_names_map_to_signal_types_and_resources(
