@@ -1,5 +1,5 @@
 """An alert storm through the Alertmanager intake: 1,000 alerts over 20 incident keys (20
-Deployments, 5 crash-looping Pods each, every Pod's alert notified 10 times), posted as
+Deployments, 5 crash-looping Pods each, every Pod's alert firing 10 times), posted as
 Alertmanager would (version-4 payloads of 10 alerts, 8 senders at once) to a real operator process.
 
 Figures: analyses created (goal 20: one per incident), LLM conversations (goal 20), the intake's
@@ -71,17 +71,17 @@ def _owner(kind: str, obj: Any) -> dict[str, Any]:
 def _payloads(
     namespace: str, pods: dict[str, list[str]], *, repeats: int, batch: int
 ) -> list[dict[str, Any]]:
-    starts = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=3)).isoformat()
+    now = datetime.datetime.now(datetime.UTC)
     alerts = [
         {
             "status": "firing",
             "labels": {"alertname": "KubePodCrashLooping", "namespace": namespace, "pod": pod,
                        "container": "app", "reason": "CrashLoopBackOff", "severity": "critical"},
             "annotations": {"summary": "Pod is crash looping.", "description": f"Pod {pod} restarts."},
-            "startsAt": starts,
+            "startsAt": (now - datetime.timedelta(minutes=repeat)).isoformat(),  # each Pod re-fires
             "fingerprint": f"{abs(hash(pod)) % 16**16:016x}",
         }
-        for _ in range(repeats)
+        for repeat in range(repeats)
         for names in pods.values()
         for pod in names
     ]  # fmt: skip

@@ -222,7 +222,7 @@ def test_pods_of_one_deployment_become_one_analysis_and_a_repeat_in_cooldown_sta
     assert len(analyses(cluster, namespace)) == 1
     assert conversations(llm_server) == 1, "a repeat within the cooldown starts no conversation"
     assert intake_metric(operator, "created") == 1
-    assert intake_metric(operator, "repeat") == 3
+    assert intake_metric(operator, "repeat") >= 3  # Alertmanager re-sends a group when it changes
 
 
 def test_a_resolved_alert_ends_a_waiting_analysis_without_a_conversation(

@@ -1,7 +1,9 @@
 """One analysis per incident: the incident key is the resolved workload plus the signal type, so ten
 Pods of one Deployment are one incident. While its analysis is open, and for a cooldown after it
-ended, repeats only count (``status.intake.occurrences``, ``lastSeenAt``); they never start a
-conversation. A resolved alert ends an analysis that has not started, without a conversation.
+ended, repeats only count (``status.intake.occurrences``: distinct alerts, by fingerprint and
+``startsAt``, since Alertmanager re-sends a whole group whenever one of its alerts changes;
+``lastSeenAt``: any notification); they never start a conversation. A resolved alert ends an
+analysis that has not started, without a conversation.
 
 The cluster is the source of truth: each analysis carries its incident's hash as a label, so after a
 restart the tracker finds the latest analysis of an incident with one labelled list. In memory it
@@ -39,6 +41,7 @@ KEY_ANNOTATION = "kubernaut.io/incident-key"
 RESOLVED_REASON = "AlertResolved"
 FLUSH_SECONDS = 1.0
 REFRESH_SECONDS = 30.0
+MAX_REMEMBERED_ALERTS = 1000
 
 Outcome = Literal["created", "repeat", "cancelled", "resolved"]
 
@@ -76,6 +79,8 @@ class Incident:
     """False when it ended without a conversation (cancelled): the next alert starts a new one."""
     checked: float = 0.0
     firing: set[str] = dataclasses.field(default_factory=set)
+    counted: set[str] = dataclasses.field(default_factory=set)
+    """Alerts (fingerprint@startsAt) already counted for the current analysis."""
     dirty: bool = False
     flushing: bool = False
 
@@ -113,12 +118,20 @@ class Tracker:
                 return await self._resolved(incident, incoming)
             incident.firing.add(incoming.alert.fingerprint)
             if self._active(incident):
-                incident.occurrences += 1
-                incident.last_seen = incoming.received
+                self._count(incident, incoming)
                 self._schedule_flush(incident)
                 return "repeat"
             await self._create(incident, incoming)
             return "created"
+
+    def _count(self, incident: Incident, incoming: Incoming) -> None:
+        alert = f"{incoming.alert.fingerprint}@{incoming.alert.signal.firing_time}"
+        if alert not in incident.counted:
+            incident.occurrences += 1
+            if len(incident.counted) < MAX_REMEMBERED_ALERTS:
+                incident.counted.add(alert)
+        incident.last_seen = incoming.received
+        self._schedule_flush(incident)
 
     async def aclose(self) -> None:
         """Writes what is pending (bounded: one write per incident)."""
@@ -183,6 +196,7 @@ class Tracker:
         incident.name = incident.uid = None
         incident.ended_at = None
         incident.occurrences = 0
+        incident.counted = set()
         incident.first_seen = incident.last_seen = None
         incident.dirty = False
 
@@ -222,12 +236,11 @@ class Tracker:
         except _Conflict:
             # Someone (an earlier life of this process) created it: adopt it as the open analysis.
             await self._load(incident)
-            incident.occurrences += 1
-            incident.last_seen = incoming.received
-            self._schedule_flush(incident)
+            self._count(incident, incoming)
             return
         incident.name, incident.uid, incident.seq = name, created["metadata"].get("uid"), seq
         incident.occurrences, incident.ended_at, incident.cools_down = 1, None, True
+        incident.counted = {f"{alert.fingerprint}@{alert.signal.firing_time}"}
         incident.first_seen = incident.last_seen = incoming.received
         incident.checked = self._clock()
         self._schedule_flush(incident)
