@@ -333,11 +333,10 @@ class Tracker:
             incident.flushing = False
 
     async def _write_occurrences(self, incident: Incident) -> None:
-        assert incident.name is not None
+        name = incident.name
+        assert name is not None
         intake = resources.IntakeStatus(
-            occurrences=incident.occurrences,
-            first_seen_at=incident.first_seen,
-            last_seen_at=incident.last_seen,
+            occurrences=incident.occurrences, first_seen_at=incident.first_seen, last_seen_at=incident.last_seen
         )
         try:
             body = await self._call(
@@ -346,11 +345,15 @@ class Tracker:
                 V,
                 incident.namespace,
                 AIA,
-                incident.name,
+                name,
                 {"status": {"intake": intake.wire()}},
             )
         except _NotFound:
-            self._forget_analysis(incident)
+            if incident.name == name:
+                self._forget_analysis(incident)
+            return
+        if incident.name != name:  # a new analysis of the incident was created meanwhile
+            incident.dirty = True
             return
         if (body.get("status") or {}).get("phase") in ("Completed", "Failed"):
             self._adopt(incident, body)
