@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,39 @@ from aianalysis.intake import server
 from bench import harness, workload
 
 TOKEN = "bench-intake-token"
+
+
+def _post_all(
+    url: str, bodies: list[dict[str, Any]], *, senders: int
+) -> tuple[list[tuple[float, int]], float]:
+    """Every payload, ``senders`` at once: each answer's (seconds, status), and the total seconds."""
+    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+
+        def send(body: dict[str, Any]) -> tuple[float, int]:
+            began = time.monotonic()
+            code = http.post(url, json=body).status_code
+            return time.monotonic() - began, code
+
+        began = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(senders) as pool:
+            answers = list(pool.map(send, bodies))
+        return answers, time.monotonic() - began
+
+
+def _floor(bodies: list[dict[str, Any]], *, senders: int) -> tuple[list[tuple[float, int]], float]:
+    """The same payloads to a bare aiohttp endpoint (``bench.sink``) in its own process."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.sink"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=harness.ROOT,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        url = proc.stdout.readline().strip()
+        return _post_all(url, bodies, senders=senders)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(10)
 
 
 def _workloads(
@@ -115,20 +150,9 @@ def run(
         with harness.Operator(cluster, env=env, log_dir=log_dir) as operator:
             operator.wait_catalog(len(workload.SIGNALS), timeout=60)
             url = f"http://127.0.0.1:{port}{server.PATH}"
-            with (
-                harness.TerminalWatch(cluster, namespace) as watcher,
-                httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
-            ):
-
-                def send(body: dict[str, Any]) -> tuple[float, int]:
-                    began = time.monotonic()
-                    code = http.post(url, json=body).status_code
-                    return time.monotonic() - began, code
-
-                began = time.monotonic()
-                with concurrent.futures.ThreadPoolExecutor(senders) as pool:
-                    answers = list(pool.map(send, bodies))
-                sending = time.monotonic() - began
+            floor, floor_s = _floor(bodies, senders=senders)
+            with harness.TerminalWatch(cluster, namespace) as watcher:
+                answers, sending = _post_all(url, bodies, senders=senders)
                 processed = _wait(
                     lambda: operator.metric("aianalysis_intake_alerts_total") >= alerts,
                     timeout=300,
@@ -145,6 +169,7 @@ def run(
                 for name in ("created", "repeat", "rate_limited", "error", "no_namespace")
             }
     latencies = [seconds for seconds, _ in answers]
+    bare = [seconds for seconds, _ in floor]
     return {
         "alerts": alerts,
         "incident_keys": deployments,
@@ -159,6 +184,9 @@ def run(
         "intake_p50_ms": round(harness.percentile(latencies, 0.5) * 1000, 2),
         "intake_p99_ms": round(harness.percentile(latencies, 0.99) * 1000, 2),
         "accepted_alerts_per_s": round(alerts / sending, 1),
+        "floor_p50_ms": round(harness.percentile(bare, 0.5) * 1000, 2),
+        "floor_p99_ms": round(harness.percentile(bare, 0.99) * 1000, 2),
+        "floor_alerts_per_s": round(alerts / floor_s, 1),
         "processed_s": round(processed, 2),
         "goal_analyses": deployments,
         "goal_conversations": deployments,

@@ -336,7 +336,9 @@ class Tracker:
         name = incident.name
         assert name is not None
         intake = resources.IntakeStatus(
-            occurrences=incident.occurrences, first_seen_at=incident.first_seen, last_seen_at=incident.last_seen
+            occurrences=incident.occurrences,
+            first_seen_at=incident.first_seen,
+            last_seen_at=incident.last_seen,
         )
         try:
             body = await self._call(

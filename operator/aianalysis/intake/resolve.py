@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -96,14 +97,19 @@ class Resolver:
         api_class, method = reader
         api = getattr(k8s, api_class)(self._api)
         try:
-            obj = await asyncio.to_thread(getattr(api, method), target.name, target.namespace)
+            # Raw JSON: only the owner references are needed, and building the client's typed Pod
+            # model costs more CPU than the request itself (a storm asks this a hundred times).
+            raw = await asyncio.to_thread(
+                getattr(api, method), target.name, target.namespace, _preload_content=False
+            )
         except k8s.ApiException as exc:
             if exc.status in (403, 404):
                 return None
             raise errors.ClusterError(f"reading {target.kind} {target.name}: {exc.status}") from exc
-        for ref in obj.metadata.owner_references or []:
-            if ref.controller:
-                return mapping.Target(kind=ref.kind, name=ref.name, namespace=target.namespace)
+        meta = json.loads(raw.data).get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") and ref.get("name"):
+                return mapping.Target(kind=ref["kind"], name=ref["name"], namespace=target.namespace)
         return None
 
     async def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
