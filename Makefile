@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 K8S_BIN = $(shell hack/build-k8s.sh)
 HELM_BIN = $(shell hack/build-helm.sh)
+ALERTMANAGER_BIN = $(shell hack/build-alertmanager.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv k8s helm manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv k8s helm alertmanager manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -25,6 +26,9 @@ k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
 
 helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)
 	hack/build-helm.sh
+
+alertmanager:  ## build (or reuse) Alertmanager from Go modules (the intake's end-to-end test)
+	hack/build-alertmanager.sh
 
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
@@ -43,7 +47,8 @@ unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
 test: venv lint typecheck contracts
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
+	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo

@@ -2,7 +2,7 @@
 
     python -m bench [--quick] [--only NAME ...] [--out DIR]
 
-NAME is one of search, caching, overhead, concurrency, memory (repeatable; default all). Prints a
+NAME is one of search, caching, overhead, concurrency, memory, storm (repeatable; default all). Prints a
 table of the goals and writes every figure to ``DIR/bench-<time>.json`` and ``DIR/latest.json``
 (default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios.
 """
@@ -20,22 +20,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import caching, concurrency, harness, memory, overhead, report, search
+from bench import caching, concurrency, harness, memory, overhead, report, search, storm
 
-NAMES = ("search", "caching", "overhead", "concurrency", "memory")
-CLUSTER = ("overhead", "concurrency", "memory")
+NAMES = ("search", "caching", "overhead", "concurrency", "memory", "storm")
+CLUSTER = ("overhead", "concurrency", "memory", "storm")
 
 FULL: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
     "overhead": {"count": 500, "concurrency": 16, "rounds": 3},
     "concurrency": {"count": 100, "caps": [10, 25], "delay": 2.0},
     "memory": {"workflows": 10_000, "analyses": 1000},
+    "storm": {"deployments": 20, "pods": 5, "repeats": 10},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 200},
     "overhead": {"count": 100, "concurrency": 16, "rounds": 1},
     "concurrency": {"count": 40, "caps": [10], "delay": 1.0},
     "memory": {"workflows": 2000, "analyses": 200},
+    "storm": {"deployments": 20, "pods": 5, "repeats": 10},
 }
 
 
@@ -95,6 +97,7 @@ RUNNERS: dict[str, Runner] = {
     "overhead": _on_cluster(overhead.run),
     "concurrency": _on_cluster(concurrency.run),
     "memory": _on_cluster(memory.run),
+    "storm": _on_cluster(storm.run),
 }
 
 

@@ -44,6 +44,8 @@ def table(results: dict[str, Any]) -> str:
             f"{mem['workflows']:,} workflows created in "
             f"{mem['create_workflows_s']} s; operator start to catalog loaded {mem['startup_s']} s"
         )
+    if "storm" in results:
+        _storm(results["storm"], rows, details)
     if "caching" in results:
         cache = results["caching"]
         rows.append(
@@ -112,6 +114,49 @@ def _search(rows_in: list[dict[str, Any]], rows: list[tuple[str, str, str, str]]
             "<= 5 ms" if largest >= 10_000 else "(5 ms at 10,000)",
             _mark(worst["p50_ms"] <= 5.0) if largest >= 10_000 else "-",
         )
+    )
+
+
+def _storm(data: dict[str, Any], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:
+    keys = data["incident_keys"]
+    label = f"alert storm, {data['alerts']:,} alerts over {keys} incident keys"
+    rows.append(
+        (
+            f"{label}: analyses created",
+            str(data["analyses_created"]),
+            f"= {data['goal_analyses']}",
+            _mark(data["analyses_created"] == data["goal_analyses"]),
+        )
+    )
+    rows.append(
+        (
+            f"{label}: LLM conversations",
+            f"{data['conversations']:g}",
+            f"= {data['goal_conversations']}",
+            _mark(data["conversations"] == data["goal_conversations"]),
+        )
+    )
+    rows.append(
+        (
+            f"{label}: intake answer p50 / p99 (bare aiohttp endpoint, same payloads)",
+            f"{data['intake_p50_ms']:.1f} / {data['intake_p99_ms']:.1f} ms "
+            f"({data['floor_p50_ms']:.1f} / {data['floor_p99_ms']:.1f} ms)",
+            "",
+            "",
+        )
+    )
+    rows.append(
+        (
+            f"{label}: accepted alerts/s, {data['senders']} senders (bare endpoint)",
+            f"{data['accepted_alerts_per_s']:,.0f} ({data['floor_alerts_per_s']:,.0f})",
+            "",
+            "",
+        )
+    )
+    details.append(
+        f"storm: {data['payloads']} payloads, {data['accepted_payloads']} accepted; "
+        f"outcomes {data['outcomes']}; occurrences recorded {data['occurrences_total']}; "
+        f"all processed {data['processed_s']} s after the last post"
     )
 
 

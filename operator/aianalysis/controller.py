@@ -22,6 +22,7 @@ import pydantic
 from kubernetes import client as k8s
 
 from aianalysis import analysis, errors, llm, metrics, recovery, resources, status, tools
+from aianalysis import budget as budget_mod
 from aianalysis import catalog as catalog_mod
 from aianalysis import catalog_sync as catalog_sync_mod
 from aianalysis import settings as settings_mod
@@ -52,14 +53,25 @@ class Runtime:
     reader: tools.ClusterReader
     semaphore: asyncio.Semaphore
     catalog_sync: catalog_sync_mod.CatalogSync
+    budget: budget_mod.Gate
 
     @classmethod
-    def create(cls, settings: settings_mod.Settings, api: k8s.ApiClient) -> Runtime:
+    def create(
+        cls, settings: settings_mod.Settings, api: k8s.ApiClient, *, clock: budget_mod.Clock | None = None
+    ) -> Runtime:
         catalog = catalog_mod.Catalog()
+        gate = budget_mod.Gate(budget_mod.Limits.from_settings(settings), clock=clock)
+        observe = metrics.llm_observer(settings.provider)
+
+        def on_request(request: llm.RequestRecord) -> None:
+            observe(request)
+            gate.observe(request)
+
         return cls(
             settings=settings,
             catalog=catalog,
-            provider=llm.make_provider(settings, on_request=metrics.llm_observer(settings.provider)),
+            budget=gate,
+            provider=llm.make_provider(settings, on_request=on_request),
             api=api,
             reader=k8s_tools.KubernetesReader(api),
             semaphore=asyncio.Semaphore(settings.max_concurrent_analyses),
@@ -75,6 +87,7 @@ class Runtime:
         self.catalog_sync.start()
 
     async def aclose(self) -> None:
+        await self.budget.aclose()
         self.catalog_sync.stop()
         await self.provider.aclose()
         await asyncio.to_thread(self.api.close)
@@ -110,6 +123,15 @@ async def reconcile_analysis(
         )
         metrics.record_failure(None)
         return Transition(type="Warning", reason="InvalidSpec", message=message)
+    fresh = await _await_budget(
+        runtime, name=name, namespace=namespace, body=body, spec=spec, previous=previous
+    )
+    if fresh is not body:  # it waited: start over from the object as it is now
+        if fresh is None:
+            return None
+        return await reconcile_analysis(
+            runtime, name=name, namespace=namespace, body=fresh, final_try=final_try
+        )
     marked = status.investigating(
         previous=previous, attempt=(previous.attempt or 0) + 1, now=now(), generation=generation
     )
@@ -163,6 +185,42 @@ async def reconcile_analysis(
     metrics.record_decision(decision, provider=runtime.provider.name, seconds=time.monotonic() - started)
     kind = "Normal" if decision.review_reason is None else "Warning"
     return Transition(type=kind, reason=final.reason or "Completed", message=final.message or "")
+
+
+async def _await_budget(
+    runtime: Runtime,
+    *,
+    name: str,
+    namespace: str,
+    body: dict[str, Any],
+    spec: resources.AIAnalysisSpec,
+    previous: resources.AIAnalysisStatus,
+) -> dict[str, Any] | None:
+    """The LLM budget hook: may a conversation start now? ``body`` if at once; after waiting
+    (``Pending``, ``BudgetExhausted``), the object re-read (None: deleted)."""
+    ticket = budget_mod.ticket(body, severity=spec.signal.severity, previous_attempt=previous.attempt)
+
+    async def show_waiting(message: str) -> None:
+        current: dict[str, Any] | None = body
+        for _ in range(3):  # each retry follows someone else's write (the intake's occurrences)
+            seen = _current_status(current) if current is not None else None
+            if seen is None or seen.phase in TERMINAL:  # deleted, or ended (resolved alert)
+                runtime.budget.withdraw(ticket.uid)
+                return
+            waiting = budget_mod.waiting_status(
+                previous=seen,
+                message=message,
+                now=status.timestamp(analysis.utcnow()),
+                generation=current["metadata"].get("generation") if current else None,
+            )
+            version = current["metadata"].get("resourceVersion") if current else None
+            if await _write(runtime, name, namespace, waiting, resource_version=version):
+                return
+            current = await _get_analysis(runtime, namespace, name)
+
+    if not await runtime.budget.acquire(ticket, on_wait=show_waiting):
+        return body
+    return await _get_analysis(runtime, namespace, name)
 
 
 def _current_status(body: dict[str, Any]) -> resources.AIAnalysisStatus:

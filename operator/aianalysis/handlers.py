@@ -10,7 +10,7 @@ from typing import Any
 
 import kopf
 
-from aianalysis import controller, errors, kube, metrics, resources
+from aianalysis import controller, errors, intake, kube, metrics, resources
 from aianalysis import settings as settings_mod
 
 G, V = resources.GROUP, resources.VERSION
@@ -33,6 +33,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     metrics.serve(config.metrics_port)
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
     await memo.runtime.load_catalog()
+    if config.intake_port:
+        memo.intake = intake.Intake.create(
+            config, memo.runtime.api, on_cancelled=memo.runtime.budget.withdraw
+        )
+        await memo.intake.start(config.intake_port)
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
         config.provider,
@@ -43,6 +48,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    receiver: intake.Intake | None = getattr(memo, "intake", None)
+    if receiver is not None:
+        await receiver.stop()
     runtime: controller.Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()

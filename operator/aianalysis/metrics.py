@@ -80,6 +80,26 @@ IN_FLIGHT = prom.Gauge(
     "LLM conversations running now (bounded by the concurrency cap).",
     registry=REGISTRY,
 )
+INTAKE_ALERTS = prom.Counter(
+    "aianalysis_intake_alerts_total",
+    "Alerts received from Alertmanager, by outcome (created|repeat|cancelled|resolved|unmapped|"
+    "no_namespace|rate_limited|error).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+BUDGET_USED = prom.Gauge(
+    "aianalysis_llm_budget_used",
+    "LLM budget spent in its window: conversations started in the last hour, tokens in the last 24 hours.",
+    ["kind"],
+    registry=REGISTRY,
+)
+# Shared with issue 10 (reason "concurrency"); declared here too for reason "budget": keep one at merge.
+ANALYSES_WAITING = prom.Gauge(
+    "aianalysis_analyses_waiting",
+    "Analyses waiting to start a conversation, by reason (budget|concurrency).",
+    ["reason"],
+    registry=REGISTRY,
+)
 BUILD_INFO = prom.Info("aianalysis_build", "Version of the running operator.", registry=REGISTRY)
 BUILD_INFO.info({"version": __version__})
 

@@ -423,6 +423,14 @@ class LLMUsage(Model):
     tool_calls: int = 0
 
 
+class IntakeStatus(Model):
+    """Written only by the Alertmanager intake (the reconciler's status writes leave it alone)."""
+
+    occurrences: Annotated[int, Field(ge=1)]
+    first_seen_at: str | None = None
+    last_seen_at: str | None = None
+
+
 class AIAnalysisStatus(Model):
     phase: AnalysisPhase = "Pending"
     reason: str | None = None
@@ -441,6 +449,7 @@ class AIAnalysisStatus(Model):
     recovery: RecoveryStatus | None = None
     llm: LLMUsage | None = None
     conditions: list[Condition] | None = None
+    intake: IntakeStatus | None = None
 
 
 # --------------------------------------------------------------------------------------------

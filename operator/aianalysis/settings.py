@@ -107,6 +107,28 @@ class Settings:
     health_port: int = 8080
     """Port of kopf's liveness endpoint ``/healthz`` (0 disables it)."""
 
+    intake_port: int = 0
+    """Port of the Alertmanager webhook receiver ``POST /api/v1/alertmanager`` (0 = no intake)."""
+
+    intake_token: str | None = dataclasses.field(default=None, repr=False)
+    """Bearer token Alertmanager must send (from a Secret); required when the intake is on. Never logged."""
+
+    intake_cooldown_seconds: float = 3600.0
+    """After an analysis ends, repeats of its incident start nothing for this long
+    (``AIANALYSIS_INTAKE_COOLDOWN``: ``90m``, ``1h``, ``3600s`` or plain seconds)."""
+
+    intake_mapping_file: str | None = None
+    """YAML file overriding the alert → AIAnalysis mapping (signal types, severities, defaults)."""
+
+    intake_queue_limit: int = 5000
+    """Alerts accepted but not yet processed; a payload that does not fit is answered 429."""
+
+    llm_budget_conversations_per_hour: int | None = None
+    """LLM conversations that may start in any rolling hour (unset = unlimited)."""
+
+    llm_budget_tokens_per_day: int | None = None
+    """LLM tokens (input, output, cache) that may be billed in any rolling 24 hours (unset = unlimited)."""
+
     def __post_init__(self) -> None:
         problems = list(_problems(self))
         if problems:
@@ -141,6 +163,7 @@ def _problems(s: Settings) -> list[str]:
     for name in ("metrics_port", "health_port"):
         if getattr(s, name) > 65535:
             out.append(f"{env_name(name)} must be a port number (0..65535), not {getattr(s, name)}")
+    out.extend(_intake_problems(s))
     for name in ("llm_timeout_seconds", "provider_retry_delay_seconds"):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
@@ -155,6 +178,36 @@ def _platform_problems(s: Settings) -> list[str]:
         "openai": ("openai_base_url",),
     }.get(s.provider, ())
     return [f"provider {s.provider!r} needs {env_name(name)}" for name in needs if not getattr(s, name)]
+
+
+def _intake_problems(s: Settings) -> list[str]:
+    out: list[str] = []
+    if not 0 <= s.intake_port <= 65535:
+        out.append(f"{env_name('intake_port')} must be a port number (0..65535), not {s.intake_port}")
+    if s.intake_port and not s.intake_token:
+        out.append(f"the intake ({env_name('intake_port')}) needs {env_name('intake_token')} (from a Secret)")
+    if s.intake_cooldown_seconds < 0:
+        out.append(f"AIANALYSIS_INTAKE_COOLDOWN must not be negative, not {s.intake_cooldown_seconds}")
+    if s.intake_queue_limit < 1:
+        out.append(f"{env_name('intake_queue_limit')} must be at least 1, not {s.intake_queue_limit}")
+    for name in ("llm_budget_conversations_per_hour", "llm_budget_tokens_per_day"):
+        if getattr(s, name) is not None and getattr(s, name) < 0:
+            out.append(f"{env_name(name)} must not be negative, not {getattr(s, name)}")
+    return out
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(name: str, raw: str) -> float:
+    """``90m``, ``1h``, ``3600s``, ``1d`` or plain seconds → seconds."""
+    text = raw.strip()
+    factor = _DURATION_UNITS.get(text[-1:].lower())
+    number = text[:-1] if factor is not None else text
+    try:
+        return float(number) * (factor or 1.0)
+    except ValueError:
+        raise errors.ConfigError(f"{name}={raw!r} is not a duration such as 90m, 1h or 3600s") from None
 
 
 def env_name(field: str) -> str:
@@ -176,6 +229,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Setti
     api_key = env.get("ANTHROPIC_API_KEY") or env.get(ENV_PREFIX + "API_KEY")
     if api_key:
         values["api_key"] = api_key
+    cooldown = env.get(ENV_PREFIX + "INTAKE_COOLDOWN")
+    if cooldown and "intake_cooldown_seconds" not in values:
+        values["intake_cooldown_seconds"] = parse_duration(ENV_PREFIX + "INTAKE_COOLDOWN", cooldown)
     base_url = env.get("ANTHROPIC_BASE_URL")
     if base_url and "anthropic_base_url" not in values:
         values["anthropic_base_url"] = base_url
@@ -209,7 +265,7 @@ _PLATFORM_ENV: dict[str, tuple[str, ...]] = {
 
 
 def _coerce(name: str, annotation: object, raw: str) -> object:
-    kind = str(annotation)
+    kind = str(annotation).removesuffix(" | None")
     if kind == "bool":
         if raw.strip().lower() in ("1", "true", "yes", "on"):
             return True

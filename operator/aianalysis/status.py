@@ -20,9 +20,14 @@ def timestamp(now: datetime.datetime) -> str:
     return now.astimezone(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+#: Status fields another writer owns (the Alertmanager intake): never part of the reconciler's patches.
+FOREIGN_FIELDS = frozenset({"intake"})
+
+
 def merge_patch(status: resources.AIAnalysisStatus | resources.WorkflowExecutionStatus) -> dict[str, Any]:
-    """The whole status as a merge patch: unset fields become null and are removed server-side."""
-    return status.model_dump(mode="json", by_alias=True, exclude_none=False)
+    """The whole status as a merge patch: unset fields become null and are removed server-side
+    (except :data:`FOREIGN_FIELDS`, which stay as their writer left them)."""
+    return status.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=set(FOREIGN_FIELDS))
 
 
 def ready_condition(

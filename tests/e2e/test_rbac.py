@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from kubernetes import client, config
@@ -23,7 +24,7 @@ from kubernetes import client, config
 from aianalysis import demo, devcluster
 from aianalysis.tools import _kinds, _reader
 from aianalysis.tools import k8s as k8s_tools
-from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for, wait_terminal
+from tests.e2e.conftest import ROOT, OperatorProcess, free_port, get, wait_for, wait_terminal
 
 DEPLOY = ROOT / "deploy"
 INCIDENTS = ROOT / "examples" / "incidents"
@@ -205,6 +206,49 @@ def test_operator_with_the_shipped_role_analyses_recovers_and_logs_no_permission
     full_log = "".join(path.read_text(errors="replace") for path in sorted(tmp_path.glob("operator-*.log")))
     problems = [line for line in full_log.splitlines() if PERMISSION_PROBLEMS.search(line)]
     assert problems == []
+
+
+def test_the_intake_works_with_the_shipped_role(
+    installed: devcluster.DevCluster, operator_kubeconfig: Path, ns: str, tmp_path: Path
+) -> None:
+    """Alert → Pod → ReplicaSet → Deployment → AIAnalysis, with only the operator's own rights."""
+    installed.kubectl("label", "namespace", ns, "kubernaut.io/environment=production")
+    deployment = _create(installed, ns, _deployment("shop"))
+    rs = _create(installed, ns, _replicaset("shop-1", owner=deployment))
+    controlled = [{**ref, "controller": True} for ref in _owner(rs)]
+    pod = _pod("shop-1-a", owner=rs)
+    _create(installed, ns, {**pod, "metadata": {**pod["metadata"], "ownerReferences": controlled}})
+    rs_patch = {"metadata": {"ownerReferences": [{**ref, "controller": True} for ref in _owner(deployment)]}}
+    installed.kubectl("patch", "replicaset", "shop-1", "-n", ns, "--type=merge", "-p", json.dumps(rs_patch))
+    port = free_port()
+    env = {
+        "AIANALYSIS_PROVIDER": "offline",
+        "AIANALYSIS_INTAKE_PORT": str(port),
+        "AIANALYSIS_INTAKE_TOKEN": "t",
+    }
+    operator = OperatorProcess(kubeconfig=operator_kubeconfig, log_dir=tmp_path, env=env)
+    operator.start()
+    try:
+        labels = {
+            "alertname": "KubePodCrashLooping",
+            "namespace": ns,
+            "pod": "shop-1-a",
+            "severity": "warning",
+        }
+        payload = {"version": "4", "alerts": [{"status": "firing", "labels": labels, "fingerprint": "f1"}]}
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/alertmanager",
+            json=payload,
+            headers={"Authorization": "Bearer t"},
+        )
+        assert answer.status_code == 200 and answer.json()["accepted"] == 1
+        [item] = wait_terminal(installed, ns, 1, logs=operator.logs)
+        assert item["spec"]["resource"] == {"kind": "Deployment", "name": "shop", "namespace": ns}
+        assert item["spec"]["businessContext"]["environment"] == "production"
+    finally:
+        operator.stop()
+    full_log = "".join(path.read_text(errors="replace") for path in sorted(tmp_path.glob("operator-*.log")))
+    assert [line for line in full_log.splitlines() if PERMISSION_PROBLEMS.search(line)] == []
 
 
 # ---- helpers ------------------------------------------------------------------------------------

@@ -254,6 +254,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             tool_calls=6,
         ),
         conditions=[condition],
+        intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1),
     )
 
 
@@ -759,6 +760,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
     objects.patch_status("AIAnalysis", name, status_mod.merge_patch(sparse))
 
     stored = objects.get("AIAnalysis", name)["status"]
+    assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"
     assert resources.AIAnalysisStatus.model_validate(stored) == sparse
     assert "selectedWorkflow" not in stored
     assert "workflowId" not in stored["validationAttempts"][0]

@@ -465,6 +465,9 @@ def test_printer_columns_point_at_declared_fields(kind: Kind) -> None:
         assert target is not None, f"{column['name']}: {column['jsonPath']} is not declared"
         declared = target["type"]
         expected = {"array": "string"}.get(declared, declared)  # kubectl prints arrays as JSON text
+        if declared == "string" and column["type"] == "date":  # an RFC 3339 timestamp shown as an age
+            assert "RFC 3339" in target.get("description", ""), column
+            continue
         assert column["type"] == expected, column
 
 
@@ -493,10 +496,15 @@ def test_default_printer_columns(kind: Kind) -> None:
     assert default_view == EXPECTED_COLUMNS[kind.kind]
 
 
-def test_wide_aianalysis_columns_show_reason_and_recovery_attempt() -> None:
+def test_wide_aianalysis_columns_show_reason_recovery_attempt_and_alert_occurrences() -> None:
     columns = only_version(load_crd(KINDS[0]))["additionalPrinterColumns"]
     wide = {c["name"]: c["jsonPath"] for c in columns if c.get("priority", 0) == 1}
-    assert wide == {"Reason": ".status.reason", "Attempt": ".spec.recovery.attemptNumber"}
+    assert wide == {
+        "Reason": ".status.reason",
+        "Attempt": ".spec.recovery.attemptNumber",
+        "Occurrences": ".status.intake.occurrences",
+        "Last Seen": ".status.intake.lastSeenAt",
+    }
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k.immutable_spec], ids=lambda k: k.kind)

@@ -273,6 +273,9 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_catalog_refusals",
         "aianalysis_analyses_in_flight",
         "aianalysis_build",
+        "aianalysis_intake_alerts",
+        "aianalysis_llm_budget_used",
+        "aianalysis_analyses_waiting",
     }
     assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
     assert all(families[name].documentation for name in ours)

@@ -1,0 +1,39 @@
+{{/*
+Environment of the Alertmanager intake and the LLM budget (added to the operator container).
+*/}}
+{{- define "aianalysis-operator.intakeEnv" -}}
+{{- if not (kindIs "invalid" .Values.llmBudget.conversationsPerHour) }}
+- name: AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR
+  value: {{ .Values.llmBudget.conversationsPerHour | int64 | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.llmBudget.tokensPerDay) }}
+- name: AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY
+  value: {{ .Values.llmBudget.tokensPerDay | int64 | quote }}
+{{- end }}
+{{- if .Values.intake.enabled }}
+{{- if not .Values.intake.tokenSecret.name }}
+{{- fail "intake.enabled needs intake.tokenSecret.name: a Secret holding the bearer token Alertmanager sends (kubectl create secret generic aianalysis-intake --from-literal=token=...)" }}
+{{- end }}
+- name: AIANALYSIS_INTAKE_PORT
+  value: {{ .Values.intake.port | quote }}
+- name: AIANALYSIS_INTAKE_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.intake.tokenSecret.name }}
+      key: {{ .Values.intake.tokenSecret.key }}
+- name: AIANALYSIS_INTAKE_COOLDOWN
+  value: {{ .Values.intake.cooldown | quote }}
+- name: AIANALYSIS_INTAKE_QUEUE_LIMIT
+  value: {{ .Values.intake.queueLimit | quote }}
+- name: AIANALYSIS_INTAKE_MAPPING_FILE
+  value: /etc/aianalysis/intake/mapping.yaml
+{{- end }}
+{{- end }}
+
+{{/*
+The mapping file: the values' overrides, with Node alerts analysed in the release namespace.
+*/}}
+{{- define "aianalysis-operator.intakeMapping" -}}
+{{- $mapping := merge (deepCopy .Values.intake.mapping) (dict "clusterScopedNamespace" .Release.Namespace) -}}
+{{- toYaml $mapping }}
+{{- end }}

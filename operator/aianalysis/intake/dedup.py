@@ -1,0 +1,395 @@
+"""One analysis per incident: the incident key is the resolved workload plus the signal type, so ten
+Pods of one Deployment are one incident. While its analysis is open, and for a cooldown after it
+ended, repeats only count (``status.intake.occurrences``: distinct alerts, by fingerprint and
+``startsAt``, since Alertmanager re-sends a whole group whenever one of its alerts changes;
+``lastSeenAt``: any notification); they never start a conversation. A resolved alert ends an
+analysis that has not started, without a conversation.
+
+The cluster is the source of truth: each analysis carries its incident's hash as a label, so after a
+restart the tracker finds the latest analysis of an incident with one labelled list. In memory it
+keeps, per incident, what it last saw; occurrence writes are coalesced (at most one status write per
+incident per ``FLUSH_SECONDS``), so a storm costs a few writes per incident, not one per alert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import collections
+import dataclasses
+import datetime
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from kubernetes import client as k8s
+
+from aianalysis import errors, resources, status
+from aianalysis.intake import mapping
+
+log = logging.getLogger(__name__)
+
+G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
+INCIDENT_LABEL = "kubernaut.io/incident"
+FINGERPRINT_LABEL = "kubernaut.io/alert-fingerprint"
+ALERT_NAME_LABEL = "kubernaut.io/alert-name"
+SOURCE_LABEL = "kubernaut.io/source"
+KEY_ANNOTATION = "kubernaut.io/incident-key"
+RESOLVED_REASON = "AlertResolved"
+FLUSH_SECONDS = 1.0
+REFRESH_SECONDS = 30.0
+MAX_REMEMBERED_ALERTS = 1000
+
+Outcome = Literal["created", "repeat", "cancelled", "resolved"]
+
+
+def incident_key(target: mapping.Target, signal_type: str) -> str:
+    return f"{target.namespace or ''}/{target.kind}/{target.name}/{signal_type}"
+
+
+def incident_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def analysis_name(target: mapping.Target, signal_type: str, key_hash: str, seq: int) -> str:
+    """Deterministic and readable: ``<workload>-<signal>-<hash>-<n>`` (n-th analysis of the incident)."""
+    return f"{_slug(target.name)[:40]}-{_slug(signal_type)[:24]}-{key_hash[:6]}-{seq}"
+
+
+def _slug(value: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "x"
+
+
+@dataclasses.dataclass
+class Incident:
+    key: str
+    namespace: str
+    name: str | None = None
+    uid: str | None = None
+    seq: int = 0
+    occurrences: int = 0
+    first_seen: str | None = None
+    last_seen: str | None = None
+    ended_at: float | None = None
+    """Epoch seconds the analysis ended; None while open."""
+    cools_down: bool = True
+    """False when it ended without a conversation (cancelled): the next alert starts a new one."""
+    checked: float = 0.0
+    firing: set[str] = dataclasses.field(default_factory=set)
+    counted: set[str] = dataclasses.field(default_factory=set)
+    """Alerts (fingerprint@startsAt) already counted for the current analysis."""
+    dirty: bool = False
+    flushing: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Incoming:
+    alert: mapping.Mapped
+    workload: mapping.Target
+    business: resources.BusinessContext
+    received: str
+
+
+class Tracker:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        *,
+        cooldown_seconds: float,
+        clock: Callable[[], float] = time.time,
+        on_cancelled: Callable[[str], object] = lambda uid: None,
+    ) -> None:
+        self._api = k8s.CustomObjectsApi(api)
+        self._cooldown = cooldown_seconds
+        self._clock = clock
+        self._on_cancelled = on_cancelled
+        self._incidents: dict[str, Incident] = {}
+        self._locks: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    async def handle(self, incoming: Incoming) -> Outcome:
+        key = incident_key(incoming.workload, incoming.alert.signal.type)
+        async with self._locks[key]:
+            incident = await self._current(key, incoming.alert.analysis_namespace)
+            if incoming.alert.status == "resolved":
+                return await self._resolved(incident, incoming)
+            incident.firing.add(incoming.alert.fingerprint)
+            if self._active(incident):
+                self._count(incident, incoming)
+                self._schedule_flush(incident)
+                return "repeat"
+            await self._create(incident, incoming)
+            return "created"
+
+    def _count(self, incident: Incident, incoming: Incoming) -> None:
+        alert = f"{incoming.alert.fingerprint}@{incoming.alert.signal.firing_time}"
+        if alert not in incident.counted:
+            incident.occurrences += 1
+            if len(incident.counted) < MAX_REMEMBERED_ALERTS:
+                incident.counted.add(alert)
+        incident.last_seen = incoming.received
+        self._schedule_flush(incident)
+
+    async def aclose(self) -> None:
+        """Writes what is pending (bounded: one write per incident)."""
+        if self._flushes:
+            await asyncio.wait(set(self._flushes), timeout=10.0)
+
+    def _active(self, incident: Incident) -> bool:
+        if incident.name is None:
+            return False
+        if incident.ended_at is None:
+            return True
+        return incident.cools_down and self._clock() - incident.ended_at < self._cooldown
+
+    async def _current(self, key: str, namespace: str) -> Incident:
+        incident = self._incidents.get(key)
+        if incident is None:
+            incident = Incident(key=key, namespace=namespace)
+            self._incidents[key] = incident
+            await self._load(incident)
+        elif incident.name is not None and self._clock() - incident.checked > REFRESH_SECONDS:
+            await self._refresh(incident)
+        return incident
+
+    async def _load(self, incident: Incident) -> None:
+        """The latest analysis of this incident in the cluster (after a restart, or the first time)."""
+        selector = f"{INCIDENT_LABEL}={incident_hash(incident.key)}"
+        found: Any = await self._call(
+            self._api.list_namespaced_custom_object, G, V, incident.namespace, AIA, label_selector=selector
+        )
+        items = [i for i in found.get("items", []) if _seq(i) is not None]
+        if items:
+            self._adopt(incident, max(items, key=lambda i: _seq(i) or 0))
+
+    async def _refresh(self, incident: Incident) -> None:
+        assert incident.name is not None
+        try:
+            body = await self._call(
+                self._api.get_namespaced_custom_object, G, V, incident.namespace, AIA, incident.name
+            )
+        except _NotFound:
+            self._forget_analysis(incident)
+            return
+        self._adopt(incident, body)
+
+    def _adopt(self, incident: Incident, body: dict[str, Any]) -> None:
+        meta = body["metadata"]
+        st = body.get("status") or {}
+        intake = st.get("intake") or {}
+        incident.name, incident.uid = meta["name"], meta.get("uid")
+        incident.seq = max(incident.seq, _seq(body) or 0)
+        incident.occurrences = max(incident.occurrences, int(intake.get("occurrences") or 1))
+        incident.first_seen = incident.first_seen or intake.get("firstSeenAt")
+        incident.last_seen = incident.last_seen or intake.get("lastSeenAt")
+        incident.checked = self._clock()
+        if st.get("phase") in ("Completed", "Failed"):
+            incident.ended_at = _epoch(st.get("completedAt")) or self._clock()
+            incident.cools_down = st.get("reason") != RESOLVED_REASON
+        else:
+            incident.ended_at = None
+
+    def _forget_analysis(self, incident: Incident) -> None:
+        incident.name = incident.uid = None
+        incident.ended_at = None
+        incident.occurrences = 0
+        incident.counted = set()
+        incident.first_seen = incident.last_seen = None
+        incident.dirty = False
+
+    async def _create(self, incident: Incident, incoming: Incoming) -> None:
+        alert = incoming.alert
+        seq = incident.seq + 1
+        key_hash = incident_hash(incident.key)
+        name = analysis_name(incoming.workload, alert.signal.type, key_hash, seq)
+        body = {
+            "apiVersion": resources.API_VERSION,
+            "kind": "AIAnalysis",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    INCIDENT_LABEL: key_hash,
+                    FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
+                    ALERT_NAME_LABEL: mapping.label_value(alert.alert_name) or "none",
+                    SOURCE_LABEL: mapping.SOURCE,
+                },
+                "annotations": {KEY_ANNOTATION: incident.key},
+            },
+            "spec": resources.AIAnalysisSpec(
+                signal=alert.signal,
+                resource=resources.ResourceRef(
+                    kind=incoming.workload.kind,
+                    name=incoming.workload.name,
+                    namespace=incoming.workload.namespace,
+                ),
+                cluster=alert.cluster,
+                business_context=incoming.business,
+            ).wire(),
+        }
+        try:
+            created = await self._call(
+                self._api.create_namespaced_custom_object, G, V, incident.namespace, AIA, body
+            )
+        except _Conflict:
+            # Someone (an earlier life of this process) created it: adopt it as the open analysis.
+            await self._load(incident)
+            self._count(incident, incoming)
+            return
+        incident.name, incident.uid, incident.seq = name, created["metadata"].get("uid"), seq
+        incident.occurrences, incident.ended_at, incident.cools_down = 1, None, True
+        incident.counted = {f"{alert.fingerprint}@{alert.signal.firing_time}"}
+        incident.first_seen = incident.last_seen = incoming.received
+        incident.checked = self._clock()
+        self._schedule_flush(incident)
+        log.info("alert %s → AIAnalysis %s/%s", alert.alert_name, incident.namespace, name)
+
+    async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
+        incident.firing.discard(incoming.alert.fingerprint)
+        if incident.name is None or incident.ended_at is not None or incident.firing:
+            return "resolved"
+        for _ in range(3):  # each retry follows a conflicting write by someone else
+            try:
+                body = await self._call(
+                    self._api.get_namespaced_custom_object, G, V, incident.namespace, AIA, incident.name
+                )
+            except _NotFound:
+                self._forget_analysis(incident)
+                return "resolved"
+            phase = (body.get("status") or {}).get("phase") or "Pending"
+            if phase != "Pending":
+                self._adopt(incident, body)
+                return "resolved"
+            if await self._cancel(incident, body, incoming.received):
+                return "cancelled"
+        return "resolved"
+
+    async def _cancel(self, incident: Incident, body: dict[str, Any], received: str) -> bool:
+        meta = body["metadata"]
+        message = "every alert of this incident resolved before the analysis started; no LLM conversation"
+        now = datetime.datetime.fromtimestamp(self._clock(), tz=datetime.UTC)
+        ended = resources.AIAnalysisStatus(
+            phase="Completed",
+            reason=RESOLVED_REASON,
+            message=message,
+            observed_generation=meta.get("generation"),
+            completed_at=status.timestamp(now),
+            needs_human_review=False,
+            conditions=[
+                status.ready_condition(
+                    status="True",
+                    reason=RESOLVED_REASON,
+                    message=message,
+                    now=now,
+                    generation=meta.get("generation"),
+                )
+            ],
+        )
+        patch = {
+            "metadata": {"resourceVersion": meta["resourceVersion"]},
+            "status": status.merge_patch(ended),
+        }
+        try:
+            await self._call(
+                self._api.patch_namespaced_custom_object_status,
+                G,
+                V,
+                incident.namespace,
+                AIA,
+                meta["name"],
+                patch,
+            )
+        except _Conflict:
+            return False
+        incident.ended_at, incident.cools_down = self._clock(), False
+        log.info("AIAnalysis %s/%s: %s", incident.namespace, meta["name"], message)
+        if meta.get("uid"):
+            self._on_cancelled(meta["uid"])
+        return True
+
+    def _schedule_flush(self, incident: Incident) -> None:
+        incident.dirty = True
+        if incident.flushing:
+            return
+        incident.flushing = True
+        task = asyncio.get_running_loop().create_task(
+            self._flush(incident), name=f"intake-flush-{incident.name}"
+        )
+        self._flushes.add(task)
+        task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, incident: Incident) -> None:
+        try:
+            while incident.dirty and incident.name is not None:
+                incident.dirty = False
+                await self._write_occurrences(incident)
+                if incident.dirty:
+                    await asyncio.sleep(FLUSH_SECONDS)
+        except errors.ClusterError as exc:
+            log.warning("occurrences of %s/%s not written: %s", incident.namespace, incident.name, exc)
+        finally:
+            incident.flushing = False
+
+    async def _write_occurrences(self, incident: Incident) -> None:
+        name = incident.name
+        assert name is not None
+        intake = resources.IntakeStatus(
+            occurrences=incident.occurrences,
+            first_seen_at=incident.first_seen,
+            last_seen_at=incident.last_seen,
+        )
+        try:
+            body = await self._call(
+                self._api.patch_namespaced_custom_object_status,
+                G,
+                V,
+                incident.namespace,
+                AIA,
+                name,
+                {"status": {"intake": intake.wire()}},
+            )
+        except _NotFound:
+            if incident.name == name:
+                self._forget_analysis(incident)
+            return
+        if incident.name != name:  # a new analysis of the incident was created meanwhile
+            incident.dirty = True
+            return
+        if (body.get("status") or {}).get("phase") in ("Completed", "Failed"):
+            self._adopt(incident, body)
+        incident.checked = self._clock()
+
+    async def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await asyncio.to_thread(method, *args, **kwargs)
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                raise _NotFound from exc
+            if exc.status == 409:
+                raise _Conflict from exc
+            raise errors.ClusterError(f"{method.__name__}: {exc.status} {exc.reason}") from exc
+
+
+class _NotFound(Exception):
+    pass
+
+
+class _Conflict(Exception):
+    pass
+
+
+def _seq(body: dict[str, Any]) -> int | None:
+    tail = body.get("metadata", {}).get("name", "").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _epoch(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return float(calendar.timegm(parsed.utctimetuple()))

@@ -1,0 +1,164 @@
+"""The LLM budget on the real apiserver, with the scripted Messages API and the real SDK: with a
+budget of N conversations per hour the N+1-th analysis waits visibly (``Pending``, ``Ready=False``
+reason ``BudgetExhausted``) and starts when the budget window moves. The window is moved by a
+manual clock the test advances, not by sleeping an hour."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from aianalysis import budget, controller, devcluster, kube, metrics, resources, settings
+from tests.support import messages_server as ms
+from tests.support.clock import ManualClock
+from tests.support.fake_llm import GoodLLM
+
+pytestmark = pytest.mark.cluster
+
+G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
+BUDGET = 2
+
+WORKFLOW = resources.RemediationWorkflowSpec.model_validate(
+    {
+        "workflowId": "restart-pods",
+        "version": "1.0.0",
+        "title": "Restart the pods",
+        "description": "Restarts the pods of the owning workload.",
+        "labels": {"signalTypes": ["CrashLoopBackOff"]},
+        "riskLevel": "low",
+        "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
+        "execution": {"containerImage": "registry.example/wf/restart:1"},
+    }
+)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ms.MessagesServer]:
+    with ms.MessagesServer(policy=GoodLLM()) as server:
+        yield server
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def runtime(
+    cluster: devcluster.Cluster, crds: list[str], llm_server: ms.MessagesServer, clock: ManualClock
+) -> AsyncIterator[controller.Runtime]:
+    config = settings.Settings(
+        provider="anthropic",
+        api_key="sk-test-budget",
+        anthropic_base_url=llm_server.base_url,
+        llm_max_retries=0,
+        llm_budget_conversations_per_hour=BUDGET,
+    )
+    made = controller.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
+    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    yield made
+    await made.aclose()
+
+
+def conversations(server: ms.MessagesServer) -> int:
+    """Conversations started: requests that carry only the incident prompt."""
+    return sum(1 for r in server.requests if len(r.body["messages"]) == 1)
+
+
+def create(runtime: controller.Runtime, namespace: str, name: str) -> dict[str, Any]:
+    body = {
+        "apiVersion": f"{G}/{V}",
+        "kind": "AIAnalysis",
+        "metadata": {"name": name},
+        "spec": {
+            "signal": {"type": "CrashLoopBackOff", "severity": "high"},
+            "resource": {"kind": "Deployment", "name": name, "namespace": namespace},
+        },
+    }
+    created: dict[str, Any] = client.CustomObjectsApi(runtime.api).create_namespaced_custom_object(
+        G, V, namespace, AIA, body
+    )
+    return created
+
+
+def read(runtime: controller.Runtime, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = client.CustomObjectsApi(runtime.api).get_namespaced_custom_object(
+        G, V, namespace, AIA, name
+    )
+    return found
+
+
+async def reconcile(runtime: controller.Runtime, namespace: str, body: dict[str, Any]) -> Any:
+    name = body["metadata"]["name"]
+    return await controller.reconcile_analysis(
+        runtime, name=name, namespace=namespace, body=body, final_try=True
+    )
+
+
+async def wait_until(predicate: Any, *, what: str) -> None:
+    deadline = time.monotonic() + 30.0
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_moves(
+    runtime: controller.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+) -> None:
+    for i in range(BUDGET):
+        await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))
+    assert conversations(llm_server) == BUDGET
+
+    over = asyncio.create_task(reconcile(runtime, namespace, create(runtime, namespace, "over-budget")))
+    await wait_until(
+        lambda: (
+            (read(runtime, namespace, "over-budget").get("status") or {}).get("reason") == "BudgetExhausted"
+        ),
+        what="the waiting status",
+    )
+
+    waiting = read(runtime, namespace, "over-budget")["status"]
+    assert waiting["phase"] == "Pending"
+    [ready] = waiting["conditions"]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "BudgetExhausted")
+    assert f"{BUDGET} of {BUDGET} conversations in the last hour" in ready["message"]
+    assert conversations(llm_server) == BUDGET, "no conversation started over budget"
+    assert metrics.REGISTRY.get_sample_value("aianalysis_analyses_waiting", {"reason": "budget"}) == 1
+    assert not over.done()
+
+    await clock.advance(budget.HOUR_SECONDS)
+    await asyncio.wait_for(over, 30)
+
+    done = read(runtime, namespace, "over-budget")["status"]
+    assert done["phase"] == "Completed" and done["selectedWorkflow"]["workflowId"] == "restart-pods"
+    assert done["attempt"] == 1
+    assert conversations(llm_server) == BUDGET + 1
+    assert metrics.REGISTRY.get_sample_value("aianalysis_analyses_waiting", {"reason": "budget"}) == 0
+
+
+async def test_an_analysis_that_ended_while_waiting_never_spends_budget(
+    runtime: controller.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+) -> None:
+    for i in range(BUDGET):
+        await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))
+    body = create(runtime, namespace, "resolved-meanwhile")
+    waiter = asyncio.create_task(reconcile(runtime, namespace, body))
+    await wait_until(lambda: runtime.budget.waiting == 1, what="the analysis to wait")
+
+    # What the intake does when the alert resolves: end it, then withdraw its ticket.
+    client.CustomObjectsApi(runtime.api).patch_namespaced_custom_object_status(
+        G, V, namespace, AIA, "resolved-meanwhile",
+        {"status": {"phase": "Completed", "reason": "AlertResolved", "message": "resolved"}},
+    )  # fmt: skip
+    assert runtime.budget.withdraw(body["metadata"]["uid"])
+
+    assert await asyncio.wait_for(waiter, 30) is None
+    assert read(runtime, namespace, "resolved-meanwhile")["status"]["reason"] == "AlertResolved"
+    assert runtime.budget.ledger.used(clock.now())["conversations"] == BUDGET
+    assert conversations(llm_server) == BUDGET

@@ -1,0 +1,103 @@
+"""The chart's intake and budget values: what a cluster admin sets, the operator must accept, and
+the apiserver must take. (Chart basics: tests/integration/test_packaging.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aianalysis import devcluster, settings
+from aianalysis.intake import mapping
+from tests.integration.test_packaging import apply_dry_run, container, env_of, helm, one, render
+
+__all__ = ["helm"]  # the module-scoped fixture, shared
+
+pytestmark = pytest.mark.cluster
+
+INTAKE = {
+    "intake": {
+        "enabled": True,
+        "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
+        "cooldown": "30m",
+        "mapping": {"cluster": "prod-eu-1", "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate"}},
+    },
+    "llmBudget": {"conversationsPerHour": 20, "tokensPerDay": 2000000},
+}
+
+
+def test_intake_is_off_and_the_budget_unlimited_by_default(helm: Path, tmp_path: Path) -> None:
+    objects = render(helm, tmp_path)
+    env = env_of(objects)
+    assert not any(name.startswith(("AIANALYSIS_INTAKE", "AIANALYSIS_LLM_BUDGET")) for name in env)
+    assert not [o for o in objects if o["kind"] in ("NetworkPolicy", "ConfigMap")]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == [
+        "aianalysis-operator-metrics"
+    ]
+
+
+def test_enabled_intake_reads_its_token_from_the_secret_and_the_operator_accepts_the_env(
+    helm: Path, tmp_path: Path
+) -> None:
+    objects = render(helm, tmp_path, values=INTAKE)
+    env = env_of(objects)
+    assert env["AIANALYSIS_INTAKE_TOKEN"]["valueFrom"] == {
+        "secretKeyRef": {"name": "aianalysis-intake", "key": "token"}
+    }
+    plain = {name: item["value"] for name, item in env.items() if "value" in item}
+    config = settings.from_env({**plain, "AIANALYSIS_INTAKE_TOKEN": "from-the-secret"})
+    assert config.intake_port == 8081 and config.intake_cooldown_seconds == 1800
+    assert (config.llm_budget_conversations_per_hour, config.llm_budget_tokens_per_day) == (20, 2_000_000)
+    assert {"name": "intake", "containerPort": 8081, "protocol": "TCP"} in container(objects)["ports"]
+
+    configmap = one(objects, "ConfigMap")
+    mapping_file = tmp_path / "mapping.yaml"
+    mapping_file.write_text(configmap["data"]["mapping.yaml"])
+    loaded = mapping.load_config(str(mapping_file))
+    assert loaded.cluster == "prod-eu-1" and loaded.signal_types["PaymentsErrorBudgetBurn"] == "HighErrorRate"
+    assert loaded.cluster_scoped_namespace == "aianalysis-system"
+    assert plain["AIANALYSIS_INTAKE_MAPPING_FILE"] == "/etc/aianalysis/intake/mapping.yaml"
+
+
+def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_port(
+    helm: Path, tmp_path: Path
+) -> None:
+    objects = render(helm, tmp_path, values=INTAKE)
+    policy = one(objects, "NetworkPolicy")["spec"]
+    service = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("-intake")]
+
+    assert policy["policyTypes"] == ["Ingress"]
+    [rule] = policy["ingress"]
+    assert rule["ports"] == [{"port": "intake", "protocol": "TCP"}]
+    assert rule["from"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "alertmanager"}},
+        }
+    ]
+    assert (
+        policy["podSelector"]["matchLabels"] == one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
+    )
+    assert service[0]["spec"]["ports"] == [
+        {"name": "intake", "port": 8081, "targetPort": "intake", "protocol": "TCP"}
+    ]
+
+
+def test_intake_without_a_token_secret_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"intake\.enabled needs intake\.tokenSecret\.name"):
+        render(helm, tmp_path, values={"intake": {"enabled": True}})
+
+
+def test_the_intake_rendering_is_accepted_by_the_apiserver(
+    helm: Path, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    objects = render(helm, tmp_path, values=INTAKE, namespace=namespace)
+    applied = apply_dry_run(cluster, yaml.safe_dump_all(objects))
+    assert {name.split("/")[0] for name in applied} >= {
+        "configmap",
+        "service",
+        "networkpolicy.networking.k8s.io",
+        "deployment.apps",
+    }

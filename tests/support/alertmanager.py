@@ -1,0 +1,147 @@
+"""A real Alertmanager (built from Go modules by hack/build-alertmanager.sh) on loopback only: the
+web API on a random 127.0.0.1 port, clustering (gossip) off, its webhook receivers pointed at the
+operator's intake on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WEBHOOK_PATH = "/api/v1/alertmanager"
+
+
+def binary() -> Path:
+    """``$AIANALYSIS_ALERTMANAGER_BIN/alertmanager``, else built (or reused) by the hack script."""
+    cache = os.environ.get("AIANALYSIS_ALERTMANAGER_BIN")
+    if not cache:
+        built = subprocess.run(
+            [str(ROOT / "hack" / "build-alertmanager.sh")],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        cache = built.stdout.strip()
+    return Path(cache) / "alertmanager"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
+    """Route everything to the intake; alerts labelled ``tenant=intruder`` go there with a wrong token."""
+    url = f"http://127.0.0.1:{intake_port}{WEBHOOK_PATH}"
+    return {
+        "route": {
+            "receiver": "aianalysis",
+            "group_by": ["alertname", "namespace"],
+            "group_wait": "0s",
+            "group_interval": "1s",
+            "repeat_interval": "1h",
+            "routes": [{"matchers": ['tenant="intruder"'], "receiver": "wrong-token"}],
+        },
+        "receivers": [
+            {
+                "name": "aianalysis",
+                "webhook_configs": [
+                    {
+                        "url": url,
+                        "send_resolved": True,
+                        "http_config": {"authorization": {"credentials": token}},
+                    }
+                ],
+            },
+            {
+                "name": "wrong-token",
+                "webhook_configs": [
+                    {"url": url, "http_config": {"authorization": {"credentials": wrong_token}}}
+                ],
+            },
+        ],
+    }
+
+
+class Alertmanager:
+    def __init__(self, workdir: Path, settings: dict[str, Any]) -> None:
+        self.workdir = workdir
+        self.port = _free_port()
+        self.config_file = workdir / "alertmanager.yml"
+        self.config_file.write_text(yaml.safe_dump(settings))
+        self.log_file = workdir / "alertmanager.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> Alertmanager:
+        argv = [
+            str(binary()),
+            f"--config.file={self.config_file}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--cluster.listen-address=",  # no gossip port at all
+        ]
+        with self.log_file.open("wb") as sink:
+            self.proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"alertmanager exited {self.proc.returncode}:\n{self.logs()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200:
+                    return self
+            time.sleep(0.2)
+        raise AssertionError(f"alertmanager not ready after {timeout}s:\n{self.logs()}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def logs(self) -> str:
+        return self.log_file.read_text(errors="replace")[-6000:] if self.log_file.exists() else ""
+
+    def post(self, *alerts: dict[str, Any]) -> None:
+        """Alertmanager's own API, as Prometheus uses it."""
+        response = httpx.post(f"{self.url}/api/v2/alerts", json=list(alerts), timeout=10)
+        assert response.status_code == 200, response.text
+
+    def metric(self, name: str, **labels: str) -> float:
+        total = 0.0
+        for line in httpx.get(f"{self.url}/metrics", timeout=10).text.splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
+def alert(labels: dict[str, str], *, resolved: bool = False, **annotations: str) -> dict[str, Any]:
+    now = datetime.datetime.now(datetime.UTC)
+    body: dict[str, Any] = {
+        "labels": labels,
+        "annotations": annotations,
+        "startsAt": (now - datetime.timedelta(minutes=5)).isoformat(),
+    }
+    if resolved:
+        body["endsAt"] = now.isoformat()
+    return body

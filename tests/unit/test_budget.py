@@ -1,0 +1,188 @@
+"""The LLM budget: what may start when, who waits, in which order, and when they start — with a
+clock the test moves, never a sleep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from aianalysis import budget, llm, metrics, resources
+from tests.support.clock import ManualClock
+
+HOUR = budget.HOUR_SECONDS
+
+
+def ticket(n: int, *, severity: str = "high", created: str | None = None) -> budget.Ticket:
+    return budget.Ticket(
+        key=f"uid-{n}#1", uid=f"uid-{n}", severity=severity, created=created or f"2026-11-22T10:00:{n:02d}Z"
+    )
+
+
+async def no_op(message: str) -> None:
+    return None
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Lets the event loop run until ``predicate`` holds (bounded: a few thousand loop turns)."""
+    for _ in range(5000):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
+def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_leaves_the_window() -> None:
+    ledger = budget.Ledger(budget.Limits(conversations_per_hour=2))
+    ledger.start(100.0)
+    assert ledger.exhausted(150.0) is None
+    ledger.start(200.0)
+
+    assert ledger.exhausted(250.0) == "conversations"
+    assert ledger.next_free_at(250.0) == 100.0 + HOUR
+    assert ledger.exhausted(100.0 + HOUR) is None
+    assert ledger.used(100.0 + HOUR) == {"conversations": 1, "tokens": 0}
+
+
+def test_ledger_tokens_per_day_frees_when_enough_old_tokens_leave_the_window() -> None:
+    ledger = budget.Ledger(budget.Limits(tokens_per_day=1000))
+    ledger.add_tokens(600, 10.0)
+    ledger.add_tokens(300, 20.0)
+    assert ledger.exhausted(30.0) is None
+    ledger.add_tokens(200, 30.0)
+
+    assert ledger.exhausted(40.0) == "tokens"
+    # Dropping the 600 at t=10 leaves 500 < 1000: free once it leaves the 24 h window.
+    assert ledger.next_free_at(40.0) == 10.0 + budget.DAY_SECONDS
+    assert "1100 of 1000 tokens" in ledger.describe(40.0)
+
+
+def test_zero_limit_never_frees_up() -> None:
+    ledger = budget.Ledger(budget.Limits(conversations_per_hour=0))
+    assert ledger.exhausted(0.0) == "conversations"
+    assert ledger.next_free_at(0.0) == float("inf")
+
+
+async def test_unlimited_gate_never_waits() -> None:
+    gate = budget.Gate(budget.Limits(), clock=ManualClock())
+    assert [await gate.acquire(ticket(i), on_wait=no_op) for i in range(50)] == [False] * 50
+
+
+async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_moves() -> None:
+    clock = ManualClock()
+    gate = budget.Gate(budget.Limits(conversations_per_hour=2), clock=clock)
+    shown: list[str] = []
+
+    async def show(message: str) -> None:
+        shown.append(message)
+
+    assert not await gate.acquire(ticket(1), on_wait=show)
+    assert not await gate.acquire(ticket(2), on_wait=show)
+    third = asyncio.create_task(gate.acquire(ticket(3), on_wait=show))
+    await until(lambda: bool(shown))
+
+    assert not third.done()
+    assert shown == ["waiting for LLM budget: 2 of 2 conversations in the last hour"]
+    assert metrics.REGISTRY.get_sample_value("aianalysis_analyses_waiting", {"reason": "budget"}) == 1
+    await clock.advance(HOUR - 1)
+    await asyncio.sleep(0)
+    assert not third.done(), "one second before the window moves it still waits"
+    await clock.advance(1)
+    assert await asyncio.wait_for(third, 5) is True
+    assert metrics.REGISTRY.get_sample_value("aianalysis_analyses_waiting", {"reason": "budget"}) == 0
+    assert metrics.REGISTRY.get_sample_value("aianalysis_llm_budget_used", {"kind": "conversations"}) == 1
+    await gate.aclose()
+
+
+async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
+    clock = ManualClock()
+    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    await gate.acquire(ticket(0), on_wait=no_op)
+    order: list[str] = []
+
+    async def wait(t: budget.Ticket) -> None:
+        await gate.acquire(t, on_wait=no_op)
+        order.append(t.uid)
+
+    waiting = [
+        ticket(1, severity="low", created="2026-11-22T09:00:00Z"),
+        ticket(2, severity="critical", created="2026-11-22T10:00:05Z"),
+        ticket(3, severity="critical", created="2026-11-22T10:00:01Z"),
+        ticket(4, severity="medium", created="2026-11-22T08:00:00Z"),
+    ]
+    tasks = [asyncio.create_task(wait(t)) for t in waiting]
+    await until(lambda: gate.waiting == 4)
+    for _ in range(4):
+        before = len(order)
+        await clock.advance(HOUR)
+        await until(lambda: len(order) > before)  # noqa: B023  # awaited within the iteration
+
+    assert order == ["uid-3", "uid-2", "uid-4", "uid-1"]
+    await asyncio.gather(*tasks)
+    await gate.aclose()
+
+
+async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
+    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=ManualClock())
+    assert not await gate.acquire(ticket(1), on_wait=no_op)
+    assert not await gate.acquire(ticket(1), on_wait=no_op)
+    assert gate.ledger.used(gate.clock.now())["conversations"] == 1
+
+
+async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> None:
+    clock = ManualClock()
+    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    await gate.acquire(ticket(1), on_wait=no_op)
+    waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
+    await until(lambda: gate.waiting == 1)
+
+    assert gate.withdraw("uid-2")
+    assert await asyncio.wait_for(waiter, 5) is True
+    assert gate.waiting == 0
+    assert gate.ledger.used(clock.now())["conversations"] == 1
+    await gate.aclose()
+
+
+async def test_a_cancelled_waiter_leaves_the_queue() -> None:
+    clock = ManualClock()
+    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    await gate.acquire(ticket(1), on_wait=no_op)
+    waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
+    await until(lambda: gate.waiting == 1)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert gate.waiting == 0
+    await gate.aclose()
+
+
+async def test_billed_tokens_exhaust_the_daily_budget() -> None:
+    clock = ManualClock()
+    gate = budget.Gate(budget.Limits(tokens_per_day=1000), clock=clock)
+    assert not await gate.acquire(ticket(1), on_wait=no_op)
+    gate.observe(
+        llm.RequestRecord(
+            outcome="ok", seconds=1.0, input_tokens=700, output_tokens=200, cache_read_tokens=100
+        )
+    )
+    waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
+    await until(lambda: gate.waiting == 1)
+
+    assert metrics.REGISTRY.get_sample_value("aianalysis_llm_budget_used", {"kind": "tokens"}) == 1000
+    await clock.advance(budget.DAY_SECONDS)
+    assert await asyncio.wait_for(waiter, 5) is True
+    await gate.aclose()
+
+
+def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> None:
+    st = budget.waiting_status(
+        previous=resources.AIAnalysisStatus(),
+        message="waiting for LLM budget",
+        now="2026-11-22T10:00:00Z",
+        generation=1,
+    )
+    assert st.phase == "Pending" and st.reason == "BudgetExhausted"
+    assert st.conditions is not None
+    ready = st.conditions[0]
+    assert (ready.type, ready.status, ready.reason) == ("Ready", "False", "BudgetExhausted")

@@ -1,0 +1,125 @@
+"""The webhook endpoint itself: authentication, bad input, size and rate limits, and the answer an
+Alertmanager operator reads. The request path never touches the cluster (no worker runs here: the
+alerts stay queued), so these need no apiserver; tests/e2e/test_intake_alertmanager.py covers the rest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from kubernetes import client as k8s
+
+from aianalysis import metrics
+from aianalysis.intake import dedup, mapping, resolve, server
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def make_intake(queue_limit: int = 100) -> server.Intake:
+    api = k8s.ApiClient()
+    return server.Intake(
+        token=TOKEN,
+        config=mapping.MappingConfig(),
+        resolver=resolve.Resolver(api),
+        tracker=dedup.Tracker(api, cooldown_seconds=3600),
+        queue_limit=queue_limit,
+    )
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[TestClient[Any, Any]]:
+    async with TestClient(TestServer(make_intake(queue_limit=3).app())) as client:
+        yield client
+
+
+def alert(pod: str, **labels: str) -> dict[str, Any]:
+    return {
+        "status": "firing",
+        "labels": {"alertname": "KubePodCrashLooping", "namespace": "shop", "pod": pod, **labels},
+        "annotations": {},
+        "startsAt": "2026-11-22T09:58:00Z",
+        "fingerprint": f"fp-{pod}",
+    }
+
+
+def body(*alerts: dict[str, Any], version: str = "4") -> dict[str, Any]:
+    return {"version": version, "status": "firing", "commonLabels": {}, "alerts": list(alerts)}
+
+
+def outcome(name: str) -> float:
+    return metrics.REGISTRY.get_sample_value("aianalysis_intake_alerts_total", {"outcome": name}) or 0.0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}, {"Authorization": f"Basic {TOKEN}"}],
+)
+async def test_missing_or_wrong_token_is_401(http: TestClient[Any, Any], headers: dict[str, str]) -> None:
+    response = await http.post(server.PATH, json=body(alert("a")), headers=headers)
+    assert response.status == 401
+    assert "token" in (await response.json())["error"]
+
+
+async def test_a_valid_payload_is_accepted_and_unmapped_alerts_are_reported(
+    http: TestClient[Any, Any],
+) -> None:
+    before = outcome("unmapped")
+    lost = {"status": "firing", "labels": {"alertname": "Watchdog"}, "fingerprint": "fp-w"}
+    response = await http.post(server.PATH, json=body(alert("a"), lost), headers=AUTH)
+
+    assert response.status == 200
+    answer = await response.json()
+    assert answer["accepted"] == 1
+    assert answer["unmapped"] == [
+        {"alertname": "Watchdog", "fingerprint": "fp-w", "reason": answer["unmapped"][0]["reason"]}
+    ]
+    assert "no resource label" in answer["unmapped"][0]["reason"]
+    assert outcome("unmapped") == before + 1
+
+
+async def test_malformed_json_is_400_with_a_message(http: TestClient[Any, Any]) -> None:
+    response = await http.post(server.PATH, data=b"{not json", headers=AUTH)
+    assert response.status == 400
+    assert "malformed JSON" in (await response.json())["error"]
+
+
+@pytest.mark.parametrize("version", ["3", "5", None])
+async def test_an_unknown_payload_version_is_400(http: TestClient[Any, Any], version: str | None) -> None:
+    payload = body(alert("a"))
+    payload["version"] = version
+    response = await http.post(server.PATH, json=payload, headers=AUTH)
+    assert response.status == 400
+    assert "version" in (await response.json())["error"]
+
+
+async def test_a_payload_of_the_wrong_shape_is_400_naming_the_field(http: TestClient[Any, Any]) -> None:
+    response = await http.post(
+        server.PATH, json={"version": "4", "alerts": [{"status": "exploded"}]}, headers=AUTH
+    )
+    assert response.status == 400
+    assert "alerts.0.status" in (await response.json())["error"]
+
+
+async def test_a_body_over_one_mebibyte_is_413(http: TestClient[Any, Any]) -> None:
+    big = alert("a")
+    big["annotations"] = {"description": "x" * (server.MAX_BODY_BYTES + 10)}
+    response = await http.post(server.PATH, data=json.dumps(body(big)).encode(), headers=AUTH)
+    assert response.status == 413
+
+
+async def test_a_burst_beyond_the_queue_is_429_and_nothing_of_it_is_queued(
+    http: TestClient[Any, Any],
+) -> None:
+    before = outcome("rate_limited")
+    first = await http.post(server.PATH, json=body(alert("a"), alert("b")), headers=AUTH)
+    second = await http.post(server.PATH, json=body(alert("c"), alert("d")), headers=AUTH)
+    third = await http.post(server.PATH, json=body(alert("e")), headers=AUTH)
+
+    assert first.status == 200
+    assert second.status == 429 and second.headers["Retry-After"] == str(server.RETRY_AFTER_SECONDS)
+    assert third.status == 200, "the payload that still fits is accepted"
+    assert outcome("rate_limited") == before + 2

@@ -1,0 +1,54 @@
+"""Settings of the Alertmanager intake and the LLM budget, as an operator sets them in the chart."""
+
+from __future__ import annotations
+
+import pytest
+
+from aianalysis import errors, settings
+
+
+def test_defaults_keep_the_intake_off_and_the_budget_unlimited() -> None:
+    s = settings.from_env({})
+    assert s.intake_port == 0
+    assert s.intake_cooldown_seconds == 3600.0
+    assert s.llm_budget_conversations_per_hour is None and s.llm_budget_tokens_per_day is None
+
+
+def test_intake_and_budget_from_the_environment() -> None:
+    s = settings.from_env(
+        {
+            "AIANALYSIS_INTAKE_PORT": "9443",
+            "AIANALYSIS_INTAKE_TOKEN": "t0ken",
+            "AIANALYSIS_INTAKE_COOLDOWN": "90m",
+            "AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR": "20",
+            "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "2000000",
+        }
+    )
+    assert (s.intake_port, s.intake_token, s.intake_cooldown_seconds) == (9443, "t0ken", 5400.0)
+    assert (s.llm_budget_conversations_per_hour, s.llm_budget_tokens_per_day) == (20, 2_000_000)
+    assert "t0ken" not in repr(s), "the token is never printed"
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"), [("1h", 3600.0), ("3600s", 3600.0), ("3600", 3600.0), ("1d", 86400.0)]
+)
+def test_cooldown_durations(raw: str, seconds: float) -> None:
+    assert settings.from_env({"AIANALYSIS_INTAKE_COOLDOWN": raw}).intake_cooldown_seconds == seconds
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"AIANALYSIS_INTAKE_PORT": "9443"}, "AIANALYSIS_INTAKE_TOKEN"),
+        ({"AIANALYSIS_INTAKE_COOLDOWN": "soon"}, "AIANALYSIS_INTAKE_COOLDOWN"),
+        (
+            {"AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR": "-1"},
+            "AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR",
+        ),
+        ({"AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "lots"}, "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY"),
+        ({"AIANALYSIS_INTAKE_PORT": "70000", "AIANALYSIS_INTAKE_TOKEN": "t"}, "AIANALYSIS_INTAKE_PORT"),
+    ],
+)
+def test_bad_values_stop_the_operator_naming_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(errors.ConfigError, match=message):
+        settings.from_env(env)
