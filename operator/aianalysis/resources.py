@@ -136,6 +136,7 @@ class WorkflowLabels(Model):
 class WorkflowExecutionSettings(Model):
     engine: Literal["job", "tekton", "ansible"] = "job"
     container_image: Annotated[str, Field(min_length=1)]
+    service_account_name: Annotated[str, Field(max_length=253)] | None = None
 
 
 class RemediationWorkflowSpec(Model):
