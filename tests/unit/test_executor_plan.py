@@ -226,3 +226,13 @@ def test_auto_execute_policy() -> None:
     assert isinstance(approval.auto_execute(reviewed, policy=policy, now=NOW), approval.Refuse)
     later = NOW + datetime.timedelta(hours=1)
     assert isinstance(approval.auto_execute(analysis(), policy=policy, now=later), approval.Refuse)
+
+
+def test_refused_or_disabled_workflows_are_not_accepted() -> None:
+    def condition(status: str) -> dict[str, Any]:
+        return {"type": "Accepted", "status": status, "reason": "x", "lastTransitionTime": "t"}
+
+    assert plan.accepted({"spec": {}})  # no catalog controller has judged it
+    assert plan.accepted({"spec": {}, "status": {"conditions": [condition("True")]}})
+    assert not plan.accepted({"spec": {}, "status": {"conditions": [condition("False")]}})
+    assert not plan.accepted({"spec": {"lifecycle": "Disabled"}})

@@ -67,6 +67,16 @@ def check_selection(
     return problems
 
 
+def accepted(workflow: Mapping[str, Any]) -> bool:
+    """A RemediationWorkflow object the catalog still offers: an ``Accepted`` condition, once the
+    catalog controller writes one, must be True, and lifecycle ``Disabled`` never runs. (The
+    catalog's own filter of refused workflows applies too, through the catalog the executor follows.)"""
+    conditions = (workflow.get("status") or {}).get("conditions") or []
+    verdict = next((c for c in conditions if c.get("type") == "Accepted"), None)
+    lifecycle = (workflow.get("spec") or {}).get("lifecycle")
+    return (verdict is None or verdict.get("status") == "True") and lifecycle != "Disabled"
+
+
 # ---- the Job ------------------------------------------------------------------------------------------
 
 

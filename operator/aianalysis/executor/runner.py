@@ -281,7 +281,7 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
         return None
     rw_plural = resources.REMEDIATIONWORKFLOW_PLURAL
     fresh = await _get(runtime, _custom(runtime).get_cluster_custom_object, G, V, rw_plural, entry.name)
-    if fresh is None or not accepted(fresh):
+    if fresh is None or not plan.accepted(fresh):
         return None
     try:
         spec = resources.RemediationWorkflowSpec.parse_known(fresh.get("spec") or {})
@@ -290,15 +290,6 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
     if (spec.workflow_id, spec.version) != (ref.workflow_id, ref.version):
         return None
     return catalog_mod.Workflow(name=entry.name, spec=spec)
-
-
-def accepted(workflow: dict[str, Any]) -> bool:
-    """Not refused and not disabled: an ``Accepted`` condition, when the catalog controller wrote one,
-    must be True; lifecycle ``Disabled`` never runs."""
-    conditions = (workflow.get("status") or {}).get("conditions") or []
-    verdict = next((c for c in conditions if c.get("type") == "Accepted"), None)
-    lifecycle = (workflow.get("spec") or {}).get("lifecycle")
-    return (verdict is None or verdict.get("status") == "True") and lifecycle != "Disabled"
 
 
 async def _business_context(
