@@ -7,6 +7,7 @@ tests write the Pod status a kubelet would (through ``/status``).
 from __future__ import annotations
 
 import json
+import re
 import os
 import secrets
 import subprocess
@@ -417,3 +418,53 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
     )
     assert completed["status"]["phase"] == "Completed"
     assert [j["metadata"]["name"] for j in items(cluster, "jobs", ns)] == ["api-oom-exec-1"]
+
+
+@pytest.mark.parametrize(
+    ("question", "allowed"),
+    [
+        ("get secrets -n {ns}", False),
+        ("list secrets --all-namespaces", False),
+        ("patch deployments.apps -n {ns}", False),
+        ("delete pods -n {ns}", False),
+        ("patch jobs.batch -n {ns}", False),
+        ("create pods -n {ns}", False),
+        ("create workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
+        ("patch aianalyses.kubernaut.io --subresource=status -n {ns}", False),
+        ("create jobs.batch -n {ns}", True),
+        ("watch pods -n {ns}", True),
+        ("list events -n {ns}", True),
+        ("patch workflowexecutions.kubernaut.io --subresource=status -n {ns}", True),
+        ("watch remediationworkflows.kubernaut.io", True),
+    ],
+)
+def test_executor_service_account_is_least_privilege(
+    jobs_cluster: devcluster.DevCluster, ns: str, question: str, allowed: bool
+) -> None:
+    answer = jobs_cluster.kubectl(
+        "auth", "can-i", *question.format(ns=ns).split(), user=EXECUTOR, check=False
+    )
+    assert answer.stdout.strip() == ("yes" if allowed else "no"), (question, answer.stderr)
+
+
+def test_executor_logs_no_permission_problem(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
+) -> None:
+    """A full run as the shipped ServiceAccount (Job created, followed, status written, Events posted)
+    leaves no 403 in the executor's log."""
+    cluster = jobs_cluster
+    wf = workflow(cluster)
+    executor = start_executor()
+    analysed(cluster, ns, wf)
+    assert approve(cluster, ns, "api-oom").returncode == 0
+    pod = the_pod(cluster, ns, "api-oom-exec-1", executor.logs)
+    done = {"terminated": {"reason": "Completed", "exitCode": 0, "startedAt": "2026-11-20T10:00:05Z",
+                           "finishedAt": "2026-11-20T10:01:00Z"}}  # fmt: skip
+    kubelet_reports(cluster, ns, pod["metadata"]["name"], phase="Succeeded", state=done)
+    assert (
+        wait_for(lambda: ended(cluster, ns, "api-oom-exec-1"), logs=executor.logs)["status"]["phase"]
+        == "Completed"
+    )
+    events = items(cluster, "events", ns, "--field-selector", "involvedObject.kind=WorkflowExecution")
+    assert {"JobCreated", "Completed"} <= {e["reason"] for e in events}
+    assert not re.search(r"forbidden|(?<![,.:\d])\b403\b", executor.logs(), re.I), executor.logs()
