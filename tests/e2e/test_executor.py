@@ -7,8 +7,8 @@ tests write the Pod status a kubelet would (through ``/status``).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import secrets
 import subprocess
 import sys
