@@ -140,14 +140,17 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | Non
     meta = body["metadata"]
     job_name = plan.job_name(meta["name"])
     job = await _get(runtime, k8s.BatchV1Api(runtime.api).read_namespaced_job, job_name, meta["namespace"])
-    if job is None and current.phase == "Running":
+    if job is None and (current.phase == "Running" or _job_was_created(current)):
         failure = reasons.Failure(reason="Error", message="Error: the Job of this execution was deleted")
         return await _write(runtime, body, current, phase="Failed", reason="JobDeleted", failure=failure)
     if job is None:
         return await _start(runtime, body, current, spec)
     if not plan.owned_by(job, body):
-        problem = f"a Job named {job['metadata']['name']} exists and belongs to something else"
-        return await _refuse(runtime, body, current, [problem])
+        taken = reasons.Failure(
+            reason="Error",
+            message=f"Error: a Job named {job['metadata']['name']} exists and is not this execution's",
+        )
+        return await _write(runtime, body, current, phase="Failed", reason="JobNameTaken", failure=taken)
     return await _follow(runtime, body, current, job)
 
 
@@ -203,6 +206,10 @@ async def _follow(
         )
     if seen.phase == "Failed":
         return await _write(runtime, body, current, phase="Failed", reason="Failed", failure=seen.failure)
+    if seen.phase == "Pending" and not _job_was_created(current):  # a restart between create and report
+        await _write(
+            runtime, body, current, phase="Pending", reason="JobCreated", message=f"job/{job_name} created"
+        )
     if seen.phase == "Running" and current.phase != "Running":
         await _write(
             runtime,
@@ -391,6 +398,12 @@ def _status(body: dict[str, Any]) -> resources.WorkflowExecutionStatus | None:
     except pydantic.ValidationError:
         log.warning("workflowexecution %s: unreadable status; left alone", body["metadata"].get("name"))
         return None
+
+
+def _job_was_created(current: resources.WorkflowExecutionStatus) -> bool:
+    return any(
+        c.type == plan.CONDITION and c.reason in ("JobCreated", "Running") for c in current.conditions or []
+    )
 
 
 def _left_to_others(current: resources.WorkflowExecutionStatus) -> bool:
