@@ -271,6 +271,7 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_catalog_workflows",
         "aianalysis_analyses_in_flight",
         "aianalysis_build",
+        "aianalysis_executions",
     }
     assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
     assert all(families[name].documentation for name in ours)
