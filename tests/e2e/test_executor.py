@@ -468,3 +468,34 @@ def test_executor_logs_no_permission_problem(
     events = items(cluster, "events", ns, "--field-selector", "involvedObject.kind=WorkflowExecution")
     assert {"JobCreated", "Completed"} <= {e["reason"] for e in events}
     assert not re.search(r"forbidden|(?<![,.:\d])\b403\b", executor.logs(), re.I), executor.logs()
+
+
+def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
+    jobs_cluster: devcluster.DevCluster,
+) -> None:
+    def rendered(*values: str) -> list[dict[str, Any]]:
+        out = subprocess.run(
+            [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, *values],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        return [d for d in yaml.safe_load_all(out) if d]
+
+    assert not [d for d in rendered() if "executor" in d["metadata"]["name"]]
+    on = rendered("--set", "executor.enabled=true", "--set", "executor.namespaces={team-a}")
+    executor = [d for d in on if "executor" in d["metadata"]["name"]]
+    [deployment] = [d for d in executor if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == EXECUTOR_SA
+    assert pod["containers"][0]["command"] == ["aianalysis", "executor"]
+    assert pod["containers"][0]["args"] == ["--namespace=team-a"]
+    [operator] = [d for d in on if d["kind"] == "Deployment" and d is not deployment]
+    selector = operator["spec"]["selector"]["matchLabels"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert not selector.items() <= labels.items(), (
+        "the operator's Deployment must not select the executor's Pods"
+    )
+    [binding] = [d for d in executor if d["kind"] == "RoleBinding"]
+    assert binding["metadata"]["namespace"] == "team-a"
+    jobs_cluster.kubectl("create", "namespace", "team-a", check=False)
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": executor})
+    jobs_cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=listing)

@@ -69,3 +69,14 @@ without a key); optional with provider offline, so a missing Secret does not blo
       optional: {{ ne .Values.provider "anthropic" }}
 {{- end }}
 {{- end }}
+
+{{/* Labels on the executor's objects (its own component). */}}
+{{- define "aianalysis-operator.executorLabels" -}}
+helm.sh/chart: {{ include "aianalysis-operator.chart" . }}
+app.kubernetes.io/name: {{ include "aianalysis-operator.name" . | trunc 54 }}-executor
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: executor
+app.kubernetes.io/part-of: aianalysis-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
