@@ -6,6 +6,7 @@ tests write the Pod status a kubelet would (through ``/status``).
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -130,7 +131,13 @@ def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: s
 
 
 def analysed(
-    cluster: devcluster.DevCluster, ns: str, wf: dict[str, Any], *, name: str = "api-oom"
+    cluster: devcluster.DevCluster,
+    ns: str,
+    wf: dict[str, Any],
+    *,
+    name: str = "api-oom",
+    environment: str = "production",
+    completed_at: str = "2026-11-20T10:00:00Z",
 ) -> dict[str, Any]:
     """An AIAnalysis whose status (written through /status, as the operator would) selected ``wf``."""
     body = {
@@ -140,13 +147,13 @@ def analysed(
         "spec": {
             "signal": {"type": "OOMKilled", "severity": "high"},
             "resource": {"kind": "Deployment", "name": "api", "namespace": ns},
-            "businessContext": {"environment": "production"},
+            "businessContext": {"environment": environment},
         },
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
     status = {
         "phase": "Completed",
-        "completedAt": "2026-11-20T10:00:00Z",
+        "completedAt": completed_at,
         "selectedWorkflow": {
             "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
             "confidence": 0.92, "rationale": "limit below working set",
@@ -247,6 +254,7 @@ def test_approve_creates_a_job_and_oomkilled_fails_the_execution_then_one_recove
 ) -> None:
     cluster = jobs_cluster
     wf = workflow(cluster)
+    analysed(cluster, ns, wf)  # before the operator starts: it finds the analysis already Completed
     executor = start_executor()
     operator = OperatorProcess(
         kubeconfig=cluster.kubeconfig, log_dir=tmp_path, env={"AIANALYSIS_PROVIDER": "offline"},
@@ -254,7 +262,6 @@ def test_approve_creates_a_job_and_oomkilled_fails_the_execution_then_one_recove
     )  # fmt: skip
     operator.start()
     try:
-        analysed(cluster, ns, wf)
         approved = approve(cluster, ns, "api-oom")
         assert approved.returncode == 0, approved.stderr
         assert "workflowexecution/api-oom-exec-1 created" in approved.stdout
@@ -499,3 +506,36 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
     jobs_cluster.kubectl("create", "namespace", "team-a", check=False)
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": executor})
     jobs_cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=listing)
+
+
+def test_auto_execute_runs_fresh_confident_selections_in_listed_environments_once(
+    jobs_cluster: devcluster.DevCluster, ns: str, tmp_path: Path
+) -> None:
+    """The policy (with admin rights here: the chart grants ``create`` on executions only when
+    autoExecute is on; the shipped-role run is the test above)."""
+    cluster = jobs_cluster
+    wf = workflow(cluster)
+    executor = OperatorProcess(
+        kubeconfig=cluster.kubeconfig, log_dir=tmp_path,
+        env={"AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true",
+             "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_ENVIRONMENTS": "production"},
+        argv=[sys.executable, "-m", "aianalysis", "executor", "--namespace", ns],
+    )  # fmt: skip
+    executor.start()
+    try:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        analysed(cluster, ns, wf, name="old-prod")  # completed two days before: never auto-executed
+        analysed(cluster, ns, wf, name="in-staging", environment="staging", completed_at=now)
+        analysed(cluster, ns, wf, name="in-prod", completed_at=now)
+        wait_for(
+            lambda: get(cluster, "jobs", "in-prod-exec-1", ns),
+            what="the auto-executed Job",
+            logs=executor.logs,
+        )
+        executions = [e["metadata"]["name"] for e in items(cluster, "wfe", ns)]
+        assert executions == ["in-prod-exec-1"]
+        assert items(cluster, "wfe", ns)[0]["metadata"]["labels"]["kubernaut.io/approved-by"] == "autoExecute"
+        refused = approve(cluster, ns, "in-prod")
+        assert refused.returncode == 1 and "already has an execution" in refused.stderr
+    finally:
+        executor.stop()
