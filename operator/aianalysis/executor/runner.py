@@ -123,8 +123,8 @@ async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transitio
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
         body = await _get(runtime, _custom(runtime).get_namespaced_custom_object, G, V, namespace, WFE, name)
-        if body is None:
-            runtime.locks.pop((namespace, name), None)
+        if body is None or (body.get("status") or {}).get("phase") in plan.TERMINAL:
+            runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
 
