@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
+k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl, kube-controller-manager from Go modules
 	hack/build-k8s.sh
 
 helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kubectl and etcd from Go modules into a versioned cache outside the repo.
+# Builds kube-apiserver, kubectl, etcd and kube-controller-manager from Go modules into a versioned cache outside the repo.
 # Rebuilds only on a miss: a second run costs nothing. Prints the cache directory on stdout.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,4 +25,7 @@ build() {  # name package
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
+# The Job controller (and garbage collector) for the executor's tests and the demo; devcluster starts
+# it only when asked.
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 echo "$cache"

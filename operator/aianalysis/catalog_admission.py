@@ -87,6 +87,20 @@ class Gate:
             self._reporter.report(name, verdict)
 
 
+class ReadOnlyReporter:
+    """For processes that only read the catalog (the executor, ``aianalysis mcp``): they apply the
+    same verdicts but leave writing them (status, Events, metrics) to the operator."""
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        pass
+
+    def forget(self, name: str) -> None:
+        pass
+
+    def report(self, name: str, verdict: admission.Verdict) -> None:
+        pass
+
+
 @dataclasses.dataclass
 class _Seen:
     generation: int | None

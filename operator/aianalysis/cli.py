@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_catalog(commands)
     _add_eval(commands)
     _add_mcp(commands)
+
+    _add_executor(commands)
+    _add_approve(commands)
     return parser
 
 
@@ -407,3 +410,90 @@ def mcp_serve(args: argparse.Namespace) -> int:
         print(f"aianalysis: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+# ---- aianalysis executor / approve -------------------------------------------------------------
+
+
+def _add_executor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "executor",
+        help="run the executor: WorkflowExecutions of engine job become Jobs (a separate, opt-in process)",
+    )
+    run.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        help="serve only this namespace (repeatable); default: all namespaces",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(handler=executor_run)
+
+
+def executor_run(args: argparse.Namespace) -> int:
+    config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
+
+    from aianalysis.executor import handlers  # noqa: PLC0415  # imports kopf: only for this command
+
+    handlers.run(
+        namespaces=args.namespace,
+        log_format=config.log_format,
+        verbose=args.verbose,
+        liveness_port=config.health_port,
+    )
+    return 0
+
+
+def _add_approve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    approve = commands.add_parser(
+        "approve",
+        help="approve an analysis' selected workflow: create its WorkflowExecution",
+        description="Create the WorkflowExecution of the analysis' status.selectedWorkflow (the executor, "
+        "if installed, runs it). Refused when the analysis selected nothing, needs human review (unless "
+        "--override-review) or already has an execution (unless --again, after it ended).",
+    )
+    approve.add_argument("name", help="the AIAnalysis")
+    approve.add_argument(
+        "-n", "--namespace", default=None, help="default: the kubeconfig context's namespace"
+    )
+    approve.add_argument(
+        "--override-review", action="store_true", help="run it although the analysis needs human review"
+    )
+    approve.add_argument(
+        "--again", action="store_true", help="another execution after the previous one ended"
+    )
+    approve.set_defaults(handler=approve_analysis)
+
+
+def approve_analysis(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+    from aianalysis.executor import submit  # noqa: PLC0415
+
+    namespace = args.namespace or kube.current_namespace()
+    with kube.api_client() as api:
+        result = submit.approve(
+            api,
+            namespace=namespace,
+            name=args.name,
+            override_review=args.override_review,
+            again=args.again,
+            approver=_approver(),
+        )
+    if result.created is None:
+        print(f"aianalysis: refused: {result.message}", file=sys.stderr)
+        return 1
+    print(result.message)
+    return 0
+
+
+def _approver() -> str:
+    """Who approved, as a label value (the local user name; the API server's audit log has the rest)."""
+    import getpass  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "cli"
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", user)[:63].strip("-._") or "cli"

@@ -1,8 +1,11 @@
 """``aianalysis demo``: the whole product on a throw-away local control plane.
 
-Starts etcd + kube-apiserver, installs the CRDs and the example catalog, runs the operator as a
-separate process (exactly as ``aianalysis run``), applies the example incidents, fails one
-WorkflowExecution to show recovery, prints the results and leaves nothing running.
+Starts etcd + kube-apiserver + kube-controller-manager (the Job controller), installs the CRDs and
+the example catalog, runs the operator and the executor as separate processes (exactly as
+``aianalysis run`` and ``aianalysis executor``), applies the example incidents, then closes the loop
+for one incident: approve → Job → its Pod is OOMKilled → execution Failed (``OOMKilled``) →
+recovery analysis → approve the different workflow it chose → Job succeeds → execution Completed.
+There is no kubelet: the demo writes the Pod status a kubelet would. Nothing is left running.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import yaml
 from aianalysis import devcluster, errors, settings
 
 NAMESPACE = "demo"
-#: The example incident whose execution the demo fails, to show a recovery analysis.
+#: The example incident whose execution the demo runs (and fails), to show recovery closing the loop.
 DEMO_RECOVERY_INCIDENT = "orders-api-crashloop"
 TERMINAL = ("Completed", "Failed")
 
@@ -50,8 +53,8 @@ def run(
     def step(text: str) -> None:
         out(f"[{time.monotonic() - started:6.1f}s] {text}")
 
-    step("starting a local control plane (etcd + kube-apiserver, no Docker)")
-    with devcluster.DevCluster() as cluster:
+    step("starting a local control plane (etcd + kube-apiserver + kube-controller-manager, no Docker)")
+    with devcluster.DevCluster(controller_manager=True) as cluster:
         step(f"control plane ready at {cluster.server}")
         devcluster.apply_crds(cluster, root / "crds")
         step("CRDs installed and Established")
@@ -59,21 +62,21 @@ def run(
         count = len(_items(cluster, "remediationworkflows"))
         step(f"example catalog installed: {count} RemediationWorkflows")
         cluster.kubectl("create", "namespace", NAMESPACE)
-        with _operator(cluster, root) as log_file:
+        with _operator(cluster, root) as log_file, _operator(cluster, root, command="executor") as exec_log:
             step(f"operator running (provider: {_provider()}; log: {log_file})")
+            step(f"executor running (runs approved WorkflowExecutions as Jobs; log: {exec_log})")
             cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(root / "examples" / "incidents"))
             incidents = len(_items(cluster, "aianalyses", NAMESPACE))
             step(f"applied {incidents} example incidents; waiting for the analyses")
             analyses = _wait_terminal(cluster, incidents, timeout_seconds, step)
-            failed_one = _fail_one_execution(cluster, analyses, step)
-            if failed_one is not None:
-                _wait_for(cluster, f"{failed_one}-recovery-1", timeout_seconds, step)
+            shown = _close_the_loop(cluster, analyses, timeout_seconds, step, out)
             out("")
             out(cluster.kubectl("get", "aianalyses", "-n", NAMESPACE, "-o", "wide").stdout)
-            shown = f"{failed_one}-recovery-1" if failed_one else analyses[0]["metadata"]["name"]
+            out(cluster.kubectl("get", "workflowexecutions", "-n", NAMESPACE, "-o", "wide").stdout)
+            shown = shown or analyses[0]["metadata"]["name"]
             out(f"status of aianalysis/{shown}:")
             out(_yaml_status(cluster, shown))
-        step("operator stopped")
+        step("operator and executor stopped")
     step("control plane stopped; nothing left running")
     return 0
 
@@ -84,8 +87,8 @@ def _provider() -> str:
 
 
 @contextlib.contextmanager
-def _operator(cluster: devcluster.DevCluster, root: Path) -> Iterator[Path]:
-    log_file = Path(tempfile.mkdtemp(prefix="aianalysis-demo-")) / "operator.log"
+def _operator(cluster: devcluster.DevCluster, root: Path, *, command: str = "run") -> Iterator[Path]:
+    log_file = Path(tempfile.mkdtemp(prefix="aianalysis-demo-")) / f"{command}.log"
     env = {
         **os.environ,
         "KUBECONFIG": str(cluster.kubeconfig),
@@ -94,7 +97,7 @@ def _operator(cluster: devcluster.DevCluster, root: Path) -> Iterator[Path]:
     }
     with log_file.open("w") as sink:
         proc = subprocess.Popen(  # the real entrypoint, as in the container
-            [sys.executable, "-m", "aianalysis", "run"],
+            [sys.executable, "-m", "aianalysis", command],
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -137,36 +140,142 @@ def _wait_terminal(
         time.sleep(1.0)
 
 
-def _wait_for(cluster: devcluster.DevCluster, name: str, timeout: float, step: Callable[[str], None]) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cluster.kubectl("get", "aianalysis", name, "-n", NAMESPACE, "-o", "json", check=False)
-        if got.returncode == 0 and (json.loads(got.stdout).get("status") or {}).get("phase") in TERMINAL:
-            step(f"recovery analysis {name} finished")
-            return
-        time.sleep(1.0)
-    raise errors.AIAnalysisError(f"recovery analysis {name} did not finish in {timeout:.0f}s")
-
-
-def _fail_one_execution(
-    cluster: devcluster.DevCluster, analyses: list[dict[str, Any]], step: Callable[[str], None]
+def _close_the_loop(
+    cluster: devcluster.DevCluster,
+    analyses: list[dict[str, Any]],
+    timeout: float,
+    step: Callable[[str], None],
+    out: Callable[[str], None],
 ) -> str | None:
-    """Pretend the executor ran a selected workflow and its rollout missed its deadline."""
-    selected_ones = [a for a in analyses if (a.get("status") or {}).get("selectedWorkflow")]
-    preferred = [a for a in selected_ones if a["metadata"]["name"] == DEMO_RECOVERY_INCIDENT]
-    chosen = next(iter(preferred or selected_ones), None)
-    if chosen is None:
-        step("no analysis selected a workflow; skipping the recovery demo")
+    """approve → Job → Pod OOMKilled → Failed → recovery → approve → Job succeeds → Completed."""
+    chosen = next((a for a in analyses if a["metadata"]["name"] == DEMO_RECOVERY_INCIDENT), None)
+    if chosen is None or not (chosen.get("status") or {}).get("selectedWorkflow"):
+        step(f"{DEMO_RECOVERY_INCIDENT} selected no workflow; skipping the execution demo")
         return None
     name = chosen["metadata"]["name"]
-    selected = chosen["status"]["selectedWorkflow"]
-    fail_execution(
-        cluster, NAMESPACE, analysis=chosen, name=f"{name}-exec-1", reason="DeadlineExceeded",
-        message="rollout did not become Available within 300s", step_index=1, step_name="wait-rollout",
-        execution_time="41s",
-    )  # fmt: skip
-    step(f"workflowexecution {name}-exec-1 ({selected['workflowId']}) marked Failed: DeadlineExceeded")
-    return str(name)
+    first = _approve(cluster, chosen, step, out)
+    pod = _wait_pod(cluster, first, timeout)
+    _kubelet(cluster, pod, phase="Running", state={"running": {"startedAt": _now()}})
+    _kubelet(cluster, pod, phase="Failed", state=_terminated("OOMKilled", 137))
+    step(f"pod/{pod} of job/{first}: the (simulated) kubelet reports the container OOMKilled, exit code 137")
+    failed = _wait_execution(cluster, first, timeout)
+    details = failed["status"].get("failureDetails") or {}
+    step(
+        f"workflowexecution/{first}: {failed['status']['phase']} "
+        f"({details.get('reason')}, exit code {details.get('exitCode')})"
+    )
+    recovery = _wait_analysis(cluster, f"{name}-recovery-1", timeout)
+    picked = (recovery.get("status") or {}).get("selectedWorkflow")
+    if not picked:
+        step(
+            f"recovery analysis {name}-recovery-1 selected no workflow "
+            f"({recovery['status'].get('humanReviewReason')})"
+        )
+        return str(recovery["metadata"]["name"])
+    step(
+        f"recovery analysis {name}-recovery-1 chose a different workflow: "
+        f"{picked['workflowId']} {picked['version']}"
+    )
+    second = _approve(cluster, recovery, step, out)
+    pod = _wait_pod(cluster, second, timeout)
+    _kubelet(cluster, pod, phase="Running", state={"running": {"startedAt": _now()}})
+    _kubelet(cluster, pod, phase="Succeeded", state=_terminated("Completed", 0))
+    step(f"pod/{pod} of job/{second}: the (simulated) kubelet reports success")
+    done = _wait_execution(cluster, second, timeout)
+    step(f"workflowexecution/{second}: {done['status']['phase']}")
+    return str(recovery["metadata"]["name"])
+
+
+def _approve(
+    cluster: devcluster.DevCluster,
+    analysis: dict[str, Any],
+    step: Callable[[str], None],
+    out: Callable[[str], None],
+) -> str:
+    """``aianalysis approve`` as a person runs it; the offline provider's picks are flagged for review
+    (low confidence), so the demo overrides that — a person would read the selection first."""
+    name = analysis["metadata"]["name"]
+    review = (analysis.get("status") or {}).get("needsHumanReview")
+    argv = [sys.executable, "-m", "aianalysis", "approve", name, "-n", NAMESPACE]
+    argv += ["--override-review"] if review else []
+    shown = " ".join(["aianalysis", *argv[3:]])
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    if result.returncode != 0:
+        raise errors.AIAnalysisError(f"{shown} failed: {result.stderr.strip()}")
+    step(f"$ {shown}\n         {result.stdout.strip()}")
+    created: str = result.stdout.strip().split()[0].split("/", 1)[1]
+    return created
+
+
+def _wait_pod(cluster: devcluster.DevCluster, execution: str, timeout: float) -> str:
+    def pod() -> str | None:
+        pods = _items_selected(cluster, "pods", f"kubernaut.io/workflow-execution={execution}")
+        return str(pods[0]["metadata"]["name"]) if pods else None
+
+    return str(_until(pod, timeout, f"the Job controller to create the Pod of {execution}"))
+
+
+def _wait_execution(cluster: devcluster.DevCluster, name: str, timeout: float) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
+        got = _get(cluster, "workflowexecution", name)
+        return got if got and (got.get("status") or {}).get("phase") in TERMINAL else None
+
+    found: dict[str, Any] = _until(ended, timeout, f"workflowexecution {name} to end")
+    return found
+
+
+def _wait_analysis(cluster: devcluster.DevCluster, name: str, timeout: float) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
+        got = _get(cluster, "aianalysis", name)
+        return got if got and (got.get("status") or {}).get("phase") in TERMINAL else None
+
+    found: dict[str, Any] = _until(ended, timeout, f"analysis {name} to finish")
+    return found
+
+
+def _until(probe: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := probe():
+            return found
+        time.sleep(0.5)
+    raise errors.AIAnalysisError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _get(cluster: devcluster.DevCluster, kind: str, name: str) -> dict[str, Any] | None:
+    got = cluster.kubectl("get", kind, name, "-n", NAMESPACE, "-o", "json", check=False)
+    return json.loads(got.stdout) if got.returncode == 0 else None
+
+
+def _items_selected(cluster: devcluster.DevCluster, plural: str, selector: str) -> list[dict[str, Any]]:
+    got = cluster.kubectl("get", plural, "-n", NAMESPACE, "-l", selector, "-o", "json")
+    items: list[dict[str, Any]] = json.loads(got.stdout)["items"]
+    return items
+
+
+def _kubelet(cluster: devcluster.DevCluster, pod: str, *, phase: str, state: dict[str, Any]) -> None:
+    """What a kubelet would write for the workflow's one container (there is no kubelet here)."""
+    container = {
+        "name": "workflow",
+        "image": "workflow",
+        "imageID": "",
+        "ready": False,
+        "restartCount": 0,
+        "state": state,
+    }
+    status = {"status": {"phase": phase, "containerStatuses": [container]}}
+    cluster.kubectl(
+        "patch", "pod", pod, "-n", NAMESPACE, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+    )
+
+
+def _terminated(reason: str, code: int) -> dict[str, Any]:
+    return {"terminated": {"reason": reason, "exitCode": code, "startedAt": _now(), "finishedAt": _now()}}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def fail_execution(

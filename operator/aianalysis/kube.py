@@ -22,3 +22,12 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         )
     configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
     return client.ApiClient(configuration)
+
+
+def current_namespace(kubeconfig: str | None = None) -> str:
+    """The namespace of the kubeconfig's current context (``default`` when it names none)."""
+    try:
+        _, context = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]  # untyped in the client
+    except (config.ConfigException, OSError):
+        return "default"
+    return str((context or {}).get("context", {}).get("namespace") or "default")

@@ -132,7 +132,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
     from kubernetes import config as kube_config  # noqa: PLC0415
 
-    from aianalysis import catalog_sync, kube  # noqa: PLC0415  # the kubernetes client only in cluster mode
+    from aianalysis import catalog_admission, catalog_sync, kube  # noqa: PLC0415  # kubernetes client: cluster mode only
 
     index = catalog_mod.Catalog()
     try:
@@ -141,7 +141,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
         raise errors.ConfigError(
             f"no cluster to read the catalog from ({exc}); pass --catalog PATH"
         ) from None
-    sync = catalog_sync.CatalogSync(api=api, catalog=index)
+    sync = catalog_sync.CatalogSync(api=api, catalog=index, reporter=catalog_admission.ReadOnlyReporter())
     try:
         try:
             sync.load()

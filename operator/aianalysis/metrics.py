@@ -100,6 +100,13 @@ ANALYSES_WAITING = prom.Gauge(
     ["reason"],
     registry=REGISTRY,
 )
+EXECUTIONS = prom.Counter(
+    "aianalysis_executions_total",
+    "WorkflowExecutions the executor finished, by outcome (completed|failed|refused) and reason "
+    "(a canonical Kubernetes reason code of a failure, SelectionInvalid, other, or none).",
+    ["outcome", "reason"],
+    registry=REGISTRY,
+)
 BUILD_INFO = prom.Info("aianalysis_build", "Version of the running operator.", registry=REGISTRY)
 BUILD_INFO.info({"version": __version__})
 
@@ -150,3 +157,10 @@ def serve(port: int) -> None:
     """Expose ``/metrics`` on ``port`` (a daemon thread; 0 = disabled)."""
     if port:
         prom.start_http_server(port, registry=REGISTRY)
+
+
+def record_execution(outcome: str, reason: str | None = None) -> None:
+    """One WorkflowExecution the executor brought to its end (once per execution: the executor
+    counts only the transition it wrote)."""
+    known = reason in resources.CANONICAL_REASON_CODES or reason in (None, "SelectionInvalid")
+    EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()

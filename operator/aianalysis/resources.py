@@ -205,7 +205,7 @@ class WorkflowGuidance(Model):
 class WorkflowExecutionSettings(Model):
     engine: Literal["job", "tekton", "ansible"] = "job"
     container_image: Annotated[str, Field(min_length=1)]
-    service_account_name: str | None = None
+    service_account_name: Annotated[str, Field(max_length=253)] | None = None
     bundle: str | None = None
     bundle_digest: str | None = None
     engine_config: Annotated[dict[str, Any], PRESERVE_UNKNOWN] | None = None

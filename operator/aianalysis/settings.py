@@ -129,6 +129,31 @@ class Settings:
     llm_budget_tokens_per_day: int | None = None
     """LLM tokens (input, output, cache) that may be billed in any rolling 24 hours (unset = unlimited)."""
 
+    # ---- the executor (``aianalysis executor``; a separate, opt-in process) ----
+
+    executor_backoff_limit: int = 0
+    """``backoffLimit`` of workflow Jobs: retries after a failed Pod (0: a remediation runs once)."""
+
+    executor_default_deadline_seconds: int = 1800
+    """``activeDeadlineSeconds`` of a workflow Job whose workflow declares no ``estimatedDuration``."""
+
+    executor_deadline_multiplier: float = 2.0
+    """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
+
+    executor_auto_execute: bool = False
+    """``autoExecute``: run selections without ``aianalysis approve`` when the analysis needs no
+    review, its confidence reaches the floor below and its environment is listed."""
+
+    executor_auto_execute_min_confidence: float = 0.9
+    """Confidence floor of ``autoExecute``."""
+
+    executor_auto_execute_environments: tuple[str, ...] = ()
+    """Environments (``businessContext.environment``, comma-separated) ``autoExecute`` may run in;
+    empty: none."""
+
+    executor_auto_execute_max_age_seconds: float = 600.0
+    """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""
+
     def __post_init__(self) -> None:
         problems = list(_problems(self))
         if problems:
@@ -164,6 +189,17 @@ def _problems(s: Settings) -> list[str]:
         if getattr(s, name) > 65535:
             out.append(f"{env_name(name)} must be a port number (0..65535), not {getattr(s, name)}")
     out.extend(_intake_problems(s))
+    if not 0.0 <= s.executor_auto_execute_min_confidence <= 1.0:
+        out.append(f"{env_name('executor_auto_execute_min_confidence')} must be within 0..1")
+    if s.executor_backoff_limit < 0:
+        out.append(f"{env_name('executor_backoff_limit')} must not be negative")
+    for name in (
+        "executor_default_deadline_seconds",
+        "executor_deadline_multiplier",
+        "executor_auto_execute_max_age_seconds",
+    ):
+        if not getattr(s, name) > 0:
+            out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
     for name in ("llm_timeout_seconds", "provider_retry_delay_seconds"):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
@@ -272,6 +308,8 @@ def _coerce(name: str, annotation: object, raw: str) -> object:
         if raw.strip().lower() in ("0", "false", "no", "off"):
             return False
         raise errors.ConfigError(f"{env_name(name)}={raw!r} is not true or false")
+    if kind == "tuple[str, ...]":
+        return tuple(item.strip() for item in raw.split(",") if item.strip())
     try:
         if kind == "int":
             return int(raw)

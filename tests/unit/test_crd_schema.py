@@ -480,6 +480,7 @@ EXPECTED_COLUMNS = {
     "WorkflowExecution": {
         "Phase": ".status.phase", "Workflow": ".spec.workflowRef.workflowId",
         "Reason": ".status.failureDetails.reason", "Age": ".metadata.creationTimestamp",
+        "Analysis": ".spec.analysisRef", "Recovery": ".status.recoveryAnalysisRef",
     },
     "RemediationWorkflow": {
         "Workflow ID": ".spec.workflowId", "Version": ".spec.version", "Action": ".spec.actionType",

@@ -276,9 +276,28 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_intake_alerts",
         "aianalysis_llm_budget_used",
         "aianalysis_analyses_waiting",
+        "aianalysis_executions",
     }
     assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
     assert all(families[name].documentation for name in ours)
     text = prom.generate_latest(metrics.REGISTRY).decode()
     assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text
     assert "process_resident_memory_bytes" in text, "the operator's own memory is exported too"
+
+
+def test_executions_are_counted_by_outcome_and_a_bounded_reason() -> None:
+    name = "aianalysis_executions_total"
+    before = {
+        key: value(name, outcome=o, reason=r)
+        for key, (o, r) in {"oom": ("failed", "OOMKilled"), "other": ("failed", "other"),
+                            "done": ("completed", "none"), "refused": ("refused", "SelectionInvalid")}.items()
+    }  # fmt: skip
+    metrics.record_execution("failed", "OOMKilled")
+    metrics.record_execution("failed", "SomethingAClusterInvented")
+    metrics.record_execution("completed")
+    metrics.record_execution("refused", "SelectionInvalid")
+    assert value(name, outcome="failed", reason="OOMKilled") == before["oom"] + 1
+    assert value(name, outcome="failed", reason="other") == before["other"] + 1
+    assert value(name, outcome="completed", reason="none") == before["done"] + 1
+    assert value(name, outcome="refused", reason="SelectionInvalid") == before["refused"] + 1
+    assert value(name, outcome="failed", reason="SomethingAClusterInvented") == 0

@@ -248,3 +248,27 @@ def test_platform_secrets_never_show_in_repr() -> None:
             "AIANALYSIS_MAX_TOKENS": "0",
         }
     )
+
+
+def test_executor_settings_from_the_environment() -> None:
+    s = settings.from_env(
+        {
+            "AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true",
+            "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_ENVIRONMENTS": "staging, dev,",
+            "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_MIN_CONFIDENCE": "0.8",
+            "AIANALYSIS_EXECUTOR_BACKOFF_LIMIT": "2",
+        }
+    )
+    assert s.executor_auto_execute is True
+    assert s.executor_auto_execute_environments == ("staging", "dev")
+    assert (s.executor_auto_execute_min_confidence, s.executor_backoff_limit) == (0.8, 2)
+    defaults = settings.from_env({})
+    assert defaults.executor_auto_execute is False and defaults.executor_auto_execute_environments == ()
+
+
+def test_executor_settings_are_checked() -> None:
+    assert "AIANALYSIS_EXECUTOR_AUTO_EXECUTE" in rejected({"AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "sometimes"})
+    assert "AIANALYSIS_EXECUTOR_DEADLINE_MULTIPLIER" in rejected(
+        {"AIANALYSIS_EXECUTOR_DEADLINE_MULTIPLIER": "0"}
+    )
+    assert "AIANALYSIS_EXECUTOR_BACKOFF_LIMIT" in rejected({"AIANALYSIS_EXECUTOR_BACKOFF_LIMIT": "-1"})

@@ -100,3 +100,14 @@ chains; only the optional OpenAI-compatible API key is a Secret).
       key: {{ .Values.openai.apiKeySecret.key }}
 {{- end }}
 {{- end }}
+
+{{/* Labels on the executor's objects (its own component). */}}
+{{- define "aianalysis-operator.executorLabels" -}}
+helm.sh/chart: {{ include "aianalysis-operator.chart" . }}
+app.kubernetes.io/name: {{ include "aianalysis-operator.name" . | trunc 54 }}-executor
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: executor
+app.kubernetes.io/part-of: aianalysis-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}

@@ -36,6 +36,16 @@ class Binaries:
     def kubectl(self) -> Path:
         return self.dir / "kubectl"
 
+    @property
+    def kube_controller_manager(self) -> Path:
+        """Optional (``DevCluster(controller_manager=True)``): the Job controller and garbage collector."""
+        path = self.dir / "kube-controller-manager"
+        if not os.access(path, os.X_OK):
+            raise errors.ConfigError(
+                f"kube-controller-manager not found in {self.dir}; run `make k8s` (hack/build-k8s.sh)"
+            )
+        return path
+
 
 def default_cache_dir() -> Path:
     """Mirrors the cache location of ``hack/build-k8s.sh`` so a plain ``make k8s`` is found."""

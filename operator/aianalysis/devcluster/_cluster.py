@@ -1,7 +1,10 @@
 """DevCluster: etcd + kube-apiserver on random loopback ports, started and stopped by Python.
 
-No controller-manager and no scheduler: objects are stored and served, nothing reconciles them
-(namespaces never finish deleting, pods stay Pending). Enough for an operator's tests and demo.
+No scheduler and no kubelet: objects are stored and served. By default nothing reconciles them
+(namespaces never finish deleting, pods stay Pending), which is enough for the operator's tests.
+``controller_manager=True`` adds kube-controller-manager with the controllers the executor needs —
+the Job controller and the garbage collector — so Jobs create Pods and react for real to the Pod
+status a test (standing in for a kubelet) writes through ``/status``.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ class DevCluster:
         users: Mapping[str, Sequence[str]] | None = None,
         start_timeout_s: float = 90.0,
         stop_grace_s: float = 5.0,
+        controller_manager: bool = False,
     ) -> None:
         self.binaries = _binaries.find_binaries(bin_dir)
+        self.controller_manager = controller_manager
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self._dir: Path | None = None
@@ -180,6 +185,35 @@ class DevCluster:
         }
         self._procs = {name: _processes.spawn(argv, log=self._log(name)) for name, argv in argvs.items()}
         self._wait_ready()
+        if self.controller_manager:
+            self._start_controller_manager()
+
+    def _start_controller_manager(self) -> None:
+        """Started after the apiserver is ready (it would only retry before); ready once it serves
+        ``/healthz``, and its Job controller is running from then on."""
+        (port,) = _config.free_ports(1)
+        argv = [
+            str(self.binaries.kube_controller_manager), f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
+            "--controllers=job,garbagecollector", "--leader-elect=false", "--bind-address=127.0.0.1",
+            f"--secure-port={port}", f"--cert-dir={self.data_dir / 'kcm-cert'}",
+            "--concurrent-job-syncs=2", "--concurrent-gc-syncs=2",
+        ]  # fmt: skip
+        name = "kube-controller-manager"
+        self._procs = {name: _processes.spawn(argv, log=self._log(name)), **self._procs}
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self._serves(f"https://127.0.0.1:{port}/healthz"):
+            if self._procs[name].poll() is not None:
+                self._fail(f"{name} exited early")
+            if time.monotonic() > deadline:
+                self._fail(f"{name} not healthy after {self.start_timeout_s:.0f}s")
+            time.sleep(0.1)
+
+    def _serves(self, url: str) -> bool:
+        try:  # its self-signed serving certificate: nothing secret is exchanged on this probe
+            return httpx.get(url, verify=False, timeout=2.0).status_code == 200  # noqa: S501
+        except httpx.HTTPError:
+            return False
 
     def _log(self, name: str) -> Path:
         return self.data_dir / f"{name}.log"

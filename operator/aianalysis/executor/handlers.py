@@ -1,0 +1,142 @@
+"""kopf handlers of the executor — with ``aianalysis.handlers``, the only modules importing kopf.
+
+``aianalysis executor`` runs these: a process of its own (own Deployment, own ServiceAccount), so
+the analysing operator keeps never touching workloads. Only watch events drive it (WorkflowExecutions,
+and the Jobs and Pods it created), no timers or daemons: those would put kopf finalizers on
+WorkflowExecutions, objects other tools own as much as we do. A restart re-lists everything, and
+each pass starts from a fresh read, so nothing is lost in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+
+from aianalysis import errors, kube, metrics, resources
+from aianalysis import settings as settings_mod
+from aianalysis.executor import plan, runner, submit
+
+G, V = resources.GROUP, resources.VERSION
+WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
+RETRY_DELAYS_SECONDS = (2, 4, 8, 16, 32, 64)
+OURS = {"app.kubernetes.io/managed-by": plan.MANAGED_BY}
+
+log = logging.getLogger(__name__)
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    config = settings_mod.from_env()
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    memo.runtime = runner.Runtime.create(config, kube.api_client())
+    metrics.serve(config.metrics_port)
+    await memo.runtime.load_catalog()  # before any execution is re-validated against it
+    log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        await runtime.aclose()
+
+
+def _open(body: kopf.Body, **_: Any) -> bool:
+    return (body.get("status") or {}).get("phase") not in plan.TERMINAL
+
+
+@kopf.on.event(G, V, WFE, id="execute", when=_open)
+async def execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    meta = body.get("metadata", {})
+    await _pass(memo, logger, namespace=meta.get("namespace"), name=meta.get("name"))
+
+
+@kopf.on.event("batch", "v1", "jobs", id="follow_job", labels=OURS)
+@kopf.on.event("", "v1", "pods", id="follow_pod", labels=OURS)
+async def follow(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    meta = body.get("metadata", {})
+    owner = (meta.get("annotations") or {}).get(runner.ANNOTATION_EXECUTION)
+    if owner:
+        await _pass(memo, logger, namespace=meta.get("namespace"), name=owner)
+
+
+async def _pass(
+    memo: kopf.Memo, logger: kopf.Logger, *, namespace: str | None, name: str | None, attempt: int = 0
+) -> None:
+    """One reconcile pass; a transient API error is retried with backoff (then the next watch event or
+    a restart picks the execution up again from a fresh read)."""
+    if not namespace or not name:
+        return
+    runtime: runner.Runtime = memo.runtime
+    try:
+        transition = await runner.reconcile(runtime, namespace=namespace, name=name)
+    except (
+        errors.ClusterError
+    ) as exc:  # watch events are not retried by kopf: retry here, a bounded number of times
+        if attempt >= len(RETRY_DELAYS_SECONDS):
+            logger.error(
+                "workflowexecution %s/%s: giving up after %d tries: %s", namespace, name, attempt + 1, exc
+            )
+            return
+        delay = RETRY_DELAYS_SECONDS[attempt]
+        logger.warning("workflowexecution %s/%s postponed %ds: %s", namespace, name, delay, exc)
+        runtime.later(delay, _pass(memo, logger, namespace=namespace, name=name, attempt=attempt + 1))
+        return
+    if transition is not None:
+        kopf.event(
+            kopf.Body(transition.about),  # type: ignore[arg-type]  # an API body is a RawBody
+            type=transition.type,
+            reason=transition.reason,
+            message=transition.message,
+        )
+        level = logging.INFO if transition.type == "Normal" else logging.WARNING
+        log.log(level, "%s/%s: %s: %s", namespace, name, transition.reason, transition.message)
+
+
+def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
+    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    st = body.get("status") or {}
+    return bool(
+        runtime
+        and runtime.auto_policy.enabled
+        and st.get("phase") == "Completed"
+        and st.get("selectedWorkflow")
+    )
+
+
+@kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
+async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
+    runtime: runner.Runtime = memo.runtime
+    try:
+        created = await asyncio.to_thread(
+            submit.auto_execute, runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
+        )
+    except errors.ClusterError as exc:
+        logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
+        return
+    if created:
+        kopf.event(
+            body,
+            type="Normal",
+            reason="AutoExecuted",
+            message=f"workflowexecution/{created} created by autoExecute",
+        )
+        log.info("autoExecute: workflowexecution %s created", created)
+
+
+def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:
+    """The executor's main loop (``aianalysis executor``): these handlers only."""
+    kopf.configure(
+        verbose=verbose, log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL
+    )
+    kopf.run(
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None,
+    )
