@@ -12,10 +12,10 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -e ./devtools
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -30,8 +30,8 @@ manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ fro
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
 
 lint: venv
-	$(VENV)/bin/ruff check operator tests bench hack
-	$(VENV)/bin/ruff format --check operator tests bench hack
+	$(VENV)/bin/ruff check operator devtools tests bench hack
+	$(VENV)/bin/ruff format --check operator devtools tests bench hack
 
 typecheck: venv
 	$(VENV)/bin/mypy
@@ -52,4 +52,4 @@ bench: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info devtools/*.egg-info

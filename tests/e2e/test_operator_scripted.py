@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import demo
+from aianalysis_dev import demo
 from tests.e2e.conftest import ROOT, analyses, get, wait_for, wait_terminal
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM

@@ -20,9 +20,9 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from aianalysis import demo, devcluster
 from aianalysis.tools import _kinds, _reader
 from aianalysis.tools import k8s as k8s_tools
+from aianalysis_dev import demo, devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for, wait_terminal
 
 DEPLOY = ROOT / "deploy"

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import devcluster, settings
+from aianalysis import settings
 from aianalysis.tools import _kinds
+from aianalysis_dev import devcluster
 from tests.e2e.conftest import OperatorProcess, wait_terminal
 
 pytestmark = pytest.mark.cluster

@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from aianalysis import devcluster, errors, settings
+from aianalysis import errors, settings
+from aianalysis_dev import devcluster
 
 NAMESPACE = "demo"
 #: The example incident whose execution the demo fails, to show a recovery analysis.
