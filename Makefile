@@ -4,21 +4,34 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+UV = $(shell hack/install-uv.sh)/bin/uv
 K8S_BIN = $(shell hack/build-k8s.sh)
 HELM_BIN = $(shell hack/build-helm.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv k8s helm manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s helm manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
-$(STAMP): pyproject.toml devtools/pyproject.toml
+# Exactly the locked versions (hashes checked), nothing else; then the two local packages, editable.
+$(STAMP): requirements/dev.txt requirements/image-build.txt pyproject.toml devtools/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]' -e ./devtools
+	"$(UV)" pip sync --quiet --python $(PY) --require-hashes requirements/dev.txt
+	"$(UV)" pip install --quiet --python $(PY) --no-deps --build-constraints requirements/image-build.txt \
+	    -e . -e ./devtools
+	"$(UV)" pip check --quiet --python $(PY)
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+lock:  ## re-resolve requirements/ after a change to pyproject.toml (UPGRADE=1: newest allowed versions)
+	hack/lock.sh $(if $(UPGRADE),--upgrade)
+
+deps: venv  ## the lock matches pyproject.toml; every imported module is declared, no declared one unused
+	hack/lock.sh --check
+	$(VENV)/bin/deptry operator
+	$(VENV)/bin/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
+	cd devtools && ../$(VENV)/bin/deptry aianalysis_dev
 
 k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
 	hack/build-k8s.sh
@@ -42,7 +55,7 @@ contracts: venv
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
-test: venv lint typecheck contracts
+test: venv lint typecheck contracts deps
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
