@@ -7,9 +7,11 @@ STAMP := $(VENV)/.installed
 UV = $(shell hack/install-uv.sh)/bin/uv
 K8S_BIN = $(shell hack/build-k8s.sh)
 HELM_BIN = $(shell hack/build-helm.sh)
+KUBE_SCORE_BIN = $(shell hack/build-kube-score.sh)
+PROMTOOL_BIN = $(shell hack/build-promtool.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s helm manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s helm kube-score promtool manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -39,6 +41,12 @@ k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl from Go modules
 helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)
 	hack/build-helm.sh
 
+kube-score:  ## build (or reuse) kube-score from Go modules (chart tests)
+	hack/build-kube-score.sh
+
+promtool:  ## build (or reuse) promtool from Go modules (alert rule tests)
+	hack/build-promtool.sh
+
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
 
@@ -56,7 +64,9 @@ unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
 test: venv lint typecheck contracts deps
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
+	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
+	    $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo

@@ -373,7 +373,7 @@ def test_default_rendering_is_accepted_by_the_apiserver(
     kinds = sorted(name.split("/")[0].split(".")[0] for name in applied)
     assert kinds == sorted(
         ["customresourcedefinition"] * 3
-        + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment"]
+        + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment", "networkpolicy"]
     )
 
 
@@ -434,7 +434,9 @@ def test_default_env_is_a_valid_operator_configuration(helm: Path, tmp_path: Pat
     }  # fmt: skip
 
 
-def test_deployment_is_a_single_hardened_non_root_pod_probed_on_healthz(helm: Path, tmp_path: Path) -> None:
+def test_deployment_is_a_single_hardened_non_root_pod_probed_for_life_and_readiness(
+    helm: Path, tmp_path: Path
+) -> None:
     objects = render(helm, tmp_path)
     deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -455,8 +457,9 @@ def test_deployment_is_a_single_hardened_non_root_pod_probed_on_healthz(helm: Pa
         "metrics": int(env_of(objects)["AIANALYSIS_METRICS_PORT"]["value"]),
         "health": health_port,
     }
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+    for probe in ("livenessProbe", "startupProbe"):
         assert operator[probe]["httpGet"] == {"path": "/healthz", "port": "health"}, probe
+    assert operator["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert operator["resources"]["requests"] and operator["resources"]["limits"]["memory"]
     assert operator["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
     assert "args" not in operator, "all namespaces by default"
@@ -597,4 +600,4 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
         "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
-    assert len(applied) == len(kustomized) == 9
+    assert len(applied) == len(kustomized) == 10
