@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from aianalysis import errors, settings
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, executions
 
 NAMESPACE = "demo"
 #: The example incident whose execution the demo fails, to show a recovery analysis.
@@ -161,59 +161,13 @@ def _fail_one_execution(
         return None
     name = chosen["metadata"]["name"]
     selected = chosen["status"]["selectedWorkflow"]
-    fail_execution(
+    executions.fail_execution(
         cluster, NAMESPACE, analysis=chosen, name=f"{name}-exec-1", reason="DeadlineExceeded",
         message="rollout did not become Available within 300s", step_index=1, step_name="wait-rollout",
         execution_time="41s",
     )  # fmt: skip
     step(f"workflowexecution {name}-exec-1 ({selected['workflowId']}) marked Failed: DeadlineExceeded")
     return str(name)
-
-
-def fail_execution(
-    cluster: devcluster.Cluster,
-    namespace: str,
-    *,
-    analysis: dict[str, Any],
-    name: str,
-    reason: str,
-    message: str,
-    step_index: int = 0,
-    step_name: str = "apply",
-    exit_code: int = 1,
-    execution_time: str = "1m0s",
-) -> None:
-    """What an executor would write: a WorkflowExecution of the analysis's selected workflow, then
-    its ``Failed`` status with a Kubernetes reason code (through ``/status``, as a kubelet would)."""
-    selected = analysis["status"]["selectedWorkflow"]
-    execution = {
-        "apiVersion": "kubernaut.io/v1alpha1",
-        "kind": "WorkflowExecution",
-        "metadata": {"name": name},
-        "spec": {
-            "analysisRef": analysis["metadata"]["name"],
-            "workflowRef": {k: selected[k] for k in ("workflowId", "version", "containerImage")},
-            "parameters": selected.get("parameters") or {},
-            "targetResource": analysis["spec"]["resource"],
-        },
-    }
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(execution))
-    failure = {
-        "phase": "Failed",
-        "failureDetails": {
-            "failedStepIndex": step_index,
-            "failedStepName": step_name,
-            "reason": reason,
-            "message": message,
-            "exitCode": exit_code,
-            "failedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "executionTime": execution_time,
-        },
-    }
-    cluster.kubectl(
-        "patch", "workflowexecution", name, "-n", namespace, "--subresource=status", "--type=merge",
-        "-p", json.dumps({"status": failure}),
-    )  # fmt: skip
 
 
 def _yaml_status(cluster: devcluster.DevCluster, name: str) -> str:
