@@ -18,8 +18,10 @@ WORKDIR /src
 COPY requirements/operator.txt requirements/image-build.txt ./requirements/
 # The build backend from the lock (hashes required), so the wheel is built with known tools.
 RUN python -m pip install --require-hashes --no-deps -r requirements/image-build.txt
-# Exactly the locked runtime dependencies: pip refuses any file whose hash is not in the lock.
-RUN python -m pip wheel --require-hashes --no-deps --wheel-dir /wheels -r requirements/operator.txt
+# Exactly the locked runtime dependencies: pip refuses any file whose hash is not in the lock. Only
+# published wheels: a wheel built here from a source archive would not match the lock's hashes.
+RUN python -m pip wheel --require-hashes --no-deps --only-binary=:all: --wheel-dir /wheels \
+      -r requirements/operator.txt
 COPY pyproject.toml README.md ./
 COPY operator ./operator
 RUN python -m pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .
