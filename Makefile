@@ -4,22 +4,37 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+UV = $(shell hack/install-uv.sh)/bin/uv
 K8S_BIN = $(shell hack/build-k8s.sh)
 HELM_BIN = $(shell hack/build-helm.sh)
 ALERTMANAGER_BIN = $(shell hack/build-alertmanager.sh)
+KUBE_SCORE_BIN = $(shell hack/build-kube-score.sh)
+PROMTOOL_BIN = $(shell hack/build-promtool.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv k8s helm alertmanager manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s helm alertmanager kube-score promtool manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
-$(STAMP): pyproject.toml
+# Exactly the locked versions (hashes checked), nothing else; then the two local packages, editable.
+$(STAMP): requirements/dev.txt requirements/image-build.txt pyproject.toml devtools/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	"$(UV)" pip sync --quiet --python $(PY) --require-hashes requirements/dev.txt
+	"$(UV)" pip install --quiet --python $(PY) --no-deps --build-constraints requirements/image-build.txt \
+	    -e . -e ./devtools
+	"$(UV)" pip check --quiet --python $(PY)
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+lock:  ## re-resolve requirements/ after a change to pyproject.toml (UPGRADE=1: newest allowed versions)
+	hack/lock.sh $(if $(UPGRADE),--upgrade)
+
+deps: venv  ## the lock matches pyproject.toml; every imported module is declared, no declared one unused
+	hack/lock.sh --check
+	$(VENV)/bin/deptry operator
+	$(VENV)/bin/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
+	cd devtools && ../$(VENV)/bin/deptry aianalysis_dev
 
 k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl, kube-controller-manager from Go modules
 	hack/build-k8s.sh
@@ -30,12 +45,18 @@ helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)
 alertmanager:  ## build (or reuse) Alertmanager from Go modules (the intake's end-to-end test)
 	hack/build-alertmanager.sh
 
+kube-score:  ## build (or reuse) kube-score from Go modules (chart tests)
+	hack/build-kube-score.sh
+
+promtool:  ## build (or reuse) promtool from Go modules (alert rule tests)
+	hack/build-promtool.sh
+
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
 
 lint: venv
-	$(VENV)/bin/ruff check operator tests bench hack
-	$(VENV)/bin/ruff format --check operator tests bench hack
+	$(VENV)/bin/ruff check operator devtools tests bench hack
+	$(VENV)/bin/ruff format --check operator devtools tests bench hack
 
 typecheck: venv
 	$(VENV)/bin/mypy
@@ -46,9 +67,11 @@ contracts: venv
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
-test: venv lint typecheck contracts
+test: venv lint typecheck contracts deps
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
-	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" $(VENV)/bin/pytest -q -ra --durations=15
+	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
+	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
+	    $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
@@ -57,4 +80,4 @@ bench: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info devtools/*.egg-info

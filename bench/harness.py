@@ -27,7 +27,8 @@ import httpx
 from kubernetes import client as k8s
 from kubernetes import watch
 
-from aianalysis import devcluster, kube, resources
+from aianalysis import kube, resources
+from aianalysis_dev import devcluster
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = ("Completed", "Failed")

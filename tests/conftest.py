@@ -12,7 +12,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from aianalysis import devcluster
+from aianalysis_dev import devcluster
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "crds"

@@ -44,6 +44,7 @@ FILES = {  # file in deploy/ -> kinds it holds, in this order
     "rbac.yaml": ("ClusterRole", "ClusterRoleBinding"),
     "deployment.yaml": ("Deployment",),
     "service.yaml": ("Service",),
+    "networkpolicy.yaml": ("NetworkPolicy",),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -100,10 +101,22 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     demo.set_defaults(handler=lambda args: _demo().run(timeout_seconds=args.timeout))
 
 
-def _demo() -> Any:
-    from aianalysis import demo  # noqa: PLC0415  # the dev cluster is only for this command
+DEV_PACKAGE = "aianalysis_dev"
 
-    return demo
+
+def _demo() -> Any:
+    """The demo lives in the development package, which the operator image does not contain: it is
+    loaded by name, so that the runtime package never imports dev tooling (an import contract)."""
+    try:
+        return importlib.import_module(f"{DEV_PACKAGE}.demo")
+    except ModuleNotFoundError as exc:
+        if exc.name != DEV_PACKAGE:
+            raise
+        raise errors.ConfigError(
+            "`aianalysis demo` needs the development tooling (the aianalysis-dev package, folder "
+            "devtools/ of the repository), which the operator image does not ship: run `make demo` "
+            "from a checkout"
+        ) from None
 
 
 def _add_analyze(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

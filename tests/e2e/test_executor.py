@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import devcluster
+from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
 
 CHART = ROOT / "helm" / "aianalysis-operator"

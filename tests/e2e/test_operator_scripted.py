@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import demo
+from aianalysis_dev import executions
 from tests.e2e.conftest import ROOT, analyses, get, wait_for, wait_terminal
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM
@@ -91,7 +91,7 @@ def fail_execution(cluster: Any, namespace: str, analysis_name: str, exec_name: 
     analysis = get(cluster, "aianalysis", analysis_name, namespace)
     assert analysis is not None
     exit_code = 137 if reason == "OOMKilled" else 1
-    demo.fail_execution(
+    executions.fail_execution(
         cluster, namespace, analysis=analysis, name=exec_name, reason=reason,
         message=f"step failed: {reason}", exit_code=exit_code, execution_time="1m2s",
     )  # fmt: skip

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from aianalysis import demo, devcluster
 from aianalysis.tools import _kinds, _reader
 from aianalysis.tools import k8s as k8s_tools
+from aianalysis_dev import devcluster, executions
 from tests.e2e.conftest import ROOT, OperatorProcess, free_port, get, wait_for, wait_terminal
 
 DEPLOY = ROOT / "deploy"
@@ -282,7 +282,7 @@ def _recovery_noted(item: dict[str, Any] | None) -> dict[str, Any] | None:
 def _fail_execution(cluster: devcluster.DevCluster, ns: str, *, analysis: dict[str, Any]) -> str:
     """A WorkflowExecution of the analysis's selection that failed (what an executor would write)."""
     name = f"{analysis['metadata']['name']}-exec-1"
-    demo.fail_execution(
+    executions.fail_execution(
         cluster, ns, analysis=analysis, name=name, reason="DeadlineExceeded",
         message="rollout did not finish within 600s", step_name="rollback", execution_time="10m0s",
     )  # fmt: skip

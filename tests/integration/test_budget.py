@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import budget, controller, devcluster, kube, metrics, resources, settings
+from aianalysis import budget, controller, kube, metrics, resources, settings
+from aianalysis_dev import devcluster
 from tests.support import messages_server as ms
 from tests.support.clock import ManualClock
 from tests.support.fake_llm import GoodLLM

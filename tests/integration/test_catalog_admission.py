@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, catalog_import, catalog_sync, devcluster, kube, metrics, resources
+from aianalysis import catalog, catalog_import, catalog_sync, kube, metrics, resources
+from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
 

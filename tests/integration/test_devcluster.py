@@ -15,8 +15,8 @@ import httpx
 import kubernetes
 import pytest
 
-from aianalysis import devcluster
-from aianalysis.devcluster._processes import sweep
+from aianalysis_dev import devcluster
+from aianalysis_dev.devcluster._processes import sweep
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -158,7 +158,7 @@ def test_killed_owner_leaves_no_control_plane_running(signum: signal.Signals) ->
     # SIGINT explicitly restored: a CI shell may start us with it ignored, and children inherit that.
     code = (
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from aianalysis.devcluster.__main__ import main; main()"
+        "from aianalysis_dev.devcluster.__main__ import main; main()"
     )
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert owner.stdout is not None

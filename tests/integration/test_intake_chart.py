@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import devcluster, settings
+from aianalysis import settings
+from aianalysis_dev import devcluster
 from aianalysis.intake import mapping
 from tests.integration.test_packaging import apply_dry_run, container, env_of, helm, one, render
 

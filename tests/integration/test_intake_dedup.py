@@ -12,7 +12,8 @@ import kubernetes
 import pytest
 from kubernetes import client
 
-from aianalysis import devcluster, kube, resources
+from aianalysis import kube, resources
+from aianalysis_dev import devcluster
 from aianalysis.intake import dedup, mapping, payload, resolve
 
 pytestmark = pytest.mark.cluster

@@ -234,6 +234,7 @@ async def test_openai_runs_the_whole_analysis_with_function_tools() -> None:
     assert decision.selected.parameters["MEMORY_LIMIT_NEW"] == "512Mi"
     first, last = server.requests[0].body, server.requests[-1].body
     assert {tool["function"]["name"] for tool in first["tools"]} == {
+        "list_action_types",
         "search_workflow_catalog",
         "get_workflow_details",
         "get_resource",

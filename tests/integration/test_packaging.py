@@ -22,11 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import packaging.markers
 import pytest
 import yaml
 
-from aianalysis import devcluster, settings
+import aianalysis
+from aianalysis import settings
 from aianalysis.tools import _kinds
+from aianalysis_dev import devcluster
 from tests.e2e.conftest import OperatorProcess, wait_terminal
 
 pytestmark = pytest.mark.cluster
@@ -95,9 +98,11 @@ def pip_commands(stage: Stage) -> list[list[str]]:
 
 
 def localize(argv: list[str], *, python: Path, paths: dict[str, Path]) -> list[str]:
-    """A Dockerfile command for this machine: our interpreter, image paths mapped to temp dirs."""
-    out = [str(python)]
-    for word in argv[1:]:
+    """A Dockerfile ``python -m pip ...`` command for this machine: this pip, acting on the
+    environment of ``python`` (a virtualenv made without pip, which is quicker), image paths mapped
+    to temp dirs."""
+    out = [sys.executable, "-m", "pip", "--python", str(python)]
+    for word in argv[3:]:
         local = word
         for image_path, path in paths.items():
             if local == image_path or local.endswith(f"={image_path}"):
@@ -136,9 +141,10 @@ def stages() -> list[Stage]:
     return dockerfile_stages(DOCKERFILE.read_text())
 
 
-def test_image_runs_as_a_fixed_non_root_user_on_python_311_slim(stages: list[Stage]) -> None:
+def test_image_runs_as_a_fixed_non_root_user_on_python_311_slim_pinned_by_digest(stages: list[Stage]) -> None:
     builder, runtime = stages
-    assert builder.name == "builder" and builder.base == runtime.base == "python:3.11-slim"
+    assert builder.name == "builder" and builder.base == runtime.base
+    assert re.fullmatch(r"python:3\.11\.\d+-slim@sha256:[0-9a-f]{64}", builder.base), "a tag alone floats"
     user = runtime.args("USER")[-1]
     assert re.fullmatch(r"\d+:\d+", user), "a numeric uid lets the kubelet verify runAsNonRoot"
     assert user == "65532:65532"
@@ -148,6 +154,22 @@ def test_image_runs_as_a_fixed_non_root_user_on_python_311_slim(stages: list[Sta
     assert runtime.args("COPY") == []
     assert not any(re.search(r"apt-get|apk |gcc|build-essential", run) for run in runtime.args("RUN"))
     assert any("--mount=type=bind,from=builder,source=/wheels" in run for run in runtime.args("RUN"))
+
+
+def test_image_installs_only_what_the_lock_names(stages: list[Stage]) -> None:
+    """Every pip command that may reach the package index checks hashes against the lock; the others
+    install from the builder's wheels only, without resolving dependencies."""
+    builder, runtime = stages
+    for argv in pip_commands(builder) + pip_commands(runtime):
+        if "--no-index" in argv:
+            assert "--no-deps" in argv, argv
+        elif argv[3] in ("install", "wheel") and "." not in argv:
+            assert "--require-hashes" in argv and "--no-deps" in argv, argv
+            assert argv[argv.index("-r") + 1].startswith("requirements/"), argv
+        else:  # the project itself: from the copied sources, with the locked build backend
+            assert argv[3:] == ["wheel", "--no-build-isolation", "--no-deps", "--wheel-dir", "/wheels", "."]
+    copied = {source for line in builder.args("COPY") for source in shlex.split(line)[:-1]}
+    assert {"requirements/operator.txt", "requirements/image-build.txt"} <= copied
 
 
 def test_image_ports_and_entrypoint_match_the_operator_and_the_chart(stages: list[Stage]) -> None:
@@ -160,25 +182,98 @@ def test_image_ports_and_entrypoint_match_the_operator_and_the_chart(stages: lis
     assert exposed == {values["metrics"]["port"], values["health"]["port"]}
 
 
-def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_sigterm(
-    stages: list[Stage], cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class Image:
+    """What the image would hold: a virtualenv with the runtime stage's installs, run from outside the
+    source tree."""
+
+    venv: Path
+    cwd: Path
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        result = subprocess.run(argv, cwd=self.cwd, env=env, capture_output=True, text=True, check=False)
+        assert not check or result.returncode == 0, f"{argv} failed:\n{result.stdout}{result.stderr}"
+        return result
+
+
+#: Building the image's virtualenv downloads and checks ~45 wheels: minutes on a busy 2-core machine.
+IMAGE_BUILD_TIMEOUT = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def image(stages: list[Stage], tmp_path_factory: pytest.TempPathFactory) -> Image:
+    """The builder stage's pip commands in a bare virtualenv (the builder image's Python), then the
+    runtime stage's in another one."""
     builder, runtime = stages
-    src, wheels, venv = tmp_path / "src", tmp_path / "wheels", tmp_path / "venv"
+    tmp = tmp_path_factory.mktemp("image")
+    src, wheels, build_venv, venv = (tmp / name for name in ("src", "wheels", "build-venv", "venv"))
     copy_context(builder, workdir=src)
-    [wheel_cmd] = pip_commands(builder)
-    run(localize(wheel_cmd, python=Path(sys.executable), paths={"/wheels": wheels, ".": src}), cwd=src)
-    run([sys.executable, "-m", "venv", str(venv)])
-    [install_cmd] = pip_commands(runtime)
-    venv_python = venv / "bin" / "python"
-    run(localize(install_cmd, python=venv_python, paths={"/wheels": wheels}))
-    without_source_tree = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    installed = run(
-        [str(venv_python), "-c", "import aianalysis; print(aianalysis.__file__)"],
-        cwd=tmp_path,
-        env=without_source_tree,
-    )
-    assert installed.startswith(str(venv / "lib")), "the venv must run the wheel, not the source tree"
+    run([sys.executable, "-m", "venv", "--without-pip", str(build_venv)])
+    for command in pip_commands(builder):
+        run(localize(command, python=build_venv / "bin" / "python", paths={"/wheels": wheels}), cwd=src)
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    paths = {"/wheels": wheels, "/requirements.txt": ROOT / "requirements" / "operator.txt"}
+    for command in pip_commands(runtime):
+        run(localize(command, python=venv / "bin" / "python", paths=paths))
+    (tmp / "elsewhere").mkdir()
+    return Image(venv=venv, cwd=tmp / "elsewhere")
+
+
+def locked(requirements: Path) -> dict[str, str]:
+    """name -> version of the lock's entries whose environment markers hold here."""
+    pins = re.findall(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)(?: ; ([^\\]*))?", requirements.read_text(), flags=re.M)
+    return {
+        canonical(name): version
+        for name, version, marker in pins
+        if not marker or packaging.markers.Marker(marker.strip()).evaluate()
+    }
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@IMAGE_BUILD_TIMEOUT
+def test_image_holds_the_locked_distributions_and_no_dev_tooling(image: Image) -> None:
+    pip_list = [sys.executable, "-m", "pip", "--python", str(image.python), "list", "--format=json"]
+    installed = {canonical(item["name"]): item["version"] for item in json.loads(image.run(*pip_list).stdout)}
+    expected = locked(ROOT / "requirements" / "operator.txt")
+    expected["aianalysis-operator"] = aianalysis.__version__
+    assert installed == expected  # (the python image itself also brings pip, setuptools and wheel)
+    found = image.run(
+        str(image.python), "-c",
+        "import importlib.util, pathlib, aianalysis; "
+        "print(importlib.util.find_spec('aianalysis_dev') is None); "
+        "print(*sorted(p.relative_to(pathlib.Path(aianalysis.__file__).parent).as_posix() "
+        "for p in pathlib.Path(aianalysis.__file__).parent.rglob('*.py')), sep=chr(10))",
+    ).stdout.split()  # fmt: skip
+    assert found[0] == "True", "the development package must not be in the image"
+    modules = found[1:]
+    assert "handlers.py" in modules and "cli.py" in modules
+    assert not [m for m in modules if re.match(r"(devcluster|demo)\b", m)], modules
+    assert not {"pytest", "mypy", "ruff", "import-linter", "deptry", "httpx", "matplotlib"} & installed.keys()
+
+
+@IMAGE_BUILD_TIMEOUT
+def test_demo_in_the_image_says_it_needs_the_dev_package(image: Image) -> None:
+    result = image.run(str(image.venv / "bin" / "aianalysis"), "demo", check=False)
+    assert result.returncode == 2
+    assert "needs the development tooling (the aianalysis-dev package" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@IMAGE_BUILD_TIMEOUT
+def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_sigterm(
+    stages: list[Stage], image: Image, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    runtime = stages[-1]
+    installed = image.run(str(image.python), "-c", "import aianalysis; print(aianalysis.__file__)").stdout
+    assert installed.startswith(str(image.venv / "lib")), "the venv must run the wheel, not the source tree"
 
     cluster.kubectl(
         "apply", "--server-side", "--force-conflicts", "--field-manager=packaging-test",
@@ -190,7 +285,7 @@ def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_s
         log_dir=tmp_path,
         env={**runtime.env(), "AIANALYSIS_PROVIDER": "offline"},
         # as the chart runs it with watchNamespaces: other tests' analyses are not this one's business
-        argv=[str(venv / "bin" / program), *arguments, f"--namespace={namespace}"],
+        argv=[str(image.venv / "bin" / program), *arguments, f"--namespace={namespace}"],
     )
     operator.env.pop("PYTHONPATH", None)
     operator.start()  # waits for GET /healthz == 200
@@ -286,7 +381,7 @@ def test_default_rendering_is_accepted_by_the_apiserver(
     kinds = sorted(name.split("/")[0].split(".")[0] for name in applied)
     assert kinds == sorted(
         ["customresourcedefinition"] * 3
-        + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment"]
+        + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment", "networkpolicy"]
     )
 
 
@@ -402,7 +497,9 @@ def test_default_env_is_a_valid_operator_configuration(helm: Path, tmp_path: Pat
     }  # fmt: skip
 
 
-def test_deployment_is_a_single_hardened_non_root_pod_probed_on_healthz(helm: Path, tmp_path: Path) -> None:
+def test_deployment_is_a_single_hardened_non_root_pod_probed_for_life_and_readiness(
+    helm: Path, tmp_path: Path
+) -> None:
     objects = render(helm, tmp_path)
     deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -423,8 +520,9 @@ def test_deployment_is_a_single_hardened_non_root_pod_probed_on_healthz(helm: Pa
         "metrics": int(env_of(objects)["AIANALYSIS_METRICS_PORT"]["value"]),
         "health": health_port,
     }
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+    for probe in ("livenessProbe", "startupProbe"):
         assert operator[probe]["httpGet"] == {"path": "/healthz", "port": "health"}, probe
+    assert operator["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert operator["resources"]["requests"] and operator["resources"]["limits"]["memory"]
     assert operator["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
     assert "args" not in operator, "all namespaces by default"
@@ -566,4 +664,4 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
         "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
-    assert len(applied) == len(kustomized) == 9
+    assert len(applied) == len(kustomized) == 10

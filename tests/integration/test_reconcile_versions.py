@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import controller, devcluster, kube, resources, settings
+from aianalysis import controller, kube, resources, settings
+from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from aianalysis import catalog, devcluster, resources, scope, tools
+from aianalysis import catalog, resources, scope, tools
+from aianalysis_dev import devcluster
 from aianalysis.tools import _scope, k8s
 from tests.integration.test_k8s_reader import Chain, create
 

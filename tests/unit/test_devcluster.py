@@ -10,8 +10,9 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from aianalysis import devcluster, errors
-from aianalysis.devcluster import _config, _processes
+from aianalysis import errors
+from aianalysis_dev import devcluster
+from aianalysis_dev.devcluster import _config, _processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

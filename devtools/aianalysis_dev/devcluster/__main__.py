@@ -1,4 +1,4 @@
-"""``python -m aianalysis.devcluster [--crds DIR]``: a throwaway control plane until Ctrl-C."""
+"""``python -m aianalysis_dev.devcluster [--crds DIR]``: a throwaway control plane until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import contextlib
 import threading
 from pathlib import Path
 
-from aianalysis import devcluster
+from aianalysis_dev import devcluster
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m aianalysis.devcluster", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m aianalysis_dev.devcluster", description=__doc__)
     parser.add_argument("--crds", type=Path, help="apply the CRD manifests in this directory")
     parser.add_argument("--bin-dir", type=Path, help="where etcd, kube-apiserver and kubectl are")
     args = parser.parse_args(argv)

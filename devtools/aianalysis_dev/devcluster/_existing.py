@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes
 
 from aianalysis import errors
-from aianalysis.devcluster import _base, _binaries
+from aianalysis_dev.devcluster import _base, _binaries
 
 
 class ExistingCluster:

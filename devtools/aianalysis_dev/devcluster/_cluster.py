@@ -25,7 +25,7 @@ import httpx
 import kubernetes
 
 from aianalysis import errors
-from aianalysis.devcluster import _base, _binaries, _config, _processes
+from aianalysis_dev.devcluster import _base, _binaries, _config, _processes
 
 ADMIN = "admin"
 _SHM = Path("/dev/shm")  # noqa: S108 — tmpfs makes etcd fast; mkdtemp creates a private 0700 dir in it
