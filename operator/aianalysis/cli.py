@@ -19,7 +19,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, errors, evaluation, resources, settings
+from aianalysis import catalog, errors, evaluation, pipeline, resources, settings
 
 USAGE_ERROR = 2
 
@@ -127,7 +127,7 @@ def analyze_file(args: argparse.Namespace) -> int:
     index = catalog.load_paths(args.catalog)
     config = settings.from_env(provider=args.provider)
     try:
-        result = asyncio.run(analysis.analyze_without_cluster(spec, catalog=index, settings=config))
+        result = asyncio.run(pipeline.analyze_without_cluster(spec, catalog=index, settings=config))
     except errors.ProviderError as exc:
         print(f"aianalysis: {exc.reason}: {exc}", file=sys.stderr)
         return 1

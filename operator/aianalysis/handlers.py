@@ -1,4 +1,5 @@
-"""kopf handlers — the only module that imports kopf. Thin: each delegates to ``controller``.
+"""kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
+(``aianalysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
 
 Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.handlers --all-namespaces``).
 """
@@ -10,7 +11,8 @@ from typing import Any
 
 import kopf
 
-from aianalysis import controller, errors, kube, metrics, resources
+from aianalysis import aianalysis_reconciler, errors, execution_reconciler, kube, metrics, resources
+from aianalysis import runtime as runtime_mod
 from aianalysis import settings as settings_mod
 
 G, V = resources.GROUP, resources.VERSION
@@ -29,7 +31,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
     settings.execution.max_workers = max(4, config.max_concurrent_analyses)
-    memo.runtime = controller.Runtime.create(config, kube.api_client())
+    memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
     await memo.runtime.load_catalog()
@@ -43,7 +45,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    runtime: controller.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()
 
@@ -62,7 +64,7 @@ async def analyze(
     runtime = _runtime(memo)
     limit = runtime.settings.provider_retry_limit
     try:
-        transition = await controller.reconcile_analysis(
+        transition = await aianalysis_reconciler.reconcile(
             runtime, name=name, namespace=namespace, body=dict(body), final_try=retry + 1 >= limit
         )
     except errors.AIAnalysisError as exc:
@@ -71,7 +73,7 @@ async def analyze(
         _announce(body, transition)
 
 
-def _announce(body: kopf.Body, transition: controller.Transition) -> None:
+def _announce(body: kopf.Body, transition: runtime_mod.Transition) -> None:
     """A terminal transition: a Kubernetes Event for kubectl users, a log line for log pipelines."""
     kopf.event(body, type=transition.type, reason=transition.reason, message=transition.message)
     level = logging.INFO if transition.type == "Normal" else logging.WARNING
@@ -88,13 +90,13 @@ def _kopf_error(exc: errors.AIAnalysisError, *, retry: int, base: float) -> Exce
     return kopf.PermanentError(f"{exc.reason}: {exc}")
 
 
-def _runtime(memo: kopf.Memo) -> controller.Runtime:
-    runtime: controller.Runtime = memo.runtime
+def _runtime(memo: kopf.Memo) -> runtime_mod.Runtime:
+    runtime: runtime_mod.Runtime = memo.runtime
     return runtime
 
 
 def _failed_unhandled(body: kopf.Body, **_: Any) -> bool:
-    return controller.execution_needs_recovery(dict(body))
+    return execution_reconciler.needs_recovery(dict(body))
 
 
 @kopf.on.event(G, V, WFE, id="recover", when=_failed_unhandled)
@@ -111,7 +113,7 @@ async def recover_retry(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, *
 
 async def _recover(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger) -> None:
     try:
-        transition = await controller.reconcile_execution(_runtime(memo), body=dict(body))
+        transition = await execution_reconciler.reconcile(_runtime(memo), body=dict(body))
     except errors.ClusterError as exc:
         logger.warning("recovery of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
