@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import aianalysis_reconciler, devcluster, kube, resources, settings
+from aianalysis import aianalysis_reconciler, custom_objects, devcluster, kube, resources, settings
 from aianalysis import runtime as runtime_mod
 
 pytestmark = pytest.mark.cluster
@@ -57,18 +57,13 @@ def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(runtime.api)
 
 
-async def test_a_stale_body_of_an_analysed_object_starts_no_second_analysis(
-    runtime: runtime_mod.Runtime, namespace: str
-) -> None:
-    stale = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
-    first = await aianalysis_reconciler.reconcile(
-        runtime, name="a1", namespace=namespace, body=stale, final_try=True
-    )
+async def test_an_analysed_object_is_not_analysed_again(runtime: runtime_mod.Runtime, namespace: str) -> None:
+    created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
+    ref = custom_objects.Ref.of(created)
+    first = await aianalysis_reconciler.drive(runtime, ref)
     done = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
 
-    again = await aianalysis_reconciler.reconcile(
-        runtime, name="a1", namespace=namespace, body=stale, final_try=True
-    )
+    again = await aianalysis_reconciler.drive(runtime, ref)
 
     after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
     assert first is not None and done["status"]["phase"] == "Completed"
@@ -85,9 +80,7 @@ async def test_an_object_changed_since_the_event_is_still_analysed_once(
         G, V, namespace, AIA, "a2", {"metadata": {"labels": {"x": "y"}}}
     )
 
-    transition = await aianalysis_reconciler.reconcile(
-        runtime, name="a2", namespace=namespace, body=body, final_try=True
-    )
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(body))
 
     after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a2")
     assert transition is not None

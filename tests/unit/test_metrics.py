@@ -271,8 +271,18 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_catalog_workflows",
         "aianalysis_analyses_in_flight",
         "aianalysis_build",
+        "aianalysis_status_writes_dropped",
+        "aianalysis_conversations_restarted",
+        "aianalysis_analyses_waiting",
+        "aianalysis_unreadable_objects",
+        "aianalysis_catalog_sync_last_success_timestamp_seconds",
+        "aianalysis_reconcile_retries",
     }
-    assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
+    durations = {
+        name for name in ours if name.endswith("_seconds") and not name.endswith("_timestamp_seconds")
+    }
+    assert {families[name].type for name in durations} == {"histogram"}
+    assert families["aianalysis_catalog_sync_last_success_timestamp_seconds"].type == "gauge"
     assert all(families[name].documentation for name in ours)
     text = prom.generate_latest(metrics.REGISTRY).decode()
     assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text
