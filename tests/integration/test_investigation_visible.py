@@ -28,10 +28,11 @@ def incident(namespace: str) -> resources.AIAnalysisSpec:
 
 
 class Investigates:
-    """Reads the incident's Deployment and its events first, then behaves like ``GoodLLM``."""
+    """Reads the incident's Deployment and one of its pods first, then behaves like ``GoodLLM``."""
 
     def __init__(self, spec: resources.AIAnalysisSpec) -> None:
         self.target = {"kind": "Deployment", "name": spec.resource.name, "namespace": spec.resource.namespace}
+        self.pod = {"kind": "Pod", "name": f"{spec.resource.name}-0", "namespace": spec.resource.namespace}
         self.good = GoodLLM()
 
     def __call__(self, body: dict[str, Any]) -> ms.Step:
@@ -39,7 +40,7 @@ class Investigates:
         if not outputs:
             return ms.reply_tools(
                 ms.tool_use("get_resource", self.target),
-                ms.tool_use("list_events", self.target),
+                ms.tool_use("get_resource", self.pod),
                 stop_reason="tool_use",
             )
         if len(outputs) == 2:
@@ -96,4 +97,6 @@ async def test_a_read_that_succeeds_keeps_the_investigated_verdict(
     decision = await analyse(cluster, spec)
 
     assert decision.review_reason != "investigation_failed"
-    assert decision.llm.cluster_reads == 2 and decision.llm.cluster_read_failures == 0
+    assert decision.llm.cluster_reads == 2 and decision.llm.cluster_read_failures == 1, (
+        "its pod does not exist"
+    )
