@@ -12,8 +12,8 @@ gets one task (``runtime.workers``) that ends, with bounded retries, in a termin
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 from typing import Any, cast
 
 import kopf
@@ -28,8 +28,9 @@ AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
 log = logging.getLogger(__name__)
 
 #: Set when this replica lost its Lease: kopf stops, and the process exits non-zero (restarted as
-#: a standby) rather than act beside the new leader.
-_LEASE_LOST = threading.Event()
+#: a standby) rather than act beside the new leader. An asyncio flag (kopf awaits it on its loop; a
+#: threading.Event would park an executor thread that keeps the process from exiting).
+_LEASE_LOST = asyncio.Event()
 
 
 class _NoDiffBase(kopf.DiffBaseStorage):

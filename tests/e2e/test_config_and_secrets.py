@@ -170,7 +170,11 @@ def test_the_api_key_never_appears_in_logs_events_or_status(
     assert len(server.requests) == 3, "401: one request; 500: one per handler try (2)"
 
     auth, down = done["leak-auth"], done["leak-down"]
-    assert (auth["phase"], auth["reason"]) == ("Failed", "ProviderError")
+    assert (auth["phase"], auth["reason"], auth["humanReviewReason"]) == (
+        "Failed",
+        "ProviderAuthFailed",
+        "provider_error",
+    ), "a permanent 401 is not labelled provider_unavailable"
     assert "401" in auth["message"] and "authentication_error" in auth["message"]
     assert "[redacted]" in auth["message"]
     assert (down["phase"], down["reason"], down["humanReviewReason"]) == (

@@ -212,4 +212,4 @@ def test_an_endpoint_answering_non_json_ends_the_analysis_with_its_own_reason(
     assert st["phase"] == "Failed" and st["reason"] == "ProviderBadResponse"
     assert st["humanReviewReason"] == "provider_error"
     assert st["attempt"] == 2, "two conversations (the cap), not one per handler retry"
-    assert len(llm_server.requests) == 2
+    assert len(llm_server.requests) == 4, "per conversation: the request and its one retry"

@@ -639,7 +639,7 @@ async def test_permanent_errors_name_their_cause(
 async def test_a_non_json_body_is_a_provider_error_with_its_own_reason(
     server: ms.MessagesServer, content_type: str
 ) -> None:
-    server.add(ms.Raw(status=200, content_type=content_type))
+    server.add(*[ms.Raw(status=200, content_type=content_type)] * 3)  # the first try and 2 retries
     observed = Observed()
     provider = anthropic_provider.AnthropicProvider(make_settings(server), on_request=observed)
     conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
@@ -649,7 +649,19 @@ async def test_a_non_json_body_is_a_provider_error_with_its_own_reason(
 
     assert caught.value.reason == "ProviderBadResponse"
     assert caught.value.retryable, "a proxy's page may pass: retried under the analysis' bounded tries"
-    assert observed.outcomes == ["unavailable"]
+    assert observed.outcomes == ["unavailable"] * 3 and len(server.requests) == 3
+
+
+async def test_a_non_json_body_is_asked_for_again_within_the_same_conversation(
+    server: ms.MessagesServer,
+) -> None:
+    server.add(ms.Raw(status=200), ms.submit({"x": 1}))
+    _, conversation = await converse(server)
+
+    submission = await conversation.answer()
+
+    assert submission.raw == {"x": 1} and len(server.requests) == 2
+    assert server.requests[1].body["messages"] == server.requests[0].body["messages"], "the same request"
 
 
 async def test_a_retry_after_beyond_the_limit_is_not_waited_for(server: ms.MessagesServer) -> None:

@@ -35,6 +35,7 @@ _EPHEMERAL: atypes.CacheControlEphemeralParam = {"type": "ephemeral"}
 _FORCE_SUBMIT: atypes.ToolChoiceToolParam = {"type": "tool", "name": answer.SUBMIT_TOOL_NAME}
 _TRUNCATING_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
+NON_JSON_BACKOFF_SECONDS = 0.5
 
 
 class AnthropicProvider:
@@ -95,7 +96,28 @@ class AnthropicProvider:
         messages: list[atypes.MessageParam],
         force_submit: bool,
     ) -> atypes.Message:
-        """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``."""
+        """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``.
+        A body that is not a Message (a proxy's page) is asked for again like the SDK retries a 5xx,
+        at most ``llm_max_retries`` times: the same request, not a new conversation."""
+        for retry in range(self._settings.llm_max_retries + 1):
+            try:
+                return await self._create_once(
+                    system=system, tools=tools, messages=messages, force_submit=force_submit
+                )
+            except errors.ProviderResponseError:
+                if retry == self._settings.llm_max_retries:
+                    raise
+            await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _create_once(
+        self,
+        *,
+        system: list[atypes.TextBlockParam],
+        tools: list[atypes.ToolParam],
+        messages: list[atypes.MessageParam],
+        force_submit: bool,
+    ) -> atypes.Message:
         started = time.monotonic()
         try:
             message = await self._client.messages.create(
