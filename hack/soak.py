@@ -92,7 +92,7 @@ def main() -> int:
             done = [i for i in items if (i.get("status") or {}).get("phase") in ("Completed", "Failed")]
             if len(done) == args.analyses:
                 break
-            if kills < args.kills and rng.random() < 0.5:
+            if kills < args.kills:
                 operator.kill()
                 kills += 1
                 operator.start()

@@ -120,6 +120,8 @@ class _Run:
         self.generation: int | None = None
         self.finished: _Finished | None = None
         self.last_error: errors.AIAnalysisError | None = None
+        self.unbilled = False
+        """The last conversation failed before any billed response: the next one takes its number."""
 
     async def step(self) -> runtime_mod.Transition | None:
         body = await self._read()
@@ -143,7 +145,8 @@ class _Run:
                 return None
             if self._over_limit():
                 return await self._limit_reached()
-            attempt = (self.previous.attempt or 0) + 1
+            reuse = self.unbilled and bool(self.previous.attempt)
+            attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
             marked = status.investigating(
                 previous=self.previous, attempt=attempt, now=pipeline.utcnow(), generation=self.generation
             )
@@ -154,7 +157,7 @@ class _Run:
                     f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile"
                 )
             self.previous = marked
-            if attempt > 1:
+            if attempt > 1 and not reuse:
                 metrics.CONVERSATIONS_RESTARTED.inc()
             started = time.monotonic()
             metrics.IN_FLIGHT.inc()
@@ -166,6 +169,9 @@ class _Run:
                     reader=self.runtime.reader,
                     settings=self.runtime.settings,
                 )
+            except errors.ProviderError as exc:
+                self.unbilled = not exc.billed
+                raise
             finally:
                 metrics.IN_FLIGHT.dec()
         final = status.completed(
@@ -202,7 +208,10 @@ class _Run:
             semaphore.release()
 
     def _over_limit(self) -> bool:
-        return (self.previous.attempt or 0) >= self.runtime.settings.max_conversations
+        """Another paid conversation would exceed the cap (one that ended before any billed
+        response in this process is tried again under its own number)."""
+        started = self.previous.attempt or 0
+        return started >= self.runtime.settings.max_conversations and not (self.unbilled and started)
 
     async def _limit_reached(self) -> runtime_mod.Transition | None:
         cap = self.runtime.settings.max_conversations

@@ -33,6 +33,9 @@ class ProviderError(AIAnalysisError):
     """The LLM provider failed for good (bad request, auth, model not found)."""
 
     reason = "ProviderError"
+    billed: bool = True
+    """Whether the conversation it ended had a billed response; the pipeline clears it when not, so
+    a retry does not count as another paid conversation."""
 
 
 class ProviderUnavailableError(ProviderError):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from aianalysis import answer as answer_mod
 from aianalysis import catalog as catalog_mod
-from aianalysis import llm, prompts, resources, status, tools, validation
+from aianalysis import errors, llm, prompts, resources, status, tools, validation
 from aianalysis import settings as settings_mod
 
 Clock = Callable[[], datetime.datetime]
@@ -39,7 +39,11 @@ async def analyze(
     conversation = provider.open(
         system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
     )
-    submission = await conversation.answer()
+    try:
+        submission = await conversation.answer()
+    except errors.ProviderError as exc:
+        exc.billed = conversation.usage.requests > 0
+        raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
     for number in range(1, settings.max_validation_attempts + 1):

@@ -204,12 +204,12 @@ def test_an_endpoint_answering_non_json_ends_the_analysis_with_its_own_reason(
     cluster: Any, namespace: str, example_catalog: Any, start_operator: Any, llm_server: ms.MessagesServer
 ) -> None:
     llm_server.set_policy(lambda _: ms.Raw(status=200))
-    operator = start_operator(**anthropic_env(llm_server, AIANALYSIS_MAX_CONVERSATIONS="2"))
+    operator = start_operator(**anthropic_env(llm_server, AIANALYSIS_PROVIDER_RETRY_LIMIT="3"))
     create(cluster, namespace, incident("payment-api-oomkilled", as_name="garbage-llm"))
 
     st = wait_done(cluster, namespace, "garbage-llm", operator.logs)["status"]
 
     assert st["phase"] == "Failed" and st["reason"] == "ProviderBadResponse"
     assert st["humanReviewReason"] == "provider_error"
-    assert st["attempt"] == 2, "two conversations (the cap), not one per handler retry"
-    assert len(llm_server.requests) == 4, "per conversation: the request and its one retry"
+    assert st["attempt"] == 1, "no response was billed: the three tries count as one conversation"
+    assert len(llm_server.requests) == 6, "three tries (the limit), each the request and its one retry"

@@ -230,3 +230,30 @@ async def test_a_rejected_final_write_ends_failed_with_the_cause(
     assert transition is not None and transition.reason == "StatusRejected"
     assert st["phase"] == "Failed" and st["reason"] == "StatusRejected" and st["attempt"] == 1
     assert "422" in st["message"]
+
+
+async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap(
+    cluster: devcluster.Cluster, crds: Any, namespace: str
+) -> None:
+    made = runtime_mod.Runtime.create(
+        settings.Settings(
+            provider="anthropic",
+            api_key="sk-test",
+            anthropic_base_url="http://127.0.0.1:9",  # nothing listens: no response is ever billed
+            llm_max_retries=0,
+            provider_retry_limit=3,
+            provider_retry_delay_seconds=0.01,
+        ),
+        kube.api_client(str(cluster.kubeconfig)),
+    )
+    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    try:
+        created = create(made, namespace, "unbilled")
+        transition = await aianalysis_reconciler.drive(made, custom_objects.Ref.of(created), sleep=no_sleep)
+        st = read(made, namespace, "unbilled")["status"]
+    finally:
+        await made.aclose()
+
+    assert transition is not None and st["phase"] == "Failed" and st["reason"] == "ProviderUnavailable"
+    assert st["attempt"] == 1, "three tries, none billed: one conversation"
+    assert st["humanReviewReason"] == "provider_unavailable"
