@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--faults", type=float, default=0.3)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
     rng = random.Random(args.seed)  # noqa: S311  # reproducible schedule, not secrets
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -72,7 +73,7 @@ def main() -> int:
             "ANTHROPIC_API_KEY": "sk-soak",
             "AIANALYSIS_ANTHROPIC_BASE_URL": llm.base_url,
             "AIANALYSIS_LLM_MAX_RETRIES": "1",
-            "AIANALYSIS_MAX_CONCURRENT_ANALYSES": "8",
+            "AIANALYSIS_MAX_CONCURRENT_ANALYSES": str(args.concurrency),
         }
         logs = Path(tempfile.mkdtemp(prefix="soak-"))
         operator = OperatorProcess(
@@ -96,7 +97,7 @@ def main() -> int:
                 operator.kill()
                 kills += 1
                 operator.start()
-            time.sleep(rng.uniform(1.0, 3.0))
+            time.sleep(rng.uniform(0.5, 1.5))
         operator.stop()
     attempts = collections.Counter((i.get("status") or {}).get("attempt") for i in items)
     outcomes = collections.Counter(
