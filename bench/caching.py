@@ -1,7 +1,7 @@
 """Share of the first Messages API request that prompt caching can reuse across analyses.
 
 Every example incident (``examples/incidents``) goes through the real pipeline in this process
-(``analysis.analyze`` with the Anthropic provider, the example catalog) against the scripted
+(``pipeline.analyze`` with the Anthropic provider, the example catalog) against the scripted
 server, which records the request the SDK actually sent. The API's cache prefix is
 ``tools → system → messages``; the prefix up to and including the last block-level
 ``cache_control`` breakpoint (the last tool, the system block) is the same for every incident.
@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from tests.support import messages_server as ms
 
-from aianalysis import analysis, catalog, llm, resources, settings
+from aianalysis import catalog, llm, pipeline, resources, settings
 from bench import harness, workload
 
 CHARS_PER_TOKEN = 4
@@ -76,7 +76,7 @@ async def _first_requests(base_url: str, specs: list[resources.AIAnalysisSpec]) 
     provider = llm.make_provider(config)
     try:
         for spec in specs:
-            await analysis.analyze(spec, catalog=found, provider=provider, reader=None, settings=config)
+            await pipeline.analyze(spec, catalog=found, provider=provider, reader=None, settings=config)
     finally:
         await provider.aclose()
 

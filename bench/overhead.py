@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aianalysis import analysis, catalog, resources, settings, status
+from aianalysis import catalog, pipeline, resources, settings, status
 from bench import harness, workload
 
 TIMEOUT_S = 600.0
@@ -36,11 +36,11 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
     from aianalysis import llm  # noqa: PLC0415
 
     decision = asyncio.run(
-        analysis.analyze(
+        pipeline.analyze(
             spec, catalog=found, provider=llm.make_provider(config), reader=None, settings=config
         )
     )
-    now = analysis.utcnow()
+    now = pipeline.utcnow()
     marked = status.investigating(previous=resources.AIAnalysisStatus(), attempt=1, now=now, generation=1)
     final = status.completed(previous=marked, decision=decision, now=now, generation=1)
     assert final.selected_workflow is not None, "the bench catalog must solve the bench analysis"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,7 @@ class CatalogSync:
         api: k8s.ApiClient,
         catalog: catalog_mod.Catalog,
         on_change: Callable[[], None] = lambda: None,
+        on_heard: Callable[[float], None] = lambda _: None,
         page_size: int = 500,
         watch_timeout_seconds: int = 300,
         retry_delay_seconds: float = 5.0,
@@ -51,6 +53,7 @@ class CatalogSync:
             catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
         )
         self._on_change = on_change
+        self._on_heard = on_heard
         self._page_size = page_size
         self._watch_timeout = watch_timeout_seconds
         self._retry_delay = retry_delay_seconds
@@ -58,6 +61,8 @@ class CatalogSync:
         self._version = ""
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.last_success: float | None = None
+        """Unix time the API server last answered this sync (a list, an event, a watch that ended)."""
 
     def load(self) -> int:
         """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
@@ -82,12 +87,28 @@ class CatalogSync:
             self._remove(name)
         self._version = page["metadata"]["resourceVersion"]
         self._on_change()
+        self._heard()
         return len(listed)
 
     def start(self) -> None:
-        """Follow changes in a daemon thread (call after ``load``)."""
+        """Follow changes in a daemon thread (call after ``load``; a second call does nothing)."""
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self._follow, name="catalog-sync", daemon=True)
         self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """The following thread runs (False before ``start`` and once it has died)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def fresh(self, *, now: float, max_age_seconds: float) -> bool:
+        """The API server answered this sync within ``max_age_seconds`` of ``now`` (Unix time)."""
+        return self.last_success is not None and now - self.last_success <= max_age_seconds
+
+    def _heard(self) -> None:
+        self.last_success = time.time()
+        self._on_heard(self.last_success)
 
     def stop(self) -> None:
         """Ask the thread to end; it does at its next event or when the current watch times out."""
@@ -114,6 +135,10 @@ class CatalogSync:
                 self._pause(f"watching RemediationWorkflows failed ({exc.status} {exc.reason})")
             except _TRANSIENT as exc:
                 self._pause(f"watching RemediationWorkflows failed ({exc})")
+            except Exception:  # supervised: a bug in one event must not end the sync silently
+                log.exception("catalog sync: unexpected error; re-listing")
+                self._pause("catalog sync failed unexpectedly")
+                self._relist()
 
     def _watch(self) -> None:
         stream = watch.Watch()  # type: ignore[no-untyped-call]  # kubernetes is untyped
@@ -131,6 +156,8 @@ class CatalogSync:
                 return
             self.apply(event["type"], event["raw_object"])
             self._version = stream.resource_version or self._version
+            self._heard()
+        self._heard()  # the server ended the watch at its timeout: it is alive
 
     def _relist(self) -> None:
         try:

@@ -21,7 +21,7 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import analysis, catalog, catalog_import, errors, evaluation, llm, resources, settings
+from aianalysis import catalog, catalog_import, errors, evaluation, llm, pipeline, resources, settings
 
 USAGE_ERROR = 2
 
@@ -88,7 +88,6 @@ def operator_run(args: argparse.Namespace) -> int:
         namespaces=args.namespace,
         log_format=config.log_format,
         verbose=args.verbose,
-        liveness_port=config.health_port,
     )
     return 0
 
@@ -146,7 +145,7 @@ def analyze_file(args: argparse.Namespace) -> int:
     index = catalog.load_paths(args.catalog)
     config = settings.from_env(provider=args.provider)
     try:
-        result = asyncio.run(analysis.analyze_without_cluster(spec, catalog=index, settings=config))
+        result = asyncio.run(pipeline.analyze_without_cluster(spec, catalog=index, settings=config))
     except errors.ProviderError as exc:
         print(f"aianalysis: {exc.reason}: {exc}", file=sys.stderr)
         return 1

@@ -33,6 +33,9 @@ class ProviderError(AIAnalysisError):
     """The LLM provider failed for good (bad request, auth, model not found)."""
 
     reason = "ProviderError"
+    billed: bool = True
+    """Whether the conversation it ended had a billed response; the pipeline clears it when not, so
+    a retry does not count as another paid conversation."""
 
 
 class ProviderUnavailableError(ProviderError):
@@ -47,3 +50,41 @@ class ClusterError(AIAnalysisError):
 
     retryable = True
     reason = "ClusterUnavailable"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ClusterRejectedError(AIAnalysisError):
+    """The API server refused a request for good (400/403/404/422): retrying cannot help."""
+
+    reason = "ClusterRejected"
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = _REJECTION_REASONS.get(status, "ClusterRejected")
+
+
+_REJECTION_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 422: "StatusRejected"}
+
+
+class ProviderAuthError(ProviderError):
+    """The LLM provider refused the credentials (401) or the permission (403)."""
+
+    reason = "ProviderAuthFailed"
+
+
+class ProviderBadRequestError(ProviderError):
+    """The LLM provider refused the request itself (400, 404 model, 413, 422)."""
+
+    reason = "ProviderBadRequest"
+
+
+class ProviderResponseError(ProviderError):
+    """The LLM provider answered with something that is not a valid response (a non-JSON body, say
+    from a proxy in between). Retried like unavailability, under its own reason."""
+
+    retryable = True
+    reason = "ProviderBadResponse"

@@ -1,42 +1,75 @@
-"""kopf handlers — the only module that imports kopf. Thin: each delegates to ``controller``.
+"""kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
+(``aianalysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
 
 Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.handlers --all-namespaces``).
+
+Only watch-event handlers: kopf keeps no progress or last-handled configuration for our objects
+(its diff-base storage is switched off), so annotations on an object — copied with
+``kubectl get -o yaml``, garbage, or hostile — cannot make it look handled, delay it or wedge it.
+What an object needs is decided from its own status (and its uid); each object that needs work
+gets one task (``runtime.workers``) that ends, with bounded retries, in a terminal status.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
-from aianalysis import controller, errors, intake, kube, metrics, resources
+from aianalysis import (
+    aianalysis_reconciler,
+    custom_objects,
+    execution_reconciler,
+    intake,
+    kube,
+    metrics,
+    resources,
+)
+from aianalysis import runtime as runtime_mod
 from aianalysis import settings as settings_mod
 
 G, V = resources.GROUP, resources.VERSION
 AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
-PREFIX = "aianalysis.kubernaut.io"
-MAX_RETRY_DELAY_SECONDS = 300.0
 
 log = logging.getLogger(__name__)
+
+#: Set when this replica lost its Lease: kopf stops, and the process exits non-zero (restarted as
+#: a standby) rather than act beside the new leader. An asyncio flag (kopf awaits it on its loop; a
+#: threading.Event would park an executor thread that keeps the process from exiting).
+_LEASE_LOST = asyncio.Event()
+
+
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """No handler here compares with a last-handled configuration: none is read or written."""
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
 
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Idempotent: kopf retries a failed startup, and a retry neither re-binds ports nor opens a
+    second set of clients."""
     config = settings_mod.from_env()
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=PREFIX)
+    settings.persistence.diffbase_storage = _NoDiffBase()
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
-    settings.execution.max_workers = max(4, config.max_concurrent_analyses)
-    memo.runtime = controller.Runtime.create(config, kube.api_client())
-    metrics.serve(config.metrics_port)
+    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
+    if runtime is None:
+        runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
+        metrics.serve(config.metrics_port)
+        await runtime.serve_health(config.health_port)
+    # With several replicas, only the Lease holder goes on; the others wait here (not ready).
+    await runtime.lead(on_lost=_LEASE_LOST.set)
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
-    await memo.runtime.load_catalog()
-    if config.intake_port:
-        memo.intake = intake.Intake.create(
-            config, memo.runtime.api, on_cancelled=memo.runtime.budget.withdraw
-        )
+    await runtime.load_catalog()
+    if config.intake_port and getattr(memo, "intake", None) is None:
+        memo.intake = intake.Intake.create(config, runtime.api, on_cancelled=runtime.budget.withdraw)
         await memo.intake.start(config.intake_port)
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
@@ -51,37 +84,60 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     receiver: intake.Intake | None = getattr(memo, "intake", None)
     if receiver is not None:
         await receiver.stop()
-    runtime: controller.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()
 
 
-@kopf.on.probe(id="catalog_workflows")
-def catalog_probe(memo: kopf.Memo, **_: Any) -> int:
-    return len(_runtime(memo).catalog)
+@kopf.on.event(G, V, AIA, id="analyze")
+async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """Every AIAnalysis that is not terminal gets one task that analyses it (on creation, and for the
+    unfinished ones after a restart); deleting the object cancels it."""
+    runtime, raw = _runtime(memo), dict(body)
+    ref = custom_objects.Ref.of(raw)
+    if type == "DELETED":
+        runtime.workers.forget(ref.uid)
+    elif not aianalysis_reconciler.settled(raw):
+        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _analyze(runtime, ref, raw))
 
 
-@kopf.on.resume(G, V, AIA, id="analyze_resumed")
-@kopf.on.create(G, V, AIA, id="analyze")
-async def analyze(
-    body: kopf.Body, name: str, namespace: str | None, retry: int, memo: kopf.Memo, **_: Any
-) -> None:
-    assert namespace is not None, "AIAnalysis is namespaced"
-    runtime = _runtime(memo)
-    limit = runtime.settings.provider_retry_limit
-    try:
-        transition = await controller.reconcile_analysis(
-            runtime, name=name, namespace=namespace, body=dict(body), final_try=retry + 1 >= limit
-        )
-    except errors.AIAnalysisError as exc:
-        raise _kopf_error(exc, retry=retry, base=runtime.settings.provider_retry_delay_seconds) from exc
+async def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
+    transition = await aianalysis_reconciler.drive(runtime, ref)
     if transition is not None:
         _announce(body, transition)
 
 
-def _announce(body: kopf.Body, transition: controller.Transition) -> None:
+@kopf.on.event(G, V, WFE, id="recover")
+async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """A failed WorkflowExecution starts a recovery analysis. No finalizer, no timer: the task retries
+    transient errors itself, boundedly."""
+    runtime, raw = _runtime(memo), dict(body)
+    ref = custom_objects.Ref.of(raw)
+    if type == "DELETED":
+        runtime.workers.forget(ref.uid)
+    elif execution_reconciler.needs_recovery(raw):
+        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _recover(runtime, ref, raw))
+
+
+async def _recover(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
+    transition = await execution_reconciler.drive(runtime, ref)
+    if transition is not None:
+        _announce(body, transition)
+
+
+def _version(body: dict[str, Any]) -> str | None:
+    version = (body.get("metadata") or {}).get("resourceVersion")
+    return version if isinstance(version, str) else None
+
+
+def _announce(body: dict[str, Any], transition: runtime_mod.Transition) -> None:
     """A terminal transition: a Kubernetes Event for kubectl users, a log line for log pipelines."""
-    kopf.event(body, type=transition.type, reason=transition.reason, message=transition.message)
+    kopf.event(
+        kopf.Body(cast(kopf.RawBody, body)),
+        type=transition.type,
+        reason=transition.reason,
+        message=transition.message,
+    )
     level = logging.INFO if transition.type == "Normal" else logging.WARNING
     meta = body.get("metadata", {})
     log.log(
@@ -89,52 +145,17 @@ def _announce(body: kopf.Body, transition: controller.Transition) -> None:
     )
 
 
-def _kopf_error(exc: errors.AIAnalysisError, *, retry: int, base: float) -> Exception:
-    if exc.retryable:
-        delay = min(MAX_RETRY_DELAY_SECONDS, base * 2**retry)
-        return kopf.TemporaryError(f"{exc.reason}: {exc}", delay=delay)
-    return kopf.PermanentError(f"{exc.reason}: {exc}")
-
-
-def _runtime(memo: kopf.Memo) -> controller.Runtime:
-    runtime: controller.Runtime = memo.runtime
+def _runtime(memo: kopf.Memo) -> runtime_mod.Runtime:
+    runtime: runtime_mod.Runtime = memo.runtime
     return runtime
 
 
-def _failed_unhandled(body: kopf.Body, **_: Any) -> bool:
-    return controller.execution_needs_recovery(dict(body))
-
-
-@kopf.on.event(G, V, WFE, id="recover", when=_failed_unhandled)
-async def recover(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """A failed WorkflowExecution starts a recovery analysis (watch events are not retried: see below)."""
-    await _recover(body, memo, logger)
-
-
-@kopf.timer(G, V, WFE, id="recover_retry", interval=30.0, initial_delay=30.0, when=_failed_unhandled)
-async def recover_retry(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """Safety net: retries a recovery whose first try hit a transient API error."""
-    await _recover(body, memo, logger)
-
-
-async def _recover(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger) -> None:
-    try:
-        transition = await controller.reconcile_execution(_runtime(memo), body=dict(body))
-    except errors.ClusterError as exc:
-        logger.warning("recovery of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
-        return
-    if transition is not None:
-        _announce(body, transition)
-
-
-def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:
-    """The operator's main loop (``aianalysis run``): these handlers, all namespaces by default."""
+def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:
+    """The operator's main loop (``aianalysis run``): these handlers, all namespaces by default.
+    Health (``/healthz``, ``/readyz``) is served by the runtime, started in :func:`startup`."""
     kopf.configure(
         verbose=verbose, log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL
     )
-    kopf.run(
-        standalone=True,
-        clusterwide=not namespaces,
-        namespaces=namespaces,
-        liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None,
-    )
+    kopf.run(standalone=True, clusterwide=not namespaces, namespaces=namespaces, stop_flag=_LEASE_LOST)
+    if _LEASE_LOST.is_set():
+        raise SystemExit("aianalysis: lost the leader Lease; exiting so that one replica acts")

@@ -153,10 +153,14 @@ def llm_observer(provider: str) -> llm.RequestObserver:
     return observe
 
 
+_serving: set[int] = set()
+
+
 def serve(port: int) -> None:
-    """Expose ``/metrics`` on ``port`` (a daemon thread; 0 = disabled)."""
-    if port:
+    """Expose ``/metrics`` on ``port`` (a daemon thread; 0 = disabled). Once per port and process."""
+    if port and port not in _serving:
         prom.start_http_server(port, registry=REGISTRY)
+        _serving.add(port)
 
 
 def record_execution(outcome: str, reason: str | None = None) -> None:
@@ -164,3 +168,36 @@ def record_execution(outcome: str, reason: str | None = None) -> None:
     counts only the transition it wrote)."""
     known = reason in resources.CANONICAL_REASON_CODES or reason in (None, "SelectionInvalid")
     EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()
+
+
+STATUS_WRITES_DROPPED = prom.Counter(
+    "aianalysis_status_writes_dropped_total",
+    "Status writes not made because the object they were computed for is gone (object_deleted, "
+    "object_replaced: another object now has its name) or the API server refused them (rejected).",
+    ["reason"],
+    registry=REGISTRY,
+)
+CONVERSATIONS_RESTARTED = prom.Counter(
+    "aianalysis_conversations_restarted_total",
+    "LLM conversations started for an analysis that had started one before (a restart, a retry).",
+    registry=REGISTRY,
+)
+WAITING = ANALYSES_WAITING  # one family, two reasons: concurrency (the reconciler), budget (budget.py)
+UNREADABLE = prom.Counter(
+    "aianalysis_unreadable_objects_total",
+    "Objects left alone because their status (or kopf's bookkeeping) could not be parsed, by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CATALOG_SYNC_LAST_SUCCESS = prom.Gauge(
+    "aianalysis_catalog_sync_last_success_timestamp_seconds",
+    "Unix time the catalog sync last heard from the API server (a list, a watch event or a watch "
+    "that ended normally).",
+    registry=REGISTRY,
+)
+INTERNAL_RETRIES = prom.Counter(
+    "aianalysis_reconcile_retries_total",
+    "Reconcile tries repeated after an error, by cause (cluster|provider|internal).",
+    ["cause"],
+    registry=REGISTRY,
+)

@@ -17,6 +17,7 @@ from aianalysis import resources
 LABEL_ORIGINAL = "kubernaut.io/original-analysis"
 LABEL_ATTEMPT = "kubernaut.io/recovery-attempt"
 MAX_NAME = 253
+SHORT_MAX, VALUE_MAX, TEXT_MAX = 253, 1024, 4096
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -124,7 +125,7 @@ def recovery_name(original: str, attempt: int) -> str:
 def _attempt(
     wfe_name: str,
     wfe_spec: resources.WorkflowExecutionSpec,
-    failure: resources.ExecutionFailure,
+    failure: resources.ExecutionFailureDetails,
     a_spec: resources.AIAnalysisSpec,
     a_status: resources.AIAnalysisStatus,
 ) -> resources.PreviousExecution:
@@ -133,10 +134,10 @@ def _attempt(
     return resources.PreviousExecution(
         workflow_execution_ref=wfe_name,
         original_rca=resources.OriginalRCA(
-            summary=rca.summary if rca else "not recorded",
+            summary=(rca.summary if rca else "not recorded")[:TEXT_MAX],
             signal_type=(rca.signal_type if rca and rca.signal_type else a_spec.signal.type),
             severity=(rca.severity if rca and rca.severity else a_spec.signal.severity),
-            contributing_factors=list(rca.contributing_factors) if rca else [],
+            contributing_factors=[f[:VALUE_MAX] for f in rca.contributing_factors] if rca else [],
         ),
         selected_workflow=resources.ExecutedWorkflow(
             workflow_id=wfe_spec.workflow_ref.workflow_id,
@@ -144,7 +145,16 @@ def _attempt(
             container_image=wfe_spec.workflow_ref.container_image
             or (chosen.container_image if chosen else None),
             parameters=dict(wfe_spec.parameters),
-            rationale=chosen.rationale if chosen else None,
+            rationale=chosen.rationale[:TEXT_MAX] if chosen and chosen.rationale else None,
         ),
-        failure=failure,
+        failure=_clipped(failure),
     )
+
+
+def _clipped(failure: resources.ExecutionFailureDetails) -> resources.ExecutionFailure:
+    """The executor's report within the bounds of an AIAnalysis spec (long messages are cut)."""
+    raw = failure.model_dump()
+    for key, value in raw.items():
+        if isinstance(value, str):
+            raw[key] = value[: TEXT_MAX if key == "message" else SHORT_MAX]
+    return resources.ExecutionFailure.model_validate(raw)

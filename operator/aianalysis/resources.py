@@ -46,6 +46,8 @@ HumanReviewReason = Literal[
     "inconclusive",
     "max_recovery_attempts",
     "provider_unavailable",
+    "provider_error",
+    "investigation_failed",
 ]
 
 #: Canonical Kubernetes reason codes of a failed execution (DD-RECOVERY-003). Other codes are
@@ -247,50 +249,68 @@ class RemediationWorkflowSpec(Model):
 # --------------------------------------------------------------------------------------------
 # AIAnalysis spec
 
+# Bounded so that whatever the operator echoes into a status fits (an unbounded spec string made the
+# status write fail with 422 and the analysis spin).
+Short = Annotated[str, Field(max_length=253)]
+Text = Annotated[str, Field(max_length=4096)]
+Value = Annotated[str, Field(max_length=1024)]
+
 
 class Signal(Model):
-    type: Annotated[str, Field(min_length=1)]
+    type: Annotated[str, Field(min_length=1, max_length=253)]
     severity: Severity
-    alert_name: str | None = None
-    source: str | None = None
-    labels: dict[str, str] | None = None
-    error_message: str | None = None
-    description: str | None = None
-    firing_time: str | None = None
-    received_time: str | None = None
+    alert_name: Short | None = None
+    source: Short | None = None
+    labels: dict[str, Value] | None = None
+    error_message: Text | None = None
+    description: Text | None = None
+    firing_time: Short | None = None
+    received_time: Short | None = None
 
 
 class ResourceRef(Model):
-    kind: Annotated[str, Field(min_length=1)]
+    kind: Annotated[str, Field(min_length=1, max_length=253)]
     name: Name
-    namespace: str | None = None
+    namespace: Short | None = None
 
 
 class BusinessContext(Model):
-    environment: str | None = None
+    environment: Short | None = None
     priority: Annotated[str, Field(pattern=r"^P[0-9]$")] | None = None
-    business_category: str | None = None
+    business_category: Short | None = None
     risk_tolerance: RiskLevel = "low"
     custom_labels: dict[str, str] | None = None
     """Operator-defined labels a workflow's customLabels are matched against exactly."""
 
 
 class OriginalRCA(Model):
-    summary: str
-    signal_type: str
-    severity: str | None = None
-    contributing_factors: list[str] = Field(default_factory=list)
+    summary: Text
+    signal_type: Short
+    severity: Short | None = None
+    contributing_factors: list[Value] = Field(default_factory=list)
 
 
 class ExecutedWorkflow(Model):
-    workflow_id: str
+    workflow_id: Short
     version: Semver
-    container_image: str | None = None
-    parameters: dict[str, str] = Field(default_factory=dict)
-    rationale: str | None = None
+    container_image: Short | None = None
+    parameters: dict[str, Value] = Field(default_factory=dict)
+    rationale: Text | None = None
 
 
 class ExecutionFailure(Model):
+    failed_step_index: int | None = None
+    failed_step_name: Short | None = None
+    reason: Annotated[str, Field(min_length=1, max_length=253)]
+    message: Text | None = None
+    exit_code: int | None = None
+    failed_at: Short | None = None
+    execution_time: Short | None = None
+
+
+class ExecutionFailureDetails(Model):
+    """What the executor reports on a WorkflowExecution (its own bounds; the recovery copy is clipped)."""
+
     failed_step_index: int | None = None
     failed_step_name: str | None = None
     reason: Annotated[str, Field(min_length=1)]
@@ -301,7 +321,7 @@ class ExecutionFailure(Model):
 
 
 class PreviousExecution(Model):
-    workflow_execution_ref: str
+    workflow_execution_ref: Short
     original_rca: OriginalRCA = Field(alias="originalRCA")
     selected_workflow: ExecutedWorkflow
     failure: ExecutionFailure
@@ -309,14 +329,14 @@ class PreviousExecution(Model):
 
 class RecoverySpec(Model):
     attempt_number: Annotated[int, Field(ge=1)]
-    original_analysis_ref: str | None = None
+    original_analysis_ref: Short | None = None
     previous_executions: Annotated[list[PreviousExecution], Field(min_length=1)]
 
 
 class AIAnalysisSpec(Model):
     signal: Signal
     resource: ResourceRef
-    cluster: str | None = None
+    cluster: Short | None = None
     business_context: BusinessContext = Field(default_factory=BusinessContext)
     recovery: RecoverySpec | None = None
 
@@ -421,6 +441,9 @@ class LLMUsage(Model):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     tool_calls: int = 0
+    tool_errors: int = 0
+    cluster_reads: int = 0
+    cluster_read_failures: int = 0
 
 
 class IntakeStatus(Model):
@@ -473,7 +496,7 @@ class WorkflowExecutionStatus(Model):
     phase: ExecutionPhase = "Pending"
     started_at: str | None = None
     completed_at: str | None = None
-    failure_details: ExecutionFailure | None = None
+    failure_details: ExecutionFailureDetails | None = None
     recovery_analysis_ref: str | None = None
     needs_human_review: bool | None = None
     human_review_reason: HumanReviewReason | None = None

@@ -95,6 +95,32 @@ class Settings:
     provider_retry_delay_seconds: float = 10.0
     """Base delay between handler-level tries (doubles each time, capped at 5 minutes)."""
 
+    max_conversations: int = 2
+    """LLM conversations one analysis may start in all (restarts and retries included); when an
+    analysis would need another, it ends ``Failed`` (``ConversationLimit``) instead."""
+
+    max_reconcile_retries: int = 5
+    """Tries repeated after a transient API error or an unexpected exception before the analysis ends
+    ``Failed`` (``ClusterUnavailable`` or ``InternalError``); the delay doubles from
+    ``provider_retry_delay_seconds``, capped at 5 minutes."""
+
+    provider_max_retry_after_seconds: float = 60.0
+    """A ``retry-after`` longer than this is not waited for: the provider counts as unavailable."""
+
+    catalog_sync_stale_seconds: float = 900.0
+    """Readiness fails when the catalog sync has not heard from the API server for this long."""
+
+    leader_election_namespace: str = ""
+    """Namespace of the Lease that lets one of several replicas act (empty: no leader election,
+    for a single replica). The chart sets it to the release namespace."""
+
+    lease_duration_seconds: int = 15
+    """How long a leader's Lease holds without renewal: a standby takes over at most this long
+    (plus a 2 s retry) after the leader died."""
+
+    leader_identity: str = ""
+    """This replica's name in the Lease (default: the pod name from ``HOSTNAME``)."""
+
     tool_output_max_chars: int = 8000
     """Cap on the text one investigation tool returns to the LLM."""
 
@@ -179,10 +205,18 @@ def _problems(s: Settings) -> list[str]:
         "max_tokens",
         "provider_retry_limit",
         "tool_output_max_chars",
+        "max_conversations",
+        "lease_duration_seconds",
     ):
         if getattr(s, name) < 1:
             out.append(f"{env_name(name)} must be at least 1, not {getattr(s, name)}")
-    for name in ("max_recovery_attempts", "llm_max_retries", "metrics_port", "health_port"):
+    for name in (
+        "max_recovery_attempts",
+        "llm_max_retries",
+        "metrics_port",
+        "health_port",
+        "max_reconcile_retries",
+    ):
         if getattr(s, name) < 0:
             out.append(f"{env_name(name)} must not be negative, not {getattr(s, name)}")
     for name in ("metrics_port", "health_port"):
@@ -200,7 +234,12 @@ def _problems(s: Settings) -> list[str]:
     ):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
-    for name in ("llm_timeout_seconds", "provider_retry_delay_seconds"):
+    for name in (
+        "llm_timeout_seconds",
+        "provider_retry_delay_seconds",
+        "provider_max_retry_after_seconds",
+        "catalog_sync_stale_seconds",
+    ):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
     return out
@@ -268,6 +307,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Setti
     cooldown = env.get(ENV_PREFIX + "INTAKE_COOLDOWN")
     if cooldown and "intake_cooldown_seconds" not in values:
         values["intake_cooldown_seconds"] = parse_duration(ENV_PREFIX + "INTAKE_COOLDOWN", cooldown)
+    if "leader_identity" not in values and env.get("HOSTNAME"):
+        values["leader_identity"] = env["HOSTNAME"]
     base_url = env.get("ANTHROPIC_BASE_URL")
     if base_url and "anthropic_base_url" not in values:
         values["anthropic_base_url"] = base_url

@@ -52,6 +52,37 @@ def ready_condition(
     )
 
 
+def pending(
+    *,
+    previous: resources.AIAnalysisStatus,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    generation: int | None,
+) -> resources.AIAnalysisStatus:
+    """Held before its conversation starts (no free concurrency slot, say): ``Ready=False`` with
+    ``reason``; the conversations started so far (``attempt``) are kept."""
+    return resources.AIAnalysisStatus(
+        phase="Pending",
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+        attempt=previous.attempt,
+        started_at=previous.started_at,
+        llm=previous.llm,
+        conditions=[
+            ready_condition(
+                status="False",
+                reason=reason,
+                message=message,
+                now=now,
+                generation=generation,
+                previous=previous.conditions,
+            )
+        ],
+    )
+
+
 def investigating(
     *, previous: resources.AIAnalysisStatus, attempt: int, now: datetime.datetime, generation: int | None
 ) -> resources.AIAnalysisStatus:
@@ -73,6 +104,36 @@ def investigating(
                 previous=previous.conditions,
             )
         ],
+    )
+
+
+def recovery_given_up(
+    *,
+    previous: resources.AIAnalysisStatus,
+    review_reason: resources.HumanReviewReason,
+    message: str,
+    now: datetime.datetime,
+) -> resources.AIAnalysisStatus:
+    """The analysis whose workflow kept failing: no further recovery, a person must decide. Phase
+    and selection stay; ``Ready`` names the same reason as the status."""
+    ready = next((c for c in previous.conditions or [] if c.type == READY), None)
+    condition = ready_condition(
+        status=ready.status if ready is not None else "False",
+        reason="MaxRecoveryAttempts",
+        message=message,
+        now=now,
+        generation=previous.observed_generation,
+        previous=previous.conditions,
+    )
+    others = [c for c in previous.conditions or [] if c.type != READY]
+    return previous.model_copy(
+        update={
+            "needs_human_review": True,
+            "human_review_reason": review_reason,
+            "reason": "MaxRecoveryAttempts",
+            "message": message,
+            "conditions": [condition, *others],
+        }
     )
 
 

@@ -39,24 +39,22 @@ def incident(name: str, namespace: str) -> str:
 # ---- liveness ---------------------------------------------------------------------------------
 
 
-def test_healthz_answers_200_with_the_catalog_size(
+def test_healthz_and_readyz_answer_200_once_the_whole_catalog_is_loaded(
     cluster: Any, example_catalog: list[dict[str, Any]], start_operator: Callable[..., OperatorProcess]
 ) -> None:
     operator = start_operator(AIANALYSIS_PROVIDER="offline")
-    url = f"http://127.0.0.1:{operator.health_port}/healthz"
+    base = f"http://127.0.0.1:{operator.health_port}"
     in_cluster = len(json.loads(cluster.kubectl("get", "rw", "-o", "json").stdout)["items"])
     assert in_cluster >= len(example_catalog)
 
-    def probe() -> dict[str, Any] | None:
-        response = httpx.get(url, timeout=5)
-        assert response.status_code == 200
-        body: dict[str, Any] = response.json()
-        return body if body.get("catalog_workflows") == in_cluster else None
+    ready = wait_for(
+        lambda: httpx.get(f"{base}/readyz", timeout=5).status_code == 200,
+        what="/readyz 200",
+        logs=operator.logs,
+    )
 
-    # kopf caches probe results for 10 s: the first answer may predate the full catalog.
-    assert wait_for(probe, timeout=30, what=f"catalog_workflows == {in_cluster}", logs=operator.logs) == {
-        "catalog_workflows": in_cluster
-    }
+    assert ready and httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+    assert f"aianalysis_catalog_workflows {float(in_cluster)}" in operator.metrics(), "the whole catalog"
 
 
 # ---- configuration ----------------------------------------------------------------------------
@@ -216,7 +214,11 @@ def test_the_api_key_never_appears_in_logs_events_or_status(
     assert len(server.requests) == 3, "401: one request; 500: one per handler try (2)"
 
     auth, down = done["leak-auth"], done["leak-down"]
-    assert (auth["phase"], auth["reason"]) == ("Failed", "ProviderError")
+    assert (auth["phase"], auth["reason"], auth["humanReviewReason"]) == (
+        "Failed",
+        "ProviderAuthFailed",
+        "provider_error",
+    ), "a permanent 401 is not labelled provider_unavailable"
     assert "401" in auth["message"] and "authentication_error" in auth["message"]
     assert "[redacted]" in auth["message"]
     assert (down["phase"], down["reason"], down["humanReviewReason"]) == (

@@ -364,11 +364,11 @@ def test_a_provider_outage_counts_each_request_its_tokens_and_the_analysis_once(
     start_operator: Callable[..., OperatorProcess],
     fake_sre: tuple[ms.MessagesServer, FakeSRE],
 ) -> None:
-    """The API answers each conversation's first turn, then is overloaded. Three handler tries,
-    each a fresh conversation: one billed call, then a call failing after one SDK retry — nine HTTP
-    requests, three ``ok`` and three ``unavailable`` calls (counted after the SDK's retries), the
-    tokens of all three billed turns although no analysis reached a decision, and one failed
-    analysis — the handler's retries do not count as analyses."""
+    """The API answers each conversation's first turn, then is overloaded. Three tries allowed, but
+    at most two conversations (``max_conversations``, default 2): each one billed call, then a call
+    failing after one SDK retry — six HTTP requests, two ``ok`` and two ``unavailable`` calls
+    (counted after the SDK's retries), the tokens of both billed turns although no analysis reached
+    a decision, and one failed analysis — retries do not count as analyses."""
     server, llm = fake_sre
     server.set_policy(
         lambda body: llm(body) if len(body["messages"]) == 1 else ms.overloaded()  # first turn only
@@ -384,22 +384,24 @@ def test_a_provider_outage_counts_each_request_its_tokens_and_the_analysis_once(
     [done] = wait_terminal(cluster, namespace, 1, logs=operator.logs)
     metrics = scrape(operator)
 
-    assert done["status"]["phase"] == "Failed"
-    assert len(server.requests) == 9
+    assert done["status"]["phase"] == "Failed" and done["status"]["attempt"] == 2
+    assert done["status"]["reason"] == "ProviderUnavailable"
+    assert len(server.requests) == 6
     assert series(metrics, "aianalysis_llm_requests_total") == {
-        labelled(provider="anthropic", outcome="ok"): 3,
-        labelled(provider="anthropic", outcome="unavailable"): 3,
+        labelled(provider="anthropic", outcome="ok"): 2,
+        labelled(provider="anthropic", outcome="unavailable"): 2,
     }
     assert series(metrics, "aianalysis_analyses_total") == {
         labelled(outcome="failed", review_reason="provider_unavailable"): 1,
     }
-    # Three first turns at 107 input, 10 output and 30 cache-write tokens each (nothing cache-read).
-    assert len(llm.replies) == 3
+    # Two first turns at 107 input, 10 output and 30 cache-write tokens each (nothing cache-read).
+    assert len(llm.replies) == 2
     assert series(metrics, "aianalysis_llm_tokens_total") == {
-        labelled(provider="anthropic", kind="input"): 3 * 107,
-        labelled(provider="anthropic", kind="output"): 3 * 10,
-        labelled(provider="anthropic", kind="cache_write"): 3 * 30,
+        labelled(provider="anthropic", kind="input"): 2 * 107,
+        labelled(provider="anthropic", kind="output"): 2 * 10,
+        labelled(provider="anthropic", kind="cache_write"): 2 * 30,
     }
+    assert sample(metrics, "aianalysis_conversations_restarted_total") == 1
     assert sample(metrics, "aianalysis_analyses_in_flight") == 0
 
 

@@ -4,7 +4,6 @@ the real kube-apiserver: restarts lose nothing, and failed executions start reco
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,9 +81,14 @@ def test_restart_mid_analysis_completes_each_analysis_once(
     operator.stop()
     operator.start()  # a second restart finds only finished analyses and does nothing
     requests_before = len(llm_server.requests)
-    time.sleep(3)  # give a wrongly resuming operator time to call the LLM again
-    assert [a["status"]["attempt"] for a in analyses(cluster, namespace)] == [2, 2, 2]
-    assert len(llm_server.requests) == requests_before
+    # The barrier: a sentinel created after the restart is analysed only once the operator has seen
+    # the listing that holds the finished analyses (events are handled in order, per watch stream).
+    apply_incident(cluster, namespace, "payment-api-oomkilled", as_name="sentinel")
+    wait_done(cluster, namespace, "sentinel", operator.logs)
+    sentinel_requests = 3  # search, details, submit
+    finished = [a for a in analyses(cluster, namespace) if a["metadata"]["name"] != "sentinel"]
+    assert [a["status"]["attempt"] for a in finished] == [2, 2, 2]
+    assert len(llm_server.requests) == requests_before + sentinel_requests
 
 
 def fail_execution(cluster: Any, namespace: str, analysis_name: str, exec_name: str, reason: str) -> None:
@@ -171,10 +175,15 @@ def test_operator_restart_between_failure_and_recovery_creates_exactly_one(
     wait_done(cluster, namespace, "pay-recovery-1", operator.logs)
     operator.stop()
     operator.start()  # and once more: the handled execution is not handled again
-    time.sleep(3)  # give a wrongly re-handling operator time to create a second recovery
+    # The barrier: a failed sentinel execution created after the restart gets its recovery only
+    # after the operator has handled the listing that holds exec-1.
+    apply_incident(cluster, namespace, "payment-api-oomkilled", as_name="sentinel")
+    wait_done(cluster, namespace, "sentinel", operator.logs)
+    fail_execution(cluster, namespace, "sentinel", "exec-sentinel", "OOMKilled")
+    wait_done(cluster, namespace, "sentinel-recovery-1", operator.logs)
 
     names = sorted(a["metadata"]["name"] for a in analyses(cluster, namespace))
-    assert names == ["pay", "pay-recovery-1"]
+    assert names == ["pay", "pay-recovery-1", "sentinel", "sentinel-recovery-1"]
     created = [e for e in events_for(cluster, namespace, "exec-1") if e["reason"] == "RecoveryCreated"]
     assert sum(e.get("count", 1) for e in created) == 1
 

@@ -96,6 +96,7 @@ def can_i(cluster: devcluster.DevCluster, *args: str) -> bool:
         "create remediationworkflows.kubernaut.io",
         "patch remediationworkflows.kubernaut.io",
         "delete aianalyses.kubernaut.io -n {ns}",
+        "patch aianalyses.kubernaut.io -n {ns}",
         "patch deployments.apps -n {ns}",
         "delete pods -n {ns}",
         "create pods/exec -n {ns}",

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import budget, controller, kube, metrics, resources, settings
+from aianalysis import aianalysis_reconciler, budget, custom_objects, kube, metrics, resources, settings
+from aianalysis import runtime as runtime_mod
 from aianalysis_dev import devcluster
 from tests.support import messages_server as ms
 from tests.support.clock import ManualClock
@@ -52,7 +53,7 @@ def clock() -> ManualClock:
 @pytest.fixture
 async def runtime(
     cluster: devcluster.Cluster, crds: list[str], llm_server: ms.MessagesServer, clock: ManualClock
-) -> AsyncIterator[controller.Runtime]:
+) -> AsyncIterator[runtime_mod.Runtime]:
     config = settings.Settings(
         provider="anthropic",
         api_key="sk-test-budget",
@@ -60,7 +61,7 @@ async def runtime(
         llm_max_retries=0,
         llm_budget_conversations_per_hour=BUDGET,
     )
-    made = controller.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
+    made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
     yield made
     await made.aclose()
@@ -71,7 +72,7 @@ def conversations(server: ms.MessagesServer) -> int:
     return sum(1 for r in server.requests if len(r.body["messages"]) == 1)
 
 
-def create(runtime: controller.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def create(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
     body = {
         "apiVersion": f"{G}/{V}",
         "kind": "AIAnalysis",
@@ -87,18 +88,15 @@ def create(runtime: controller.Runtime, namespace: str, name: str) -> dict[str, 
     return created
 
 
-def read(runtime: controller.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
     found: dict[str, Any] = client.CustomObjectsApi(runtime.api).get_namespaced_custom_object(
         G, V, namespace, AIA, name
     )
     return found
 
 
-async def reconcile(runtime: controller.Runtime, namespace: str, body: dict[str, Any]) -> Any:
-    name = body["metadata"]["name"]
-    return await controller.reconcile_analysis(
-        runtime, name=name, namespace=namespace, body=body, final_try=True
-    )
+async def reconcile(runtime: runtime_mod.Runtime, namespace: str, body: dict[str, Any]) -> Any:
+    return await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(body))
 
 
 async def wait_until(predicate: Any, *, what: str) -> None:
@@ -110,7 +108,7 @@ async def wait_until(predicate: Any, *, what: str) -> None:
 
 
 async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_moves(
-    runtime: controller.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+    runtime: runtime_mod.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
 ) -> None:
     for i in range(BUDGET):
         await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))
@@ -144,7 +142,7 @@ async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_move
 
 
 async def test_an_analysis_that_ended_while_waiting_never_spends_budget(
-    runtime: controller.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+    runtime: runtime_mod.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
 ) -> None:
     for i in range(BUDGET):
         await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))

@@ -263,7 +263,7 @@ def full_execution_status() -> resources.WorkflowExecutionStatus:
         phase="Failed",
         started_at=T0,
         completed_at=T1,
-        failure_details=resources.ExecutionFailure(
+        failure_details=resources.ExecutionFailureDetails(
             failed_step_index=1,
             failed_step_name="rollout",
             reason="OOMKilled",

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from aianalysis import settings
-from aianalysis_dev import devcluster
 from aianalysis.intake import mapping
+from aianalysis_dev import devcluster
 from tests.integration.test_packaging import apply_dry_run, container, env_of, helm, one, render
 
 __all__ = ["helm"]  # the module-scoped fixture, shared

@@ -13,8 +13,8 @@ import pytest
 from kubernetes import client
 
 from aianalysis import kube, resources
-from aianalysis_dev import devcluster
 from aianalysis.intake import dedup, mapping, payload, resolve
+from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aianalysis import analysis, errors, llm, settings
+from aianalysis import errors, llm, pipeline, settings
 from aianalysis.llm import openai_provider
 from tests.integration.test_llm_scripted import ANSWER, CATALOG, MODEL, SPEC, RecordingToolbox
 from tests.support import messages_server as ms
@@ -118,7 +118,7 @@ def chat(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.ChatCompletionsSer
 async def run(config: settings.Settings) -> Any:
     provider = llm.make_provider(config)
     try:
-        return await analysis.analyze(SPEC, catalog=CATALOG, provider=provider, reader=None, settings=config)
+        return await pipeline.analyze(SPEC, catalog=CATALOG, provider=provider, reader=None, settings=config)
     finally:
         await provider.aclose()
 

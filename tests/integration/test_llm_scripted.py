@@ -608,3 +608,78 @@ async def test_make_provider_builds_the_anthropic_provider_from_settings(server:
     assert submission.raw == ANSWER
     assert conversation.usage.provider == "anthropic"
     assert observed.outcomes == ["ok"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Each failure keeps its own reason; no answer holds a slot longer than the retry-after limit
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "reason"),
+    [
+        (401, errors.ProviderAuthError, "ProviderAuthFailed"),
+        (403, errors.ProviderAuthError, "ProviderAuthFailed"),
+        (400, errors.ProviderBadRequestError, "ProviderBadRequest"),
+        (404, errors.ProviderBadRequestError, "ProviderBadRequest"),
+    ],
+)
+async def test_permanent_errors_name_their_cause(
+    server: ms.MessagesServer, status: int, kind: type[errors.ProviderError], reason: str
+) -> None:
+    server.add(ms.Fail(status, "nope"))
+    _, conversation = await converse(server)
+
+    with pytest.raises(kind) as caught:
+        await conversation.answer()
+
+    assert caught.value.reason == reason and not caught.value.retryable
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
+async def test_a_non_json_body_is_a_provider_error_with_its_own_reason(
+    server: ms.MessagesServer, content_type: str
+) -> None:
+    server.add(*[ms.Raw(status=200, content_type=content_type)] * 3)  # the first try and 2 retries
+    observed = Observed()
+    provider = anthropic_provider.AnthropicProvider(make_settings(server), on_request=observed)
+    conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
+
+    with pytest.raises(errors.ProviderResponseError) as caught:
+        await conversation.answer()
+
+    assert caught.value.reason == "ProviderBadResponse"
+    assert caught.value.retryable, "a proxy's page may pass: retried under the analysis' bounded tries"
+    assert observed.outcomes == ["unavailable"] * 3 and len(server.requests) == 3
+
+
+async def test_a_non_json_body_is_asked_for_again_within_the_same_conversation(
+    server: ms.MessagesServer,
+) -> None:
+    server.add(ms.Raw(status=200), ms.submit({"x": 1}))
+    _, conversation = await converse(server)
+
+    submission = await conversation.answer()
+
+    assert submission.raw == {"x": 1} and len(server.requests) == 2
+    assert server.requests[1].body["messages"] == server.requests[0].body["messages"], "the same request"
+
+
+async def test_a_retry_after_beyond_the_limit_is_not_waited_for(server: ms.MessagesServer) -> None:
+    server.add(ms.Fail(429, "slow down", headers={"retry-after": "600"}), ms.submit({"x": 1}))
+    _, conversation = await converse(server, llm_max_retries=3, provider_max_retry_after_seconds=30.0)
+
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(errors.ProviderUnavailableError, match="retry after 600s, longer than the 30s limit"):
+        await conversation.answer()
+
+    assert len(server.requests) == 1, "no retry after being asked to wait 600 s"
+    assert asyncio.get_running_loop().time() - started < 30
+
+
+async def test_a_retry_after_within_the_limit_is_obeyed(server: ms.MessagesServer) -> None:
+    server.add(ms.Fail(429, "slow down", headers={"retry-after": "0.2"}), ms.submit({"x": 1}))
+    _, conversation = await converse(server, llm_max_retries=3, provider_max_retry_after_seconds=30.0)
+
+    submission = await conversation.answer()
+
+    assert submission.raw == {"x": 1} and len(server.requests) == 2

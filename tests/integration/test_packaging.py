@@ -571,7 +571,7 @@ def test_cluster_role_never_grants_secrets_wildcards_or_workload_writes(helm: Pa
     assert not any("resourceNames" in rule or "nonResourceURLs" in rule for rule in rules)
     writes = {key: verbs - READ_VERBS for key, verbs in granted.items() if verbs - READ_VERBS}
     assert writes == {
-        ("kubernaut.io", "aianalyses"): {"create", "patch"},
+        ("kubernaut.io", "aianalyses"): {"create"},  # no bookkeeping patches on incidents
         ("kubernaut.io", "workflowexecutions"): {"patch"},
         ("kubernaut.io", "aianalyses/status"): {"patch"},
         ("kubernaut.io", "workflowexecutions/status"): {"patch"},
@@ -665,3 +665,24 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
     assert len(applied) == len(kustomized) == 10
+
+
+def test_more_than_one_replica_elects_a_leader_with_rights_on_one_lease_only(
+    helm: Path, tmp_path: Path
+) -> None:
+    docs = render(helm, tmp_path, values={"replicaCount": 2})
+    role = one(docs, "Role")
+    deployment = one(docs, "Deployment")
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+    assert deployment["spec"]["replicas"] == 2
+    assert env["AIANALYSIS_LEADER_ELECTION_NAMESPACE"] == role["metadata"]["namespace"]
+    assert {(tuple(r["verbs"]), tuple(r.get("resourceNames", []))) for r in role["rules"]} == {
+        (("create",), ()),
+        (("get", "update"), ("aianalysis-operator",)),
+    }
+    assert all(
+        r["resources"] == ["leases"] and r["apiGroups"] == ["coordination.k8s.io"] for r in role["rules"]
+    )
+    single = render(helm, tmp_path)
+    assert not [d for d in single if d["kind"] == "Role"], "one replica (the default): no election, no Role"

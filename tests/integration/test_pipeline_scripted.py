@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import analysis, catalog, errors, resources
+from aianalysis import catalog, errors, pipeline, resources
 from aianalysis import settings as settings_mod
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM
@@ -39,7 +39,7 @@ def settings(server: ms.MessagesServer, **overrides: Any) -> settings_mod.Settin
 
 
 async def run(spec: resources.AIAnalysisSpec, config: settings_mod.Settings) -> resources.AIAnalysisStatus:
-    return await analysis.analyze_without_cluster(spec, catalog=CATALOG, settings=config)
+    return await pipeline.analyze_without_cluster(spec, catalog=CATALOG, settings=config)
 
 
 def assert_executable(st: resources.AIAnalysisStatus) -> resources.SelectedWorkflow:

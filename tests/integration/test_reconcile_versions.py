@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import controller, kube, resources, settings
+from aianalysis import aianalysis_reconciler, custom_objects, kube, resources, settings
+from aianalysis import runtime as runtime_mod
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
@@ -44,8 +45,8 @@ def analysis(name: str, namespace: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[controller.Runtime]:
-    made = controller.Runtime.create(
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
+    made = runtime_mod.Runtime.create(
         settings.Settings(provider="offline"), kube.api_client(str(cluster.kubeconfig))
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
@@ -53,22 +54,17 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
     await made.aclose()
 
 
-def custom(runtime: controller.Runtime) -> client.CustomObjectsApi:
+def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(runtime.api)
 
 
-async def test_a_stale_body_of_an_analysed_object_starts_no_second_analysis(
-    runtime: controller.Runtime, namespace: str
-) -> None:
-    stale = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
-    first = await controller.reconcile_analysis(
-        runtime, name="a1", namespace=namespace, body=stale, final_try=True
-    )
+async def test_an_analysed_object_is_not_analysed_again(runtime: runtime_mod.Runtime, namespace: str) -> None:
+    created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
+    ref = custom_objects.Ref.of(created)
+    first = await aianalysis_reconciler.drive(runtime, ref)
     done = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
 
-    again = await controller.reconcile_analysis(
-        runtime, name="a1", namespace=namespace, body=stale, final_try=True
-    )
+    again = await aianalysis_reconciler.drive(runtime, ref)
 
     after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a1")
     assert first is not None and done["status"]["phase"] == "Completed"
@@ -78,16 +74,14 @@ async def test_a_stale_body_of_an_analysed_object_starts_no_second_analysis(
 
 
 async def test_an_object_changed_since_the_event_is_still_analysed_once(
-    runtime: controller.Runtime, namespace: str
+    runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
     body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a2", namespace))
     custom(runtime).patch_namespaced_custom_object(
         G, V, namespace, AIA, "a2", {"metadata": {"labels": {"x": "y"}}}
     )
 
-    transition = await controller.reconcile_analysis(
-        runtime, name="a2", namespace=namespace, body=body, final_try=True
-    )
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(body))
 
     after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a2")
     assert transition is not None

@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client
 
 from aianalysis import catalog, resources, scope, tools
-from aianalysis_dev import devcluster
 from aianalysis.tools import _scope, k8s
+from aianalysis_dev import devcluster
 from tests.integration.test_k8s_reader import Chain, create
 
 pytestmark = pytest.mark.cluster

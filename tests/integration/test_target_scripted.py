@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aianalysis import analysis, catalog, resources, status
+from aianalysis import catalog, pipeline, resources, status
 from aianalysis import settings as settings_mod
 from aianalysis.evaluation import cluster as cluster_mod
 from tests.support import messages_server as ms
@@ -139,16 +139,16 @@ async def run(
     cluster: cluster_mod.InMemoryCluster | None = None,
 ) -> tuple[resources.AIAnalysisStatus, status.Decision, ms.MessagesServer]:
     with ms.MessagesServer(*steps) as server:
-        provider = analysis.llm.make_provider(settings(server))
+        provider = pipeline.llm.make_provider(settings(server))
         try:
-            decision = await analysis.analyze(
+            decision = await pipeline.analyze(
                 spec, catalog=index, provider=provider, reader=cluster, settings=settings(server)
             )
         finally:
             await provider.aclose()
         assert server.remaining == 0, "the script was not played to the end"
     started = resources.AIAnalysisStatus(phase="Investigating", attempt=1)
-    final = status.completed(previous=started, decision=decision, now=analysis.utcnow(), generation=None)
+    final = status.completed(previous=started, decision=decision, now=pipeline.utcnow(), generation=None)
     return final, decision, server
 
 

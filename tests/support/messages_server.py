@@ -100,7 +100,16 @@ class Hang:
     seconds: float = 3600.0
 
 
-Step = Reply | Fail | Hang
+@dataclasses.dataclass(frozen=True)
+class Raw:
+    """Any HTTP answer, verbatim: a proxy's HTML page with status 200, say."""
+
+    status: int = 200
+    body: str = "<html><body>gateway says hello</body></html>"
+    content_type: str = "text/html"
+
+
+Step = Reply | Fail | Hang | Raw
 Policy = Callable[[dict[str, Any]], Step]
 
 
@@ -508,6 +517,8 @@ class MessagesServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), step.seconds)
             return self.error(504, "scripted server: hang ended")
+        if isinstance(step, Raw):
+            return web.Response(status=step.status, text=step.body, content_type=step.content_type)
         if step.delay:
             await asyncio.sleep(step.delay)
         if isinstance(step, Fail):

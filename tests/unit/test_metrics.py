@@ -277,8 +277,17 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_llm_budget_used",
         "aianalysis_analyses_waiting",
         "aianalysis_executions",
+        "aianalysis_status_writes_dropped",
+        "aianalysis_conversations_restarted",
+        "aianalysis_unreadable_objects",
+        "aianalysis_catalog_sync_last_success_timestamp_seconds",
+        "aianalysis_reconcile_retries",
     }
-    assert {families[name].type for name in ours if name.endswith("_seconds")} == {"histogram"}
+    durations = {
+        name for name in ours if name.endswith("_seconds") and not name.endswith("_timestamp_seconds")
+    }
+    assert {families[name].type for name in durations} == {"histogram"}
+    assert families["aianalysis_catalog_sync_last_success_timestamp_seconds"].type == "gauge"
     assert all(families[name].documentation for name in ours)
     text = prom.generate_latest(metrics.REGISTRY).decode()
     assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from aianalysis import analysis, answer, catalog, resources, status, validation
+from aianalysis import answer, catalog, pipeline, resources, status, validation
 
 NOW = datetime.datetime(2026, 11, 20, 10, 0, 5, 123456, tzinfo=datetime.UTC)
 LATER = NOW + datetime.timedelta(seconds=30)
@@ -62,7 +62,7 @@ def _verdict(
 
 
 def _decide(*verdicts: validation.Verdict) -> status.Decision:
-    return analysis.decide(list(verdicts), attempts=[], usage=USAGE, spec=SPEC, confidence_floor=0.7)
+    return pipeline.decide(list(verdicts), attempts=[], usage=USAGE, spec=SPEC, confidence_floor=0.7)
 
 
 def test_timestamps_are_rfc3339_utc_seconds() -> None:

@@ -3,7 +3,7 @@
 - ``scenario`` — the YAML scenario format (incident + expectation + optional cluster), loading
   and checks against the catalog;
 - ``cluster`` — an in-memory ``tools.ClusterReader`` serving a scenario's objects and logs;
-- ``runner`` — every scenario through ``analysis.analyze`` + ``status.completed``, repeated,
+- ``runner`` — every scenario through ``pipeline.analyze`` + ``status.completed``, repeated,
   with bounded concurrency;
 - ``scoring`` — pure: one run's status against the expectation;
 - ``summary`` — pure: the numbers (accuracy, validity, review rate, tokens, latency);

@@ -1,4 +1,4 @@
-"""Runs every scenario through the operator's own pipeline (``analysis.analyze`` then
+"""Runs every scenario through the operator's own pipeline (``pipeline.analyze`` then
 ``status.completed``), ``repeat`` times, at most ``concurrency`` conversations at once.
 
 One provider serves every run, as in the operator process. A provider failure (after the SDK's
@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from aianalysis import analysis, catalog, errors, llm, resources, status
+from aianalysis import catalog, errors, llm, pipeline, resources, status
 from aianalysis import settings as settings_mod
 from aianalysis.evaluation import cluster, scoring
 from aianalysis.evaluation import scenario as scenario_mod
@@ -43,7 +43,7 @@ async def run_all(
     concurrency: int = 4,
     on_result: OnResult = lambda result: None,
     timer: Timer = time.perf_counter,
-    now: analysis.Clock = analysis.utcnow,
+    now: pipeline.Clock = pipeline.utcnow,
 ) -> list[scoring.RunResult]:
     """Every run's result, ordered by scenario then run number."""
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -82,12 +82,12 @@ async def run_one(
     provider: llm.Provider,
     settings: settings_mod.Settings,
     timer: Timer = time.perf_counter,
-    now: analysis.Clock = analysis.utcnow,
+    now: pipeline.Clock = pipeline.utcnow,
 ) -> scoring.RunResult:
     """One analysis of one scenario, scored; latency covers the whole pipeline."""
     started = timer()
     try:
-        decision = await analysis.analyze(
+        decision = await pipeline.analyze(
             scenario.spec,
             catalog=index,
             provider=provider,

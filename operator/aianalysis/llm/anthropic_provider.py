@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 import httpx2
@@ -40,6 +41,7 @@ _EPHEMERAL: atypes.CacheControlEphemeralParam = {"type": "ephemeral"}
 _FORCE_SUBMIT: atypes.ToolChoiceToolParam = {"type": "tool", "name": answer.SUBMIT_TOOL_NAME}
 _TRUNCATING_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
+NON_JSON_BACKOFF_SECONDS = 0.5
 
 
 class AnthropicProvider:
@@ -78,7 +80,8 @@ class AnthropicProvider:
     def _make_client(self, config: settings.Settings, http_client: httpx2.AsyncClient | None) -> Client:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
-        return anthropic.AsyncAnthropic(
+        return _BoundedRetryAfter(
+            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             api_key=config.api_key,
             base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
             timeout=config.llm_timeout_seconds,
@@ -96,10 +99,15 @@ class AnthropicProvider:
             return model_check.judge(self.name, self.model, status=status, failure=failure)
         return None
 
-    def _classify(self, err: anthropic.AnthropicError) -> errors.ProviderError:
+    def _classify(self, err: anthropic.AnthropicError | json.JSONDecodeError) -> errors.ProviderError:
         """:func:`classify`, plus the message of platforms whose error bodies are not the Messages
         API's ``{"error": {...}}`` (Bedrock answers ``{"message": ...}``)."""
-        failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+        failure = classify(
+            err,
+            secret=self._secret,
+            timeout_seconds=self._settings.llm_timeout_seconds,
+            max_retry_after_seconds=self._settings.provider_max_retry_after_seconds,
+        )
         if isinstance(err, anthropic.APIStatusError) and err.api_message is None:
             body = err.body if isinstance(err.body, dict) else {}
             message = body.get("message") or body.get("Message")
@@ -140,7 +148,28 @@ class AnthropicProvider:
         messages: list[atypes.MessageParam],
         force_submit: bool,
     ) -> atypes.Message:
-        """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``."""
+        """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``.
+        A body that is not a Message (a proxy's page) is asked for again like the SDK retries a 5xx,
+        at most ``llm_max_retries`` times: the same request, not a new conversation."""
+        for retry in range(self._settings.llm_max_retries + 1):
+            try:
+                return await self._create_once(
+                    system=system, tools=tools, messages=messages, force_submit=force_submit
+                )
+            except errors.ProviderResponseError:
+                if retry == self._settings.llm_max_retries:
+                    raise
+            await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _create_once(
+        self,
+        *,
+        system: list[atypes.TextBlockParam],
+        tools: list[atypes.ToolParam],
+        messages: list[atypes.MessageParam],
+        force_submit: bool,
+    ) -> atypes.Message:
         started = time.monotonic()
         try:
             message = await self._client.messages.create(
@@ -153,12 +182,20 @@ class AnthropicProvider:
                 # Also cache the growing conversation: each turn re-reads the previous prefix.
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
-        except anthropic.AnthropicError as err:
+        except (anthropic.AnthropicError, json.JSONDecodeError) as err:
             failure = self._classify(err)
             outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
             self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
+        if not isinstance(message, atypes.Message):  # a 200 that is not JSON (a proxy's page)
+            failure = classify(
+                json.JSONDecodeError("not a Message", str(message)[:64], 0),
+                secret=self._secret,
+                timeout_seconds=self._settings.llm_timeout_seconds,
+            )
+            self._on_request(base.RequestRecord("unavailable", time.monotonic() - started))
+            raise failure
         # Billed tokens are reported per response, so a conversation that fails later keeps them.
         usage = message.usage
         self._on_request(
@@ -330,9 +367,36 @@ def _result(tool_use_id: str, text: str, is_error: bool) -> atypes.ToolResultBlo
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}
 
 
-def classify(err: anthropic.AnthropicError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
-    """The SDK's failure (after its retries) as our error: transient ones are retryable. Messages
-    never contain the API key, even if a proxy echoes it back."""
+class _BoundedRetryAfter(anthropic.AsyncAnthropic):
+    """The SDK client, except that a ``retry-after`` longer than ``max_retry_after_seconds`` is not
+    waited for (the SDK obeys any value): the request fails and counts as unavailability, so one
+    analysis never holds a concurrency slot for the ten minutes a server asks for."""
+
+    def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._max_retry_after = max_retry_after_seconds
+
+    def _should_retry(self, response: httpx2.Response) -> bool:
+        wait = self._parse_retry_after_header(response.headers)
+        if wait is not None and wait > self._max_retry_after:
+            return False
+        return super()._should_retry(response)
+
+
+def classify(
+    err: anthropic.AnthropicError | json.JSONDecodeError,
+    *,
+    secret: str,
+    timeout_seconds: float,
+    max_retry_after_seconds: float = float("inf"),
+) -> errors.ProviderError:
+    """The SDK's failure (after its retries) as our error: transient ones are retryable, the others
+    name their cause (credentials, the request, an unreadable response). Messages never contain
+    the API key, even if a proxy echoes it back."""
+    if isinstance(err, json.JSONDecodeError | anthropic.APIResponseValidationError):
+        return errors.ProviderResponseError(
+            f"the Anthropic API answered with a body that is not a valid response ({type(err).__name__})"
+        )
     if isinstance(err, anthropic.APITimeoutError):
         return errors.ProviderUnavailableError(
             f"the Anthropic API did not answer within {timeout_seconds:g}s (retries exhausted)"
@@ -341,17 +405,36 @@ def classify(err: anthropic.AnthropicError, *, secret: str, timeout_seconds: flo
         cause = _redact(str(err.__cause__ or err), secret)
         return errors.ProviderUnavailableError(f"cannot reach the Anthropic API (retries exhausted): {cause}")
     if isinstance(err, anthropic.APIStatusError):
-        kind = errors.ProviderUnavailableError if _transient(err.status_code) else errors.ProviderError
         detail = _redact(err.api_message or "", secret)
         request = f" (request-id {err.request_id})" if err.request_id else ""
-        return kind(
+        text = (
             f"the Anthropic API answered {err.status_code} {err.type or 'error'}: {detail}{request}".strip()
         )
+        wait = _retry_after(err)
+        if wait is not None and wait > max_retry_after_seconds:
+            text += f"; it asked to retry after {wait:g}s, longer than the {max_retry_after_seconds:g}s limit"
+        return _status_kind(err.status_code)(text)
     return errors.ProviderError(f"Anthropic SDK error {type(err).__name__}: {_redact(str(err), secret)}")
 
 
 def _transient(status: int) -> bool:
     return status in _TRANSIENT_STATUSES or status >= 500
+
+
+def _status_kind(status: int) -> type[errors.ProviderError]:
+    if _transient(status):
+        return errors.ProviderUnavailableError
+    if status in (401, 403):
+        return errors.ProviderAuthError
+    return errors.ProviderBadRequestError
+
+
+def _retry_after(err: anthropic.APIStatusError) -> float | None:
+    raw = err.response.headers.get("retry-after")
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
 
 
 def _redact(text: str, secret: str) -> str:

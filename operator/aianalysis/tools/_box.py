@@ -142,6 +142,11 @@ class ToolBox:
         self.seen: dict[str, set[str]] = {}
         self.returned: set[scope.Key] = set()
         self.calls = 0
+        self.errors = 0
+        """Calls answered with an error."""
+        self.cluster_reads = 0
+        self.cluster_read_failures = 0
+        """Investigation calls that reached the cluster, and those the cluster could not answer."""
         self._max_chars = max_chars
         self._catalog = _catalog_tools.CatalogTools(
             catalog=catalog, business=spec.business_context, seen=self.seen, max_chars=max_chars, facts=facts
@@ -183,11 +188,16 @@ class ToolBox:
             args = spec.args.model_validate(arguments)
         except pydantic.ValidationError as exc:
             return self._error(f"invalid arguments for {name}: {_problems(exc)}")
+        self.cluster_reads += spec.needs_cluster
         try:
             return ToolResult(await self._handlers[name](args))
-        except (_args.Refused, _reader.Unavailable) as exc:
+        except _args.Refused as exc:
+            return self._error(str(exc))
+        except _reader.Unavailable as exc:
+            self.cluster_read_failures += spec.needs_cluster
             return self._error(str(exc))
         except errors.ClusterError as exc:
+            self.cluster_read_failures += spec.needs_cluster
             return self._error(
                 f"reading the cluster failed ({exc}); it may work later - continue with the evidence you have"
             )
@@ -208,7 +218,14 @@ class ToolBox:
             raise _args.Refused(_catalog_tools.refusal(args))
         return text
 
+    @property
+    def investigation_failed(self) -> bool:
+        """The LLM tried to read the cluster and every read failed: nothing it says about the
+        incident rests on evidence."""
+        return self.cluster_reads > 0 and self.cluster_read_failures == self.cluster_reads
+
     def _error(self, message: str) -> ToolResult:
+        self.errors += 1
         return ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True)
 
 

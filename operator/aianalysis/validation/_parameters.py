@@ -3,11 +3,12 @@
 * **Constraints.** ``enum`` and ``pattern`` apply to the value, or to each item of an array;
   ``minimum``/``maximum`` to numbers. Values are checked in their canonical form (see
   ``_coerce``).
-* **Regex bounds.** Python's ``re`` has no timeout, so work is bounded by size: patterns longer
-  than :data:`MAX_PATTERN_CHARS` are refused, values longer than :data:`MAX_PATTERNED_VALUE_CHARS`
-  are refused *before* matching, and matching is ``re.fullmatch`` (a pattern without anchors
-  still has to cover the whole value). A pathological pattern can still be slow on short
-  input; the catalog author owns that, the LLM cannot widen it.
+* **Regex bounds.** Patterns run on the ``regex`` engine with a timeout
+  (:data:`MATCH_TIMEOUT_SECONDS`): a catastrophic pattern in a catalog entry fails the value with
+  a clear error instead of hanging (the caller runs validation off the event loop). Patterns
+  longer than :data:`MAX_PATTERN_CHARS` are refused, values longer than
+  :data:`MAX_PATTERNED_VALUE_CHARS` are refused *before* matching, and matching is a full match
+  (a pattern without anchors still has to cover the whole value).
 * **Defaults.** Every absent parameter with a ``default`` is filled in (so the execution and the
   recovery history see the value that ran) and the default is checked like a value.
   ``dependsOn`` is checked for parameters the LLM supplied; a dependency is satisfied by a
@@ -19,15 +20,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import regex
 
 from aianalysis import resources
 from aianalysis.validation import _coerce, _messages
 
 MAX_PATTERN_CHARS = 256
 MAX_PATTERNED_VALUE_CHARS = 1024
+MATCH_TIMEOUT_SECONDS = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,16 +168,22 @@ def _matches(pattern: str, text: str) -> bool:
         raise ValueError(
             "the catalog's pattern is unusable (too long or not a valid regex); report the workflow"
         )
-    return compiled.fullmatch(text) is not None
+    try:
+        return compiled.fullmatch(text, timeout=MATCH_TIMEOUT_SECONDS) is not None
+    except TimeoutError:
+        raise ValueError(
+            f"the catalog's pattern did not finish within {MATCH_TIMEOUT_SECONDS:g}s on this value "
+            "(a catastrophic regex); report the workflow"
+        ) from None
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
+def _compiled(pattern: str) -> regex.Pattern[str] | None:
     if len(pattern) > MAX_PATTERN_CHARS:
         return None
     try:
-        return re.compile(pattern)
-    except re.error:
+        return regex.compile(pattern)
+    except regex.error:
         return None
 
 

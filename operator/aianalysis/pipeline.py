@@ -6,12 +6,14 @@ No kopf here and no status I/O: the caller (``handlers`` in the operator, ``cli`
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime
 from collections.abc import Callable
 
 from aianalysis import answer as answer_mod
 from aianalysis import catalog as catalog_mod
-from aianalysis import llm, prompts, resources, scope, status, tools, validation
+from aianalysis import errors, llm, prompts, resources, scope, status, tools, validation
 from aianalysis import settings as settings_mod
 
 Clock = Callable[[], datetime.datetime]
@@ -47,12 +49,18 @@ async def analyze(
     conversation = provider.open(
         system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
     )
-    submission = await conversation.answer()
+    try:
+        submission = await conversation.answer()
+    except errors.ProviderError as exc:
+        exc.billed = conversation.usage.requests > 0
+        raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
     for number in range(1, settings.max_validation_attempts + 1):
         target = where.target(_affected(submission.raw))
-        verdict = validation.validate(
+        # Off the event loop: catalog patterns run here (bounded in time, but not free).
+        verdict = await asyncio.to_thread(
+            validation.validate,
             raw=submission.raw,
             truncated=submission.truncated,
             catalog=catalog,
@@ -70,12 +78,30 @@ async def analyze(
         if verdict.valid or number == settings.max_validation_attempts:
             break
         submission = await conversation.correct(verdict.errors)
-    return decide(
-        verdicts,
-        attempts=attempts,
-        usage=conversation.usage,
-        spec=spec,
-        confidence_floor=settings.confidence_floor,
+    usage = conversation.usage.model_copy(
+        update={
+            "tool_errors": toolbox.errors,
+            "cluster_reads": toolbox.cluster_reads,
+            "cluster_read_failures": toolbox.cluster_read_failures,
+        }
+    )
+    decision = decide(
+        verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
+    )
+    if toolbox.investigation_failed:
+        return investigation_failed(decision)
+    return decision
+
+
+def investigation_failed(decision: status.Decision) -> status.Decision:
+    """Every cluster read failed: the root cause was not investigated, so a person reviews it, for
+    that reason (the selection, if valid, is kept as a proposal)."""
+    warning = (
+        f"every cluster read failed ({decision.llm.cluster_read_failures} of {decision.llm.cluster_reads}): "
+        "the root cause is not backed by an investigation"
+    )
+    return dataclasses.replace(
+        decision, review_reason="investigation_failed", warnings=[*decision.warnings, warning]
     )
 
 

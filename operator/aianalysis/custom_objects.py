@@ -1,0 +1,204 @@
+"""Raw I/O on the operator's custom objects (AIAnalysis, WorkflowExecution) through the API
+server: read, create, write status. Failures are classified here, once: a refusal that cannot pass
+(400/403/404/422) is :class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped
+connection while the API server restarts — :class:`errors.ClusterError` (retryable).
+
+Every status write names the object it was computed for: its ``uid`` (and, where the write must
+not race another, its ``resourceVersion``) travel in the patch's metadata, so the API server
+refuses a write that would land on another object created under the same name since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+
+from aianalysis import errors, metrics, resources
+
+log = logging.getLogger(__name__)
+
+_PERMANENT = frozenset({400, 403, 404, 422})
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """The object a reconciliation is for: its name now, and its uid for good."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> Ref:
+        meta = body.get("metadata") or {}
+        return cls(
+            namespace=meta.get("namespace") or "", name=meta.get("name") or "", uid=meta.get("uid") or ""
+        )
+
+
+class Written(enum.Enum):
+    """What became of a status write."""
+
+    OK = "ok"
+    CONFLICT = "conflict"
+    """The object changed since ``resource_version``: re-read it and decide again."""
+    DROPPED = "dropped"
+    """The object it was computed for is gone (deleted, or replaced by another under its name)."""
+
+
+async def _call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    try:
+        return await asyncio.to_thread(function, *args, **options)
+    except k8s.ApiException as exc:
+        if exc.status in _PERMANENT:
+            raise errors.ClusterRejectedError(
+                f"{what}: {exc.status} {exc.reason}", status=exc.status
+            ) from exc
+        raise errors.ClusterError(f"{what}: {exc.status} {exc.reason}", status=exc.status) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__})") from exc
+
+
+async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+    """The object as the API server has it now; None when there is none under that name."""
+    custom = k8s.CustomObjectsApi(api)
+    try:
+        found: Any = await _call(
+            f"reading {plural} {namespace}/{name}",
+            custom.get_namespaced_custom_object,
+            resources.GROUP,
+            resources.VERSION,
+            namespace,
+            plural,
+            name,
+        )
+    except errors.ClusterRejectedError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return dict(found)
+
+
+async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    return await get(api, namespace, resources.AIANALYSIS_PLURAL, name)
+
+
+async def create_aianalysis(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> bool:
+    """Creates it; False when it exists already (the name is the idempotency key)."""
+    custom = k8s.CustomObjectsApi(api)
+    try:
+        await asyncio.to_thread(
+            custom.create_namespaced_custom_object,
+            resources.GROUP,
+            resources.VERSION,
+            namespace,
+            resources.AIANALYSIS_PLURAL,
+            body,
+        )
+    except k8s.ApiException as exc:
+        if exc.status == 409:
+            return False
+        if exc.status in _PERMANENT:
+            raise errors.ClusterRejectedError(
+                f"creating recovery analysis failed: {exc.status} {exc.reason}", status=exc.status
+            ) from exc
+        raise errors.ClusterError(f"creating recovery analysis failed: {exc.status} {exc.reason}") from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise errors.ClusterError(f"creating recovery analysis failed: {type(exc).__name__}") from exc
+    return True
+
+
+async def write_status(
+    api: k8s.ApiClient,
+    *,
+    namespace: str,
+    plural: str,
+    name: str,
+    uid: str,
+    fields: Mapping[str, Any],
+    current: Mapping[str, Any] | None,
+    resource_version: str | None = None,
+) -> Written:
+    """Merge ``fields`` into the status (``None`` removes a field) of the object ``uid`` — never of
+    another one under its name — and, with ``resource_version``, only if it is still at that
+    version. ``current`` is the status as last read (None: it had none).
+
+    A JSON patch whose first operation tests ``/metadata/uid`` (a merge patch's metadata is ignored
+    on the status subresource); a failed test is refused with 422, so a refusal is told apart by
+    reading the object again."""
+    custom = k8s.CustomObjectsApi(api)
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
+    if resource_version is not None:
+        ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
+    ops.extend(status_operations(current, fields))
+    what = f"status write of {plural} {namespace}/{name}"
+    try:
+        await _call(
+            what,
+            custom.patch_namespaced_custom_object_status,
+            resources.GROUP,
+            resources.VERSION,
+            namespace,
+            plural,
+            name,
+            ops,
+            _content_type="application/json-patch+json",
+        )
+    except errors.ClusterRejectedError as exc:
+        if exc.status not in (404, 422):
+            raise
+        now = await get(api, namespace, plural, name)
+        if now is None or (now.get("metadata") or {}).get("uid") != uid:
+            return _dropped(what, "object_deleted" if now is None else "object_replaced")
+        moved = resource_version is not None and now["metadata"].get("resourceVersion") != resource_version
+        if moved or (now.get("status") or None) != (dict(current) if current else None):
+            return Written.CONFLICT  # changed since it was read: read again and decide again
+        raise
+    return Written.OK
+
+
+def merged(current: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The status after :func:`write_status` of ``fields`` onto ``current``."""
+    out = dict(current or {})
+    for key, value in fields.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _without_nulls(value)
+    return out
+
+
+def status_operations(current: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON-patch operations turning status ``current`` into ``merged(current, fields)``."""
+    if not current:
+        return [{"op": "add", "path": "/status", "value": merged(None, fields)}]
+    ops: list[dict[str, Any]] = []
+    for key, value in fields.items():
+        path = "/status/" + key.replace("~", "~0").replace("/", "~1")
+        if value is None:
+            if key in current:
+                ops.append({"op": "remove", "path": path})
+        else:
+            ops.append({"op": "add", "path": path, "value": _without_nulls(value)})
+    return ops
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _dropped(what: str, reason: str) -> Written:
+    log.warning("%s dropped: the object it was computed for is gone (%s)", what, reason)
+    metrics.STATUS_WRITES_DROPPED.labels(reason=reason).inc()
+    return Written.DROPPED

@@ -1,0 +1,260 @@
+"""The AIAnalysis reconciler against the real kube-apiserver (offline provider, in process): every
+write names its object, every failure path ends, paid work is counted and capped, and a status it
+cannot read is left alone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from aianalysis import aianalysis_reconciler, custom_objects, kube, metrics, resources, settings
+from aianalysis import runtime as runtime_mod
+from aianalysis_dev import devcluster
+from tests.integration.test_reconcile_versions import WORKFLOW, analysis
+from tests.support import newer_crd
+
+pytestmark = pytest.mark.cluster
+
+G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
+
+
+@pytest.fixture
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
+    made = runtime_mod.Runtime.create(
+        settings.Settings(provider="offline", max_concurrent_analyses=1, provider_retry_delay_seconds=0.01),
+        kube.api_client(str(cluster.kubeconfig)),
+    )
+    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    yield made
+    await made.aclose()
+
+
+def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(runtime.api)
+
+
+def create(runtime: runtime_mod.Runtime, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
+    body = analysis(name, namespace)
+    body["spec"].update(spec)
+    created: dict[str, Any] = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, body)
+    return created
+
+
+def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, name)
+    return found
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+async def test_a_result_never_lands_on_a_new_object_under_the_same_name(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    old = create(runtime, namespace, "same-name")
+    custom(runtime).delete_namespaced_custom_object(G, V, namespace, AIA, "same-name")
+    new = create(runtime, namespace, "same-name", signal={"type": "OOMKilled", "severity": "low"})
+    dropped = metrics.STATUS_WRITES_DROPPED.labels(reason="object_replaced")
+    before = dropped._value.get()
+
+    # A write computed for the old object (what a worker still running for it would do):
+    written = await custom_objects.write_status(
+        runtime.api,
+        namespace=namespace,
+        plural=AIA,
+        name="same-name",
+        uid=old["metadata"]["uid"],
+        fields={"phase": "Completed", "reason": "WorkflowSelected"},
+        current=None,
+    )
+    # ... and the old object's whole analysis:
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(old))
+
+    assert written is custom_objects.Written.DROPPED and transition is None
+    assert dropped._value.get() == before + 1
+    assert "status" not in read(runtime, namespace, "same-name"), "the new object was not touched"
+    await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(new))
+    mine = read(runtime, namespace, "same-name")["status"]
+    assert mine["phase"] == "Completed" and mine["rootCause"]["signalType"] == "OOMKilled", (
+        "the new object got its own analysis, from its own spec"
+    )
+
+
+async def test_an_unreadable_status_is_left_alone_and_reported(
+    cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    created = create(runtime, namespace, "unreadable")
+    newer_crd.write_newer_status(
+        cluster, kind="aia", name="unreadable", namespace=namespace, phase="Investigating"
+    )
+    before = read(runtime, namespace, "unreadable")
+    unreadable = metrics.UNREADABLE.labels(kind="AIAnalysis")
+    count = unreadable._value.get()
+
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
+
+    after = read(runtime, namespace, "unreadable")
+    assert transition is not None and transition.reason == "UnreadableStatus" and transition.type == "Warning"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], "left as it is"
+    assert unreadable._value.get() == count + 1
+
+
+async def test_no_conversation_starts_beyond_the_cap(runtime: runtime_mod.Runtime, namespace: str) -> None:
+    created = create(runtime, namespace, "capped")
+    custom(runtime).patch_namespaced_custom_object_status(
+        G, V, namespace, AIA, "capped", {"status": {"phase": "Investigating", "attempt": 2}}
+    )
+    restarted = metrics.CONVERSATIONS_RESTARTED._value.get()
+
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
+
+    st = read(runtime, namespace, "capped")["status"]
+    assert transition is not None and st["phase"] == "Failed" and st["reason"] == "ConversationLimit"
+    assert st["attempt"] == 2, "no third conversation"
+    assert metrics.CONVERSATIONS_RESTARTED._value.get() == restarted
+
+
+async def test_a_restarted_conversation_is_counted(runtime: runtime_mod.Runtime, namespace: str) -> None:
+    created = create(runtime, namespace, "restarted")
+    custom(runtime).patch_namespaced_custom_object_status(
+        G, V, namespace, AIA, "restarted", {"status": {"phase": "Investigating", "attempt": 1}}
+    )
+    restarted = metrics.CONVERSATIONS_RESTARTED._value.get()
+
+    await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
+
+    st = read(runtime, namespace, "restarted")["status"]
+    assert st["phase"] == "Completed" and st["attempt"] == 2
+    assert metrics.CONVERSATIONS_RESTARTED._value.get() == restarted + 1
+
+
+async def test_waiting_for_a_slot_is_pending_not_investigating(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    created = create(runtime, namespace, "waits")
+    await runtime.semaphore.acquire()  # the only slot is taken
+    task = asyncio.create_task(aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created)))
+    try:
+        for _ in range(200):
+            st = read(runtime, namespace, "waits").get("status") or {}
+            if st.get("phase") == "Pending":
+                break
+            await asyncio.sleep(0.05)
+        waiting = metrics.WAITING.labels(reason="concurrency")._value.get()
+    finally:
+        runtime.semaphore.release()
+    await asyncio.wait_for(task, timeout=60)
+
+    ready = next(c for c in st["conditions"] if c["type"] == "Ready")
+    assert st["phase"] == "Pending" and st["reason"] == "ConcurrencyLimit" and "attempt" not in st
+    assert ready["status"] == "False" and ready["reason"] == "ConcurrencyLimit"
+    assert waiting == 1
+    done = read(runtime, namespace, "waits")["status"]
+    assert done["phase"] == "Completed" and done["attempt"] == 1
+
+
+REJECT_COMPLETED = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": "reject-completed-status"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [G],
+                    "apiVersions": [V],
+                    "operations": ["UPDATE"],
+                    "resources": ["aianalyses/status"],
+                }
+            ]
+        },
+        "matchConditions": [
+            {"name": "labelled", "expression": "'reject-completed' in object.metadata.?labels.orValue({})"}
+        ],
+        "validations": [
+            {
+                "expression": "object.?status.?phase.orValue('') != 'Completed'",
+                "reason": "Invalid",
+                "message": "scripted: this status is refused",
+            }
+        ],
+    },
+}
+
+
+async def test_a_rejected_final_write_ends_failed_with_the_cause(
+    cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": f"reject-completed-{namespace}"},
+        "spec": {
+            "policyName": "reject-completed-status",
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            },
+        },
+    }
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(REJECT_COMPLETED))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    body = analysis("rejected", namespace)
+    body["metadata"]["labels"] = {"reject-completed": "yes"}
+    created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, body)
+    # A policy takes effect asynchronously: wait until it refuses a Completed write (the barrier).
+    for _ in range(200):
+        try:
+            custom(runtime).patch_namespaced_custom_object_status(
+                G, V, namespace, AIA, "rejected", {"status": {"phase": "Completed"}}
+            )
+        except client.ApiException as exc:
+            assert exc.status == 422
+            break
+        custom(runtime).patch_namespaced_custom_object_status(
+            G, V, namespace, AIA, "rejected", {"status": {"phase": None}}
+        )
+        await asyncio.sleep(0.1)
+
+    transition = await asyncio.wait_for(
+        aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created), sleep=no_sleep), timeout=60
+    )
+
+    st = read(runtime, namespace, "rejected")["status"]
+    assert transition is not None and transition.reason == "StatusRejected"
+    assert st["phase"] == "Failed" and st["reason"] == "StatusRejected" and st["attempt"] == 1
+    assert "422" in st["message"]
+
+
+async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap(
+    cluster: devcluster.Cluster, crds: Any, namespace: str
+) -> None:
+    made = runtime_mod.Runtime.create(
+        settings.Settings(
+            provider="anthropic",
+            api_key="sk-test",
+            anthropic_base_url="http://127.0.0.1:9",  # nothing listens: no response is ever billed
+            llm_max_retries=0,
+            provider_retry_limit=3,
+            provider_retry_delay_seconds=0.01,
+        ),
+        kube.api_client(str(cluster.kubeconfig)),
+    )
+    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    try:
+        created = create(made, namespace, "unbilled")
+        transition = await aianalysis_reconciler.drive(made, custom_objects.Ref.of(created), sleep=no_sleep)
+        st = read(made, namespace, "unbilled")["status"]
+    finally:
+        await made.aclose()
+
+    assert transition is not None and st["phase"] == "Failed" and st["reason"] == "ProviderUnavailable"
+    assert st["attempt"] == 1, "three tries, none billed: one conversation"
+    assert st["humanReviewReason"] == "provider_unavailable"
