@@ -33,7 +33,10 @@ def test_intake_is_off_and_the_budget_unlimited_by_default(helm: Path, tmp_path:
     objects = render(helm, tmp_path)
     env = env_of(objects)
     assert not any(name.startswith(("AIANALYSIS_INTAKE", "AIANALYSIS_LLM_BUDGET")) for name in env)
-    assert not [o for o in objects if o["kind"] in ("NetworkPolicy", "ConfigMap")]
+    assert not [o for o in objects if o["kind"] == "ConfigMap"]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "NetworkPolicy"] == [
+        "aianalysis-operator"
+    ], "only the operator's own policy: nothing admits an intake port"
     assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == [
         "aianalysis-operator-metrics"
     ]
@@ -66,7 +69,11 @@ def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_por
     helm: Path, tmp_path: Path
 ) -> None:
     objects = render(helm, tmp_path, values=INTAKE)
-    policy = one(objects, "NetworkPolicy")["spec"]
+    [policy] = [
+        o["spec"]
+        for o in objects
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "aianalysis-operator-intake"
+    ]
     service = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("-intake")]
 
     assert policy["policyTypes"] == ["Ingress"]
