@@ -133,8 +133,6 @@ class Index:
         self._free: list[int] = []
         self._all = 0
         self._latest = 0
-        self._older = 0
-        """Latest slots of workflowIds that have older versions (only they can fall back)."""
         self._latest_slot: dict[str, int] = {}
         self._by_id: dict[str, set[int]] = {}
         self._risk_at_most = dict.fromkeys(resources.RISK_ORDER, 0)
@@ -250,15 +248,19 @@ class Index:
 
     def _highest_per_id(self, mask: int) -> int:
         """Only the highest version of each workflowId among ``mask``: the latest version where it
-        survived the filters, else the highest older one that did (only workflowIds with several
-        versions are walked)."""
+        survived the filters, else the highest older one that did. Only the older versions that
+        survived are walked (after the policy filter: few), never the whole catalog."""
         kept = mask & self._latest
-        for latest in self._positions(self._older & ~mask):
-            survivors = [
-                slot for slot in self._by_id[self._entry(latest).workflow.workflow_id] if mask >> slot & 1
-            ]
-            if survivors:
-                kept |= 1 << max(survivors, key=lambda slot: self._entry(slot).version_key)
+        best: dict[str, int] = {}
+        for slot in self._positions(mask & ~self._latest):
+            workflow_id = self._entry(slot).workflow.workflow_id
+            if kept >> self._latest_slot[workflow_id] & 1:
+                continue  # its latest version survived
+            held = best.get(workflow_id)
+            if held is None or self._entry(slot).version_key > self._entry(held).version_key:
+                best[workflow_id] = slot
+        for slot in best.values():
+            kept |= 1 << slot
         return kept
 
     def _admitting(self, label: str, value: str | None) -> int:
@@ -459,18 +461,15 @@ class Index:
                         del self._document_frequency[term]
 
     def _elect_latest(self, workflow_id: str) -> None:
-        """Keep ``_latest`` (and ``_older``) pointing at the highest version of ``workflow_id``."""
+        """Keep ``_latest`` pointing at the highest version of ``workflow_id``."""
         previous = self._latest_slot.pop(workflow_id, None)
         if previous is not None:
             self._latest &= ~(1 << previous)
-            self._older &= ~(1 << previous)
         slots = self._by_id.get(workflow_id)
         if slots:
             newest = max(slots, key=lambda slot: self._entry(slot).version_key)
             self._latest_slot[workflow_id] = newest
             self._latest |= 1 << newest
-            if len(slots) > 1:
-                self._older |= 1 << newest
 
 
 def _set(mask: int, bit: int, *, on: bool) -> int:
