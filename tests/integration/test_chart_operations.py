@@ -138,7 +138,19 @@ def kube_score_findings(kube_score: Path, manifests: str) -> list[tuple[str, str
     return findings
 
 
-@pytest.mark.parametrize("values", [None, ALL_FEATURES], ids=["default-values", "all-features"])
+#: ALL_FEATURES plus the other processes' objects: the executor's Deployment and the intake's.
+WITH_EXECUTOR_AND_INTAKE: dict[str, Any] = {
+    **ALL_FEATURES,
+    "executor": {"enabled": True},
+    "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake"}},
+}
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, ALL_FEATURES, WITH_EXECUTOR_AND_INTAKE],
+    ids=["default-values", "all-features", "with-executor-and-intake"],
+)
 def test_kube_score_finds_nothing_critical(
     helm: Path, kube_score: Path, tmp_path: Path, values: dict[str, Any] | None
 ) -> None:
