@@ -220,10 +220,11 @@ class _Run:
         )
 
         async def show_waiting(message: str) -> None:
-            waiting = budget_mod.waiting_status(
+            waiting = status.pending(
                 previous=self.previous,
+                reason="BudgetExhausted",
                 message=message,
-                now=status.timestamp(pipeline.utcnow()),
+                now=pipeline.utcnow(),
                 generation=self.generation,
             )
             await self._write(waiting)

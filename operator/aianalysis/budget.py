@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from aianalysis import llm, metrics, resources, settings
+from aianalysis import llm, metrics, settings
 
 log = logging.getLogger(__name__)
 
@@ -273,28 +273,4 @@ def ticket(body: dict[str, Any], *, severity: str, previous_attempt: int | None)
         uid=uid,
         severity=severity,
         created=str(meta.get("creationTimestamp") or ""),
-    )
-
-
-def waiting_status(
-    *, previous: resources.AIAnalysisStatus, message: str, now: str, generation: int | None
-) -> resources.AIAnalysisStatus:
-    """``Pending`` with ``Ready=False, reason BudgetExhausted`` (pure; ``now`` is a timestamp)."""
-    return resources.AIAnalysisStatus(
-        phase="Pending",
-        reason="BudgetExhausted",
-        message=message,
-        observed_generation=generation,
-        attempt=previous.attempt,
-        started_at=previous.started_at,
-        conditions=[
-            resources.Condition(
-                type="Ready",
-                status="False",
-                reason="BudgetExhausted",
-                message=message[:1024],
-                last_transition_time=now,
-                observed_generation=generation,
-            )
-        ],
     )

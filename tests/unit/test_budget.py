@@ -4,11 +4,12 @@ clock the test moves, never a sleep."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Callable
 
 import pytest
 
-from aianalysis import budget, llm, metrics, resources
+from aianalysis import budget, llm, metrics, resources, status
 from tests.support.clock import ManualClock
 
 HOUR = budget.HOUR_SECONDS
@@ -176,10 +177,11 @@ async def test_billed_tokens_exhaust_the_daily_budget() -> None:
 
 
 def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> None:
-    st = budget.waiting_status(
+    st = status.pending(
         previous=resources.AIAnalysisStatus(),
+        reason="BudgetExhausted",
         message="waiting for LLM budget",
-        now="2026-11-22T10:00:00Z",
+        now=datetime.datetime(2026, 11, 22, 10, tzinfo=datetime.UTC),
         generation=1,
     )
     assert st.phase == "Pending" and st.reason == "BudgetExhausted"
