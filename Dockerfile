@@ -47,6 +47,6 @@ USER 65532:65532
 WORKDIR /tmp
 # 9090: Prometheus /metrics (AIANALYSIS_METRICS_PORT); 8080: /healthz and /readyz (AIANALYSIS_HEALTH_PORT).
 EXPOSE 9090 8080
-# The console script runs kopf on the aianalysis.handlers module (never a file path); the Helm chart
+# The console script runs kopf on the aianalysis.controller.handlers module (never a file path); the Helm chart
 # appends `--namespace=NS` arguments when it should watch only some namespaces.
 ENTRYPOINT ["aianalysis", "run"]

@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 from tests.support import messages_server as ms
 
-from aianalysis import catalog, llm, pipeline, resources, settings
+from aianalysis import catalog, resources, settings
+from aianalysis.analysis import llm, pipeline
 from bench import harness, workload
 
 CHARS_PER_TOKEN = 4

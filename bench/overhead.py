@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aianalysis import catalog, pipeline, resources, settings, status
+from aianalysis import catalog, resources, settings
+from aianalysis.analysis import pipeline, status
 from bench import harness, workload
 
 TIMEOUT_S = 600.0
@@ -33,7 +34,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
         found.upsert(obj["metadata"]["name"], resources.RemediationWorkflowSpec.model_validate(obj["spec"]))
     spec = resources.AIAnalysisSpec.model_validate(workload.analysis_body(0)["spec"])
     config = settings.Settings(provider="offline")
-    from aianalysis import llm  # noqa: PLC0415
+    from aianalysis.analysis import llm  # noqa: PLC0415
 
     decision = asyncio.run(
         pipeline.analyze(

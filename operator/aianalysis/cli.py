@@ -21,7 +21,9 @@ import pydantic
 import yaml
 
 import aianalysis
-from aianalysis import catalog, catalog_import, errors, evaluation, llm, pipeline, resources, settings
+from aianalysis import catalog, errors, evaluation, resources, settings
+from aianalysis.analysis import llm, pipeline
+from aianalysis.catalog import importer as catalog_import
 
 USAGE_ERROR = 2
 
@@ -82,7 +84,7 @@ def operator_run(args: argparse.Namespace) -> int:
     config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
     check_model(config)
 
-    from aianalysis import handlers  # noqa: PLC0415  # imports kopf: only for this command
+    from aianalysis.controller import handlers  # noqa: PLC0415  # imports kopf: only for this command
 
     handlers.run(
         namespaces=args.namespace,
@@ -404,7 +406,7 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def mcp_serve(args: argparse.Namespace) -> int:
-    from aianalysis import mcp_server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
+    from aianalysis.mcp import server as mcp_server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
 
     options = mcp_server.Options(
         business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars

@@ -5,9 +5,41 @@ Labels are low-cardinality by construction: outcomes, reasons and rules are clos
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
 import prometheus_client as prom
 
-from aianalysis import __version__, llm, resources, status
+from aianalysis import __version__, resources
+
+
+class _Decision(Protocol):
+    """What :func:`record_decision` reads of an analysis decision (``analysis.status.Decision``)."""
+
+    @property
+    def selected(self) -> object | None: ...
+    @property
+    def review_reason(self) -> str | None: ...
+    @property
+    def failed_rules(self) -> Sequence[str]: ...
+
+
+class _Request(Protocol):
+    """What :func:`record_llm_request` reads of one provider call (``analysis.llm.RequestRecord``)."""
+
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+
 
 REGISTRY = prom.CollectorRegistry(auto_describe=True)
 # The standard process_* (CPU, memory, open fds) and python_info series, for the operator's own health.
@@ -111,7 +143,7 @@ BUILD_INFO = prom.Info("aianalysis_build", "Version of the running operator.", r
 BUILD_INFO.info({"version": __version__})
 
 
-def record_decision(decision: status.Decision, *, provider: str, seconds: float) -> None:
+def record_decision(decision: _Decision, *, provider: str, seconds: float) -> None:
     """One terminal analysis: outcome, validation failures, duration. (Its tokens were counted per
     API response, see :func:`record_llm_request`.)"""
     outcome = (
@@ -128,7 +160,7 @@ def record_failure(review_reason: resources.HumanReviewReason | None) -> None:
     ANALYSES.labels(outcome="failed", review_reason=review_reason or "none").inc()
 
 
-def record_llm_request(request: llm.RequestRecord, *, provider: str) -> None:
+def record_llm_request(request: _Request, *, provider: str) -> None:
     """One Messages API call (after the SDK's own retries): its outcome ``ok|unavailable|error``,
     latency and billed tokens. The only place tokens are counted, so each is counted once, whether
     or not its analysis reaches a decision (a mid-conversation outage, a handler retry)."""
@@ -144,10 +176,10 @@ def record_llm_request(request: llm.RequestRecord, *, provider: str) -> None:
             LLM_TOKENS.labels(provider=provider, kind=kind).inc(value)
 
 
-def llm_observer(provider: str) -> llm.RequestObserver:
+def llm_observer(provider: str) -> Callable[[_Request], None]:
     """The ``on_request`` hook ``llm.make_provider`` takes, recording into these metrics."""
 
-    def observe(request: llm.RequestRecord) -> None:
+    def observe(request: _Request) -> None:
         record_llm_request(request, provider=provider)
 
     return observe

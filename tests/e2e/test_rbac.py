@@ -21,8 +21,9 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from aianalysis.tools import _kinds, _reader
-from aianalysis.tools import k8s as k8s_tools
+from aianalysis.kube import api_reader as k8s_tools
+from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import reader as _reader
 from aianalysis_dev import devcluster, executions
 from tests.e2e.conftest import ROOT, OperatorProcess, free_port, get, wait_for, wait_terminal
 

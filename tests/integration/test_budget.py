@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import aianalysis_reconciler, budget, custom_objects, kube, metrics, resources, settings
-from aianalysis import runtime as runtime_mod
+from aianalysis import kube, metrics, resources, settings
+from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
+from aianalysis.controller import budget
+from aianalysis.controller import runtime as runtime_mod
+from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import messages_server as ms
 from tests.support.clock import ManualClock

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, catalog_import, catalog_sync, kube, metrics, resources
+from aianalysis import catalog, kube, metrics, resources
+from aianalysis.catalog import importer as catalog_import
+from aianalysis.catalog import sync as catalog_sync
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, catalog_sync, kube
+from aianalysis import catalog, kube
+from aianalysis.catalog import sync as catalog_sync
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster

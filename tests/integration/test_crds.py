@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from aianalysis import resources
-from aianalysis import status as status_mod
+from aianalysis.analysis import status as status_mod
 
 pytestmark = pytest.mark.cluster
 
@@ -897,7 +897,7 @@ def test_kubectl_explain_describes_the_signal(cluster: Any, crds: Any) -> None:
 
 
 def test_kubectl_explain_documents_every_status_field(cluster: Any, crds: Any) -> None:
-    out = _explain(cluster, "aianalysis.status.selectedWorkflow")
+    out = _explain(cluster, "aianalysis.analysis.status.selectedWorkflow")
     assert "passed every validation check" in out
     assert "canonical string form" in out
 

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import custom_objects, execution_reconciler, kube, resources, settings
-from aianalysis import runtime as runtime_mod
+from aianalysis import kube, resources, settings
+from aianalysis.controller import execution_reconciler
+from aianalysis.controller import runtime as runtime_mod
+from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster

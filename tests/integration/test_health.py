@@ -15,8 +15,10 @@ import kopf
 import pytest
 from kubernetes import client
 
-from aianalysis import catalog_sync, handlers, kube, settings
-from aianalysis import runtime as runtime_mod
+from aianalysis import kube, settings
+from aianalysis.catalog import sync as catalog_sync
+from aianalysis.controller import handlers  # what `aianalysis run` imports before it starts kopf
+from aianalysis.controller import runtime as runtime_mod
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster

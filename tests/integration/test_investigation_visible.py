@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import catalog, kube, llm, pipeline, resources, settings, status
-from aianalysis.tools import k8s
+from aianalysis import catalog, kube, resources, settings
+from aianalysis.analysis import llm, pipeline, status
+from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM

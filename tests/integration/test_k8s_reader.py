@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import catalog, resources, tools
+from aianalysis import catalog, resources
 from aianalysis import errors as tools_errors
-from aianalysis.tools import k8s
+from aianalysis.analysis import tools
+from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from aianalysis import errors, llm, pipeline, settings
-from aianalysis.llm import openai_provider
+from aianalysis import errors, settings
+from aianalysis.analysis import llm, pipeline
+from aianalysis.analysis.llm import openai_provider
 from tests.integration.test_llm_scripted import ANSWER, CATALOG, MODEL, SPEC, RecordingToolbox
 from tests.support import messages_server as ms
 from tests.support import platform_servers as ps

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from aianalysis import answer, catalog, errors, llm, resources, settings, tools
-from aianalysis.llm import anthropic_provider
+from aianalysis import catalog, errors, resources, settings
+from aianalysis.analysis import answer, llm, tools
+from aianalysis.analysis.llm import anthropic_provider
 from tests.support import messages_server as ms
 
 SECRET = "sk-ant-test-DO-NOT-LEAK-0123456789"

@@ -23,7 +23,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from aianalysis import catalog, resources, tools
+from aianalysis import catalog, resources
+from aianalysis.analysis import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 

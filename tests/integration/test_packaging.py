@@ -28,7 +28,7 @@ import yaml
 
 import aianalysis
 from aianalysis import settings
-from aianalysis.tools import _kinds
+from aianalysis.kube import kinds as _kinds
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import OperatorProcess, wait_terminal
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import catalog, errors, pipeline, resources
+from aianalysis import catalog, errors, resources
 from aianalysis import settings as settings_mod
+from aianalysis.analysis import pipeline
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM
 

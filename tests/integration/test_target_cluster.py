@@ -8,8 +8,10 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from aianalysis import catalog, resources, scope, tools
-from aianalysis.tools import _scope, k8s
+from aianalysis import catalog, resources
+from aianalysis.analysis import scope, tools
+from aianalysis.analysis.tools import _scope
+from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
 from tests.integration.test_k8s_reader import Chain, create
 

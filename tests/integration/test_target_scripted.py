@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, pipeline, resources, status
+from aianalysis import catalog, resources
 from aianalysis import settings as settings_mod
+from aianalysis.analysis import pipeline, status
 from aianalysis.evaluation import cluster as cluster_mod
 from tests.support import messages_server as ms
 

@@ -9,7 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from aianalysis import budget, llm, metrics, resources, status
+from aianalysis import metrics, resources
+from aianalysis.analysis import llm, status
+from aianalysis.controller import budget
 from tests.support.clock import ManualClock
 
 HOUR = budget.HOUR_SECONDS

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aianalysis import catalog, catalog_admission
+from aianalysis import catalog
 from aianalysis.catalog import admission
+from aianalysis.catalog import gate as catalog_admission
 
 
 class Recorder:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, resources, tools
+from aianalysis import catalog, resources
+from aianalysis.analysis import tools
 
 ANY = resources.BusinessContext(risk_tolerance="high")
 

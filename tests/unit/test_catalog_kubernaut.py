@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import catalog, catalog_import, cli, errors, resources
+from aianalysis import catalog, cli, errors, resources
+from aianalysis.catalog import importer as catalog_import
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "examples" / "kubernaut" / "catalog"

@@ -6,7 +6,8 @@ from typing import Any
 
 from kubernetes import client
 
-from aianalysis import catalog, catalog_sync
+from aianalysis import catalog
+from aianalysis.catalog import sync as catalog_sync
 
 
 def obj(name: str, **spec: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis import catalog, cli, errors, llm, resources, settings, tools
+from aianalysis import catalog, cli, errors, resources, settings
+from aianalysis.analysis import llm, tools
 from aianalysis.evaluation import chart, cluster, command, progress, report, runner, scenario, scoring
 from aianalysis.evaluation import summary as summary_mod
 

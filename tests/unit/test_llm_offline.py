@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aianalysis import answer, catalog, resources, settings, tools, validation
+from aianalysis import catalog, resources, settings
+from aianalysis.analysis import answer, tools, validation
+from aianalysis.analysis.llm import base, make_provider, offline
 from aianalysis.evaluation.cluster import InMemoryCluster
-from aianalysis.llm import base, make_provider, offline
 
 
 def workflow(

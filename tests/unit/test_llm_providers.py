@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aianalysis import errors
-from aianalysis.llm import model_check, openai_provider
+from aianalysis.analysis.llm import model_check, openai_provider
 
 
 def test_a_transient_failure_of_the_model_check_is_a_warning_not_a_stop() -> None:

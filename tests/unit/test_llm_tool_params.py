@@ -8,8 +8,9 @@ from typing import Any
 
 import httpx2
 
-from aianalysis import answer, catalog, resources, settings, tools
-from aianalysis.llm import anthropic_provider
+from aianalysis import catalog, resources, settings
+from aianalysis.analysis import answer, tools
+from aianalysis.analysis.llm import anthropic_provider
 
 SPEC = resources.AIAnalysisSpec.model_validate(
     {

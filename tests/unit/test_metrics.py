@@ -9,7 +9,8 @@ from typing import Any
 import prometheus_client as prom
 import pytest
 
-from aianalysis import __version__, errors, llm, metrics, resources, settings, status, tools
+from aianalysis import __version__, errors, metrics, resources, settings
+from aianalysis.analysis import llm, status, tools
 from tests.support import messages_server as ms
 
 SPEC = resources.AIAnalysisSpec.model_validate(

@@ -3,7 +3,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from aianalysis import recovery, resources
+from aianalysis import resources
+from aianalysis.controller import recovery
 
 SPEC: dict[str, Any] = {
     "signal": {"type": "OOMKilled", "severity": "critical", "errorMessage": "Container killed due to OOM"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from aianalysis import resources
-from aianalysis.validation import _parameters
+from aianalysis.analysis.validation import _parameters
 
 
 def param(pattern: str) -> resources.WorkflowParameter:

@@ -23,7 +23,7 @@ import json, sys
 from aianalysis import cli
 parser = cli.build_parser()
 parser.parse_args(["run"])           # what the image's ENTRYPOINT parses
-from aianalysis import handlers      # what `aianalysis run` imports before it starts kopf
+from aianalysis.controller import handlers  # what `aianalysis run` imports before it starts kopf
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -46,7 +46,7 @@ def entrypoint_modules() -> list[str]:
 
 
 def test_the_operator_entrypoint_loads_the_operator(entrypoint_modules: list[str]) -> None:
-    assert {"aianalysis.cli", "aianalysis.handlers", "kopf"} <= set(entrypoint_modules)
+    assert {"aianalysis.cli", "aianalysis.controller.handlers", "kopf"} <= set(entrypoint_modules)
 
 
 def test_the_operator_entrypoint_loads_no_dev_tooling(entrypoint_modules: list[str]) -> None:

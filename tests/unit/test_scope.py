@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, errors, resources, scope, tools
+from aianalysis import catalog, errors, resources
+from aianalysis.analysis import scope, tools
+from aianalysis.analysis.tools import _scope
 from aianalysis.evaluation.cluster import InMemoryCluster
-from aianalysis.tools import _scope
 
 DEPLOYMENT = resources.ResourceRef(kind="Deployment", name="checkout", namespace="shop")
 POD = resources.ResourceRef(kind="Pod", name="checkout-7d9f-abcde", namespace="shop")

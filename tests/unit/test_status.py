@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from aianalysis import answer, catalog, pipeline, resources, status, validation
+from aianalysis import catalog, resources
+from aianalysis.analysis import answer, pipeline, status, validation
 
 NOW = datetime.datetime(2026, 11, 20, 10, 0, 5, 123456, tzinfo=datetime.UTC)
 LATER = NOW + datetime.timedelta(seconds=30)

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from aianalysis import catalog, errors, resources, tools
-from aianalysis.tools import _kinds, k8s
-from aianalysis.tools import _redact as tools_redact
+from aianalysis import catalog, errors, resources
+from aianalysis.analysis import tools
+from aianalysis.analysis.tools import _redact as tools_redact
+from aianalysis.kube import api_reader as k8s
+from aianalysis.kube import kinds as _kinds
 
 PRODUCTION = {
     "environment": "production",

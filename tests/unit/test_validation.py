@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from aianalysis import catalog, resources, scope, validation
-from aianalysis.tools import _scope
+from aianalysis import catalog, resources
+from aianalysis.analysis import scope, validation
+from aianalysis.analysis.tools import _scope
 
 OOM = "oomkill-increase-memory"
 RESTART = "restart-deployment"

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aianalysis import tools
+from aianalysis.analysis import tools
 from aianalysis.evaluation import scenario as scenario_mod
 
 _MIDDLE_OWNER = {"Deployment": "ReplicaSet", "CronJob": "Job"}

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from aianalysis import catalog, llm, pipeline, settings, status
+from aianalysis import catalog, settings
+from aianalysis.analysis import llm, pipeline, status
 from aianalysis.evaluation import chart, progress, report, runner, scoring
 from aianalysis.evaluation import scenario as scenario_mod
 from aianalysis.evaluation import summary as summary_mod

@@ -13,8 +13,9 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from aianalysis import catalog, errors, llm, pipeline, resources, status
+from aianalysis import catalog, errors, resources
 from aianalysis import settings as settings_mod
+from aianalysis.analysis import llm, pipeline, status
 from aianalysis.evaluation import cluster, scoring
 from aianalysis.evaluation import scenario as scenario_mod
 

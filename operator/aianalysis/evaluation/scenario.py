@@ -20,7 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from aianalysis import catalog, errors, resources, validation
+from aianalysis import catalog, errors, resources
+from aianalysis.analysis import validation
 
 ANY_REVIEW = "any"
 SUFFIXES = (".yaml", ".yml")

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from aianalysis import catalog, resources, validation
+from aianalysis import catalog, resources
+from aianalysis.analysis import validation
 from aianalysis.evaluation import scenario as scenario_mod
 
 #: Validation rules about parameter values (see ``validation``).

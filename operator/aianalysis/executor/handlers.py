@@ -1,4 +1,4 @@
-"""kopf handlers of the executor — with ``aianalysis.handlers``, the only modules importing kopf.
+"""kopf handlers of the executor — with ``aianalysis.controller.handlers``, the only modules importing kopf.
 
 ``aianalysis executor`` runs these: a process of its own (own Deployment, own ServiceAccount), so
 the analysing operator keeps never touching workloads. Only watch events drive it (WorkflowExecutions,

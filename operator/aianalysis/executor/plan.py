@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from aianalysis import catalog, resources, validation
+from aianalysis import catalog, resources
+from aianalysis.analysis import validation
 from aianalysis.executor import reasons
 
 CONDITION = "Executed"

@@ -23,9 +23,11 @@ import urllib3
 from kubernetes import client as k8s
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import catalog_admission, errors, metrics, resources, status
-from aianalysis import catalog_sync as catalog_sync_mod
+from aianalysis import errors, metrics, resources
 from aianalysis import settings as settings_mod
+from aianalysis.analysis import status
+from aianalysis.catalog import gate as catalog_admission
+from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.executor import approval, plan, reasons
 
 log = logging.getLogger(__name__)

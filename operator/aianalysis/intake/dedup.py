@@ -27,7 +27,8 @@ from typing import Any, Literal
 
 from kubernetes import client as k8s
 
-from aianalysis import errors, resources, status
+from aianalysis import errors, resources
+from aianalysis.analysis import status
 from aianalysis.intake import mapping
 
 log = logging.getLogger(__name__)

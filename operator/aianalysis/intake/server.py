@@ -20,7 +20,8 @@ import pydantic
 from aiohttp import web
 from kubernetes import client as k8s
 
-from aianalysis import errors, metrics, settings, status
+from aianalysis import errors, metrics, settings
+from aianalysis.analysis import status
 from aianalysis.intake import dedup, mapping, payload, resolve
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,302 @@
+"""The use case: an AIAnalysis spec → incident prompt → LLM tool loop → validation → a decision.
+
+No kopf here and no status I/O: the caller (``handlers`` in the operator, ``cli`` for
+``aianalysis analyze``) persists what :func:`analyze` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+from collections.abc import Callable
+
+from aianalysis import catalog as catalog_mod
+from aianalysis import errors, resources
+from aianalysis import settings as settings_mod
+from aianalysis.analysis import answer as answer_mod
+from aianalysis.analysis import llm, prompts, scope, status, tools, validation
+
+Clock = Callable[[], datetime.datetime]
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+async def analyze(
+    spec: resources.AIAnalysisSpec,
+    *,
+    catalog: catalog_mod.Catalog,
+    provider: llm.Provider,
+    reader: tools.ClusterReader | None,
+    settings: settings_mod.Settings,
+    now: Clock = utcnow,
+) -> status.Decision:
+    """Run one conversation to a validated decision. Raises provider errors (the caller retries).
+
+    The incident's scope (owner chain, Nodes, PVCs) is read once, before the conversation; the
+    facts on each target the LLM names are read once per target. Both are read-only and tolerate
+    failures (``tools.gather_scope``)."""
+    where = await tools.gather_scope(reader, spec.resource)
+    facts = _Facts(reader)
+    toolbox = tools.ToolBox(
+        spec=spec,
+        catalog=catalog,
+        reader=reader,
+        max_chars=settings.tool_output_max_chars,
+        facts=await facts.of(where.incident),
+    )
+    conversation = provider.open(
+        system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
+    )
+    try:
+        submission = await conversation.answer()
+    except errors.ProviderError as exc:
+        exc.billed = conversation.usage.requests > 0
+        raise
+    attempts: list[resources.ValidationAttempt] = []
+    verdicts: list[validation.Verdict] = []
+    for number in range(1, settings.max_validation_attempts + 1):
+        target = where.target(_affected(submission.raw))
+        # Off the event loop: catalog patterns run here (bounded in time, but not free).
+        verdict = await asyncio.to_thread(
+            validation.validate,
+            raw=submission.raw,
+            truncated=submission.truncated,
+            catalog=catalog,
+            seen=toolbox.seen,
+            business=spec.business_context,
+            recovery=spec.recovery,
+            prose=submission.prose,
+            scope=where,
+            returned=toolbox.returned,
+            facts=await facts.known(target, where=where, returned=toolbox.returned),
+            malformed=submission.malformed,
+        )
+        verdicts.append(verdict)
+        attempts.append(_attempt(number, submission, verdict, now()))
+        if verdict.valid or number == settings.max_validation_attempts:
+            break
+        submission = await conversation.correct(verdict.errors)
+    usage = conversation.usage.model_copy(
+        update={
+            "tool_errors": toolbox.errors,
+            "cluster_reads": toolbox.cluster_reads,
+            "cluster_read_failures": toolbox.cluster_read_failures,
+        }
+    )
+    decision = decide(
+        verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
+    )
+    if toolbox.investigation_failed:
+        return investigation_failed(decision)
+    return decision
+
+
+def investigation_failed(decision: status.Decision) -> status.Decision:
+    """Every cluster read failed: the root cause was not investigated, so a person reviews it, for
+    that reason (the selection, if valid, is kept as a proposal)."""
+    warning = (
+        f"every cluster read failed ({decision.llm.cluster_read_failures} of {decision.llm.cluster_reads}): "
+        "the root cause is not backed by an investigation"
+    )
+    return dataclasses.replace(
+        decision, review_reason="investigation_failed", warnings=[*decision.warnings, warning]
+    )
+
+
+class _Facts:
+    """Facts detected on each target, read once per target per analysis."""
+
+    def __init__(self, reader: tools.ClusterReader | None) -> None:
+        self._reader = reader
+        self._known: dict[scope.Key, catalog_mod.TargetFacts] = {}
+
+    async def of(self, target: scope.ObjectRef) -> catalog_mod.TargetFacts:
+        if target.key not in self._known:
+            self._known[target.key] = await tools.detect_facts(self._reader, target)
+        return self._known[target.key]
+
+    async def known(
+        self, target: scope.ObjectRef, *, where: scope.Scope, returned: set[scope.Key]
+    ) -> dict[scope.Key, catalog_mod.TargetFacts]:
+        """Facts for the validator; an out-of-scope target is not read at all (it is rejected)."""
+        if where.violation(target, returned=returned) is not None:
+            return {}
+        return {target.key: await self.of(target)}
+
+
+def _affected(raw: object) -> dict[str, object] | None:
+    """The answer's ``affected_resource`` as submitted (the validator parses it strictly)."""
+    affected = raw.get("affected_resource") if isinstance(raw, dict) else None
+    return affected if isinstance(affected, dict) else None
+
+
+async def analyze_without_cluster(
+    spec: resources.AIAnalysisSpec, *, catalog: catalog_mod.Catalog, settings: settings_mod.Settings
+) -> resources.AIAnalysisStatus:
+    """One analysis with its own provider and no cluster attached (``aianalysis analyze``): the
+    status the operator would write for it."""
+    provider = llm.make_provider(settings)
+    try:
+        decision = await analyze(spec, catalog=catalog, provider=provider, reader=None, settings=settings)
+    finally:
+        await provider.aclose()
+    now = utcnow()
+    started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
+    return status.completed(previous=started, decision=decision, now=now, generation=None)
+
+
+def _attempt(
+    number: int, submission: llm.Submission, verdict: validation.Verdict, at: datetime.datetime
+) -> resources.ValidationAttempt:
+    workflow_id = None
+    if isinstance(submission.raw, dict):
+        chosen = submission.raw.get("selected_workflow")
+        if isinstance(chosen, dict) and isinstance(chosen.get("workflow_id"), str):
+            workflow_id = chosen["workflow_id"][:253]
+    return resources.ValidationAttempt(
+        attempt=number,
+        workflow_id=workflow_id,
+        valid=verdict.valid,
+        errors=[e[:1024] for e in verdict.errors],
+        at=status.timestamp(at),
+    )
+
+
+def decide(
+    verdicts: list[validation.Verdict],
+    *,
+    attempts: list[resources.ValidationAttempt],
+    usage: resources.LLMUsage,
+    spec: resources.AIAnalysisSpec,
+    confidence_floor: float,
+) -> status.Decision:
+    """Pure: the last verdict decides; a selection reaches status only when it passed every check."""
+    final = verdicts[-1]
+    ans = final.answer or _last_parsed(verdicts)
+    warnings = list(final.warnings)
+    alternatives = _alternatives(ans)
+    selected: resources.SelectedWorkflow | None = None
+    review: resources.HumanReviewReason | None
+    if final.valid and final.workflow is not None and ans is not None and ans.selected_workflow is not None:
+        selected = resources.SelectedWorkflow(
+            workflow_id=final.workflow.spec.workflow_id,
+            version=final.workflow.spec.version,
+            container_image=final.workflow.spec.execution.container_image,
+            confidence=ans.selected_workflow.confidence,
+            rationale=ans.selected_workflow.rationale,
+            parameters=dict(final.parameters),
+        )
+        review = _review_for_valid(ans, selected, confidence_floor)
+    elif final.valid and ans is not None:
+        review = ans.human_review_reason or "inconclusive"
+    else:
+        review = _review_for_invalid(final)
+        candidate = _candidate(ans)
+        if candidate is not None:
+            alternatives = [candidate, *[a for a in alternatives if a.workflow_id != candidate.workflow_id]]
+        warnings.append(
+            f"no valid selection after {len(verdicts)} attempt(s): " + "; ".join(final.errors)[:900]
+        )
+    return status.Decision(
+        selected=selected,
+        review_reason=review,
+        root_cause=_root_cause(ans, spec, target=final.target),
+        alternatives=alternatives,
+        warnings=warnings,
+        attempts=attempts,
+        recovery=_recovery(ans, spec) if final.valid else _recovery(None, spec),
+        llm=usage,
+        failed_rules=[rule for v in verdicts for rule in sorted(set(v.rules_failed))],
+    )
+
+
+def _last_parsed(verdicts: list[validation.Verdict]) -> answer_mod.SelectionAnswer | None:
+    return next((v.answer for v in reversed(verdicts) if v.answer is not None), None)
+
+
+def _review_for_valid(
+    ans: answer_mod.SelectionAnswer, selected: resources.SelectedWorkflow, floor: float
+) -> resources.HumanReviewReason | None:
+    if ans.needs_human_review:
+        return ans.human_review_reason or "inconclusive"
+    if selected.confidence < floor:
+        return "low_confidence"
+    return None
+
+
+def _review_for_invalid(final: validation.Verdict) -> resources.HumanReviewReason:
+    rules = set(final.rules_failed)
+    if rules and rules <= {"missing_parameter", "parameters"} and "missing_parameter" in rules:
+        return "parameters_incomplete"
+    return "validation_failed"
+
+
+def _candidate(ans: answer_mod.SelectionAnswer | None) -> resources.AlternativeWorkflow | None:
+    if ans is None or ans.selected_workflow is None:
+        return None
+    chosen = ans.selected_workflow
+    return resources.AlternativeWorkflow(
+        workflow_id=chosen.workflow_id[:253],
+        version=chosen.version,
+        confidence=chosen.confidence,
+        rationale=chosen.rationale,
+    )
+
+
+def _alternatives(ans: answer_mod.SelectionAnswer | None) -> list[resources.AlternativeWorkflow]:
+    """The LLM's alternatives; the validator already dropped those the catalog does not hold."""
+    if ans is None:
+        return []
+    return [
+        resources.AlternativeWorkflow(
+            workflow_id=alt.workflow_id,
+            version=alt.version,
+            confidence=alt.confidence,
+            rationale=alt.rationale,
+        )
+        for alt in ans.alternative_workflows
+    ]
+
+
+def _root_cause(
+    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec, *, target: scope.ObjectRef | None
+) -> resources.RootCause | None:
+    """``affectedResource`` is the validated target; a target that failed the scope check never
+    reaches status (an instruction injected into an alert must not), the incident's resource does."""
+    if ans is None:
+        return None
+    affected = (
+        resources.AffectedResource(
+            kind=target.kind, name=target.name, namespace=target.namespace, api_version=target.api_version
+        )
+        if target is not None
+        else resources.AffectedResource(
+            kind=spec.resource.kind, name=spec.resource.name, namespace=spec.resource.namespace
+        )
+    )
+    return resources.RootCause(
+        summary=ans.root_cause_assessment,
+        severity=ans.rca_severity,
+        signal_type=ans.signal_type or spec.signal.type,
+        contributing_factors=list(ans.contributing_factors),
+        affected_resource=affected,
+    )
+
+
+def _recovery(
+    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec
+) -> resources.RecoveryStatus | None:
+    if spec.recovery is None:
+        return None
+    if ans is None or ans.recovery_analysis is None or ans.recovery_strategy is None:
+        return resources.RecoveryStatus(attempt_number=spec.recovery.attempt_number)
+    return resources.RecoveryStatus.model_validate(
+        {
+            "attemptNumber": spec.recovery.attempt_number,
+            "recoveryAnalysis": ans.recovery_analysis.model_dump(),
+            "recoveryStrategy": ans.recovery_strategy.model_dump(),
+        }
+    )

@@ -1,0 +1,31 @@
+"""Prompt builders (pure): the static system prompt, the incident prompt (ADR-041 v2.7), the
+recovery prompt with every previous attempt (DD-RECOVERY-003), reason-code guidance, and the
+fencing of untrusted text.
+"""
+
+from __future__ import annotations
+
+from aianalysis import resources
+from aianalysis.analysis.prompts._fence import CLOSE, FENCE_TAG, fence, plain_or_fenced
+from aianalysis.analysis.prompts._incident import incident_prompt
+from aianalysis.analysis.prompts._reasons import reason_guidance
+from aianalysis.analysis.prompts._recovery import recovery_prompt
+from aianalysis.analysis.prompts._system import SYSTEM_PROMPT
+
+
+def user_prompt(spec: resources.AIAnalysisSpec) -> str:
+    """The first user message: the recovery prompt for recovery analyses, else the incident one."""
+    return incident_prompt(spec) if spec.recovery is None else recovery_prompt(spec)
+
+
+__all__ = [
+    "CLOSE",
+    "FENCE_TAG",
+    "SYSTEM_PROMPT",
+    "fence",
+    "incident_prompt",
+    "plain_or_fenced",
+    "reason_guidance",
+    "recovery_prompt",
+    "user_prompt",
+]

@@ -1,0 +1,225 @@
+"""The read-only investigation tools: ``get_resource``, ``list_events``, ``get_pod_logs``,
+``list_pods_of_owner``.
+
+Everything read from the cluster is redacted (``_redact``), then fenced as untrusted data and
+capped at ``max_chars``. Arguments are checked before any read: Secrets and RemediationWorkflows
+are refused, a missing namespace defaults to the incident's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aianalysis import resources
+from aianalysis.analysis import scope
+from aianalysis.analysis.tools import _args, _output, _redact
+from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import reader as _reader
+
+NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
+MAX_EVENTS = 60
+
+
+class ClusterTools:
+    def __init__(
+        self,
+        *,
+        reader: _reader.ClusterReader,
+        incident: resources.ResourceRef,
+        max_chars: int,
+        returned: set[scope.Key] | None = None,
+    ) -> None:
+        self._reader = reader
+        self._incident = incident
+        self._max_chars = max_chars
+        self._returned = returned if returned is not None else set()
+
+    async def get_resource(self, args: _args.ResourceArgs) -> str:
+        kind = _kind(args.kind)
+        namespace = self._namespace(kind, args.namespace)
+        obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
+        self._returned.add((kind.kind.casefold(), namespace or "", args.name))
+        body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
+        header = (
+            f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
+            f"secret-looking values {_redact.REDACTED}):"
+        )
+        return _output.fenced(header, body, label=f"{kind.kind}/{args.name}", max_chars=self._max_chars)
+
+    async def list_events(self, args: _args.EventsArgs) -> str:
+        kind = _kind(args.kind)
+        namespace = self._namespace(kind, args.namespace)
+        events = await self._reader.list_events(kind=kind.kind, name=args.name, namespace=namespace)
+        where = f"{kind.kind} {_where(args.name, namespace)}"
+        if not events:
+            return f"No events about {where} (events expire, by default after one hour)."
+        lines = [_event_line(event) for event in sorted(events, key=_event_time)][-MAX_EVENTS:]
+        header = f"{len(events)} event(s) about {where}, oldest first (the most recent {len(lines)} shown):"
+        return _output.fenced(
+            header,
+            "\n".join(lines),
+            label=f"events:{kind.kind}/{args.name}",
+            max_chars=self._max_chars,
+            keep="tail",
+        )
+
+    async def get_pod_logs(self, args: _args.LogsArgs) -> str:
+        namespace = self._required_namespace("Pod", args.namespace)
+        text = await self._reader.pod_logs(
+            name=args.name,
+            namespace=namespace,
+            container=args.container,
+            previous=args.previous,
+            tail_lines=args.tail_lines,
+        )
+        container = f"container {args.container}" if args.container else "the container"
+        run = "previous (terminated) run" if args.previous else "current run"
+        header = f"Last {args.tail_lines} log lines of {container} of Pod {namespace}/{args.name}, {run}:"
+        if not text.strip():
+            return header + await self._why_no_logs(args.name, namespace)
+        return _output.fenced(
+            header,
+            _redact.redact_text(text),
+            label=f"logs:{args.name}",
+            max_chars=self._max_chars,
+            keep="tail",
+        )
+
+    async def list_pods_of_owner(self, args: _args.OwnerArgs) -> str:
+        kind = _kind(args.kind)
+        if kind.kind not in _kinds.OWNER_KINDS:
+            raise _args.Refused(
+                f"list_pods_of_owner works for {', '.join(_kinds.OWNER_KINDS)}, not {kind.kind}"
+            )
+        namespace = self._required_namespace(kind.kind, args.namespace)
+        pods = await self._reader.list_pods_of_owner(kind=kind.kind, name=args.name, namespace=namespace)
+        self._returned.add((kind.kind.casefold(), namespace, args.name))
+        self._returned.update(("pod", namespace, _pod_name(pod)) for pod in pods)
+        where = f"{kind.kind} {namespace}/{args.name}"
+        if not pods:
+            return f"{where} controls no Pods right now."
+        summaries = [_pod_summary(_redact.redact_object(pod)) for pod in sorted(pods, key=_pod_name)]
+        header = f"{len(pods)} Pod(s) of {where} (use get_resource/get_pod_logs for details):"
+        return _output.fenced(
+            header,
+            _output.to_yaml(summaries),
+            label=f"pods:{kind.kind}/{args.name}",
+            max_chars=self._max_chars,
+        )
+
+    async def _why_no_logs(self, name: str, namespace: str) -> str:
+        """Empty logs are ambiguous (the API server answers an unscheduled Pod's log request with an
+        empty body): say which case it is, so the LLM does not read silence as health."""
+        pod = await self._reader.get_object(kind="Pod", name=name, namespace=namespace)
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if not spec.get("nodeName"):
+            raise _reader.Unavailable(
+                f"Pod {namespace}/{name} has no logs: it is not scheduled to a node (phase "
+                f"{status.get('phase') or 'unknown'}). Its events and conditions say why."
+            )
+        return " (empty: the container has not written anything to this log)"
+
+    def _namespace(self, kind: _kinds.Kind, given: str | None) -> str | None:
+        """None for cluster-scoped kinds (a namespace the LLM passed is ignored), else the given one
+        or the incident's."""
+        return self._required_namespace(kind.kind, given) if kind.namespaced else None
+
+    def _required_namespace(self, kind: str, given: str | None) -> str:
+        namespace = given or self._incident.namespace
+        if not namespace:
+            raise _args.Refused(f"{kind} is namespaced: pass a namespace (the incident names none)")
+        return namespace
+
+
+def _kind(text: str) -> _kinds.Kind:
+    refusal = _kinds.refusal(text)
+    if refusal:
+        raise _args.Refused(refusal)
+    kind = _kinds.lookup(text)
+    if kind is None:
+        raise _args.Refused(f"unsupported kind {text!r}; supported: {', '.join(_kinds.names())}")
+    return kind
+
+
+def _where(name: str, namespace: str | None) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    series = event.get("series") or {}
+    return str(
+        event.get("lastTimestamp")
+        or series.get("lastObservedTime")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    count = event.get("count") or (event.get("series") or {}).get("count") or 1
+    source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or "?"
+    message = " ".join(str(event.get("message") or "").split())
+    return (
+        f"{_event_time(event) or '?'} {event.get('type') or '?'} {event.get('reason') or '?'} "
+        f"(x{count}, {source}): {_redact.redact_text(message)}"
+    )
+
+
+def _pod_name(pod: dict[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name", ""))
+
+
+def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
+    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    owners = [f"{ref.get('kind')}/{ref.get('name')}" for ref in metadata.get("ownerReferences") or ()]
+    summary: dict[str, Any] = {"name": metadata.get("name"), "owner": ", ".join(owners) or None}
+    summary.update(
+        phase=status.get("phase"),
+        reason=status.get("reason"),
+        message=status.get("message"),
+        node=spec.get("nodeName"),
+        started=status.get("startTime"),
+        conditions=[_condition(c) for c in status.get("conditions") or () if c.get("status") != "True"]
+        or None,
+        containers=_containers(spec, status),
+    )
+    return {key: value for key, value in summary.items() if value is not None}
+
+
+def _condition(condition: dict[str, Any]) -> str:
+    reason = f" ({condition['reason']})" if condition.get("reason") else ""
+    return f"{condition.get('type')}={condition.get('status')}{reason}"
+
+
+def _containers(spec: dict[str, Any], status: dict[str, Any]) -> list[dict[str, Any]]:
+    statuses = {s.get("name"): s for s in status.get("containerStatuses") or ()}
+    out = []
+    for container in spec.get("containers") or ():
+        state = statuses.get(container.get("name"), {})
+        entry: dict[str, Any] = {
+            "name": container.get("name"),
+            "image": container.get("image"),
+            "ready": state.get("ready"),
+            "restartCount": state.get("restartCount"),
+            "state": _state(state.get("state")),
+            "lastState": _state(state.get("lastState")),
+            "resources": container.get("resources") or None,
+        }
+        out.append({key: value for key, value in entry.items() if value is not None})
+    return out
+
+
+def _state(state: dict[str, Any] | None) -> str | None:
+    for name, detail in (state or {}).items():
+        if not isinstance(detail, dict):
+            continue
+        parts = [detail.get("reason")]
+        if "exitCode" in detail:
+            parts.append(f"exit {detail['exitCode']}")
+        if detail.get("finishedAt"):
+            parts.append(f"at {detail['finishedAt']}")
+        described = ", ".join(str(p) for p in parts if p)
+        return f"{name} ({described})" if described else name
+    return None

@@ -1,0 +1,182 @@
+"""Keeps the operator's catalog equal to the cluster's RemediationWorkflows: one paginated LIST at
+startup (no analysis runs before it completes), then a WATCH from that resourceVersion in a thread,
+re-listing when the watch expires (410 Gone) — the list-then-watch of a client-go informer, with
+the catalog as its store.
+
+Why not ``kopf.index``: until an index is filled, kopf parks the worker of every indexed object on
+one ``asyncio.Condition`` and wakes all of them for each new object, so loading is quadratic in
+the number of workflows (4,000 took 130 s, 10,000 would take about 15 minutes, every parked worker
+and its body held in memory meanwhile). One LIST loads 10,000 in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import watch
+
+from aianalysis import catalog as catalog_mod
+from aianalysis import resources
+from aianalysis.catalog import gate as catalog_admission
+
+log = logging.getLogger(__name__)
+
+GONE = 410
+_TRANSIENT = (k8s.ApiException, urllib3.exceptions.HTTPError, OSError)
+TRANSIENT = _TRANSIENT
+"""What a LIST or WATCH may raise when the API server is unreachable or refuses."""
+
+
+class CatalogSync:
+    """The only writer of ``catalog`` in the operator. ``on_change`` runs after every change."""
+
+    def __init__(
+        self,
+        *,
+        api: k8s.ApiClient,
+        catalog: catalog_mod.Catalog,
+        on_change: Callable[[], None] = lambda: None,
+        on_heard: Callable[[float], None] = lambda _: None,
+        page_size: int = 500,
+        watch_timeout_seconds: int = 300,
+        retry_delay_seconds: float = 5.0,
+        reporter: catalog_admission.Reporter | None = None,
+    ) -> None:
+        self._custom = k8s.CustomObjectsApi(api)
+        self._catalog = catalog
+        self._gate = catalog_admission.Gate(
+            catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
+        )
+        self._on_change = on_change
+        self._on_heard = on_heard
+        self._page_size = page_size
+        self._watch_timeout = watch_timeout_seconds
+        self._retry_delay = retry_delay_seconds
+        self._names: set[str] = set()
+        self._version = ""
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last_success: float | None = None
+        """Unix time the API server last answered this sync (a list, an event, a watch that ended)."""
+
+    def load(self) -> int:
+        """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
+        Returns how many objects were listed."""
+        listed: set[str] = set()
+        token: str | None = None
+        while True:
+            page: Any = self._custom.list_cluster_custom_object(
+                resources.GROUP,
+                resources.VERSION,
+                resources.REMEDIATIONWORKFLOW_PLURAL,
+                limit=self._page_size,
+                _continue=token,
+            )
+            for obj in page["items"]:
+                listed.add(obj["metadata"]["name"])
+                self._upsert(obj)
+            token = page["metadata"].get("continue")
+            if not token:
+                break
+        for name in self._names - listed:
+            self._remove(name)
+        self._version = page["metadata"]["resourceVersion"]
+        self._on_change()
+        self._heard()
+        return len(listed)
+
+    def start(self) -> None:
+        """Follow changes in a daemon thread (call after ``load``; a second call does nothing)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._follow, name="catalog-sync", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """The following thread runs (False before ``start`` and once it has died)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def fresh(self, *, now: float, max_age_seconds: float) -> bool:
+        """The API server answered this sync within ``max_age_seconds`` of ``now`` (Unix time)."""
+        return self.last_success is not None and now - self.last_success <= max_age_seconds
+
+    def _heard(self) -> None:
+        self.last_success = time.time()
+        self._on_heard(self.last_success)
+
+    def stop(self) -> None:
+        """Ask the thread to end; it does at its next event or when the current watch times out."""
+        self._stopping.set()
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
+        """One watch event: ADDED/MODIFIED upsert the object, DELETED removes it."""
+        if event_type == "DELETED":
+            self._remove(obj["metadata"]["name"])
+        elif event_type in ("ADDED", "MODIFIED"):
+            self._upsert(obj)
+        else:
+            return
+        self._on_change()
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._watch()
+            except k8s.ApiException as exc:
+                if exc.status == GONE:
+                    self._relist()
+                    continue
+                self._pause(f"watching RemediationWorkflows failed ({exc.status} {exc.reason})")
+            except _TRANSIENT as exc:
+                self._pause(f"watching RemediationWorkflows failed ({exc})")
+            except Exception:  # supervised: a bug in one event must not end the sync silently
+                log.exception("catalog sync: unexpected error; re-listing")
+                self._pause("catalog sync failed unexpectedly")
+                self._relist()
+
+    def _watch(self) -> None:
+        stream = watch.Watch()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+        for event in stream.stream(  # type: ignore[no-untyped-call]  # kubernetes is untyped
+            self._custom.list_cluster_custom_object,
+            resources.GROUP,
+            resources.VERSION,
+            resources.REMEDIATIONWORKFLOW_PLURAL,
+            resource_version=self._version,
+            timeout_seconds=self._watch_timeout,
+            allow_watch_bookmarks=True,
+        ):
+            if self._stopping.is_set():
+                stream.stop()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+                return
+            self.apply(event["type"], event["raw_object"])
+            self._version = stream.resource_version or self._version
+            self._heard()
+        self._heard()  # the server ended the watch at its timeout: it is alive
+
+    def _relist(self) -> None:
+        try:
+            self.load()
+        except _TRANSIENT as exc:
+            self._pause(f"re-listing RemediationWorkflows failed ({exc})")
+
+    def _pause(self, why: str) -> None:
+        if self._stopping.is_set():  # the API client closes under us at shutdown: not worth a warning
+            return
+        log.warning("%s; retrying in %.0f s", why, self._retry_delay)
+        self._stopping.wait(self._retry_delay)
+
+    def _upsert(self, obj: dict[str, Any]) -> None:
+        """Only accepted objects reach the catalog; the gate reports every verdict."""
+        self._gate.admit(obj)
+        self._names.add(obj["metadata"]["name"])
+
+    def _remove(self, name: str) -> None:
+        self._gate.remove(name)
+        self._names.discard(name)

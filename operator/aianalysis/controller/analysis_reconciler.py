@@ -1,0 +1,336 @@
+"""Reconciliation of one AIAnalysis (the resource), without kopf: ``handlers`` starts :func:`drive`
+for each object that is not terminal; it runs the pipeline (:mod:`aianalysis.analysis.pipeline`), writes
+the status and returns the :class:`runtime.Transition` to announce.
+
+Every path ends:
+
+* every try starts from a fresh read of the object, and every status write carries its ``uid``:
+  a result is never written onto another object created under the same name;
+* permanent API refusals (400/403/404/422) end the analysis ``Failed`` with a reason naming them;
+  transient API errors, provider unavailability and unexpected exceptions are retried a bounded
+  number of times (``max_reconcile_retries``/``provider_retry_limit``), then end ``Failed``;
+* ``status.attempt`` counts LLM conversations, written before each one starts; at
+  ``max_conversations`` no further one starts (``ConversationLimit``). A conversation that finished
+  but whose status write failed is written again, never run again;
+* a status that cannot be parsed is left alone and reported (fail closed), never treated as new.
+
+The decision "may this conversation start now?" is taken in one place, :func:`_conversation_slot`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pydantic
+
+from aianalysis import errors, metrics, resources
+from aianalysis.analysis import pipeline, status
+from aianalysis.controller import budget as budget_mod
+from aianalysis.controller import runtime as runtime_mod
+from aianalysis.kube import objects as custom_objects
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("Completed", "Failed")
+MAX_RETRY_DELAY_SECONDS = 300.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+Ref = custom_objects.Ref
+
+
+def settled(body: dict[str, Any]) -> bool:
+    """Terminal as far as this (possibly stale) body says: no task needed."""
+    phase = (body.get("status") or {}).get("phase")
+    return isinstance(phase, str) and phase in TERMINAL
+
+
+class _Gone(Exception):
+    """The object was deleted or replaced under its name: nothing more to do for it."""
+
+
+@dataclasses.dataclass
+class _Finished:
+    final: resources.AIAnalysisStatus
+    decision: status.Decision
+    seconds: float
+
+
+async def drive(
+    runtime: runtime_mod.Runtime, ref: Ref, *, sleep: Sleep = asyncio.sleep
+) -> runtime_mod.Transition | None:
+    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
+    run = _Run(runtime, ref)
+    retries: dict[str, int] = {}
+    while True:
+        try:
+            return await run.step()
+        except _Gone:
+            return None
+        except _Unreadable as exc:  # fail closed: leave it as it is, say why, do not analyse it again
+            metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
+            log.warning("%s/%s: left alone: %s", ref.namespace, ref.name, exc)
+            return runtime_mod.Transition(
+                type="Warning", reason="UnreadableStatus", message=f"not analysed: {exc}"[:1024]
+            )
+        except errors.AIAnalysisError as exc:
+            if not exc.retryable:
+                return await run.fail(exc.reason, f"{exc.reason}: {exc}", review=_review(exc))
+            cause, failure = ("provider" if isinstance(exc, errors.ProviderError) else "cluster"), exc
+        except Exception as exc:  # the task boundary: a bug is retried, boundedly, then reported
+            log.exception("%s/%s: unexpected error", ref.namespace, ref.name)
+            cause, failure = "internal", errors.AIAnalysisError(f"{type(exc).__name__}: {exc}")
+            failure.reason = "InternalError"
+        run.last_error = failure
+        retries[cause] = retries.get(cause, 0) + 1
+        limit = (
+            runtime.settings.provider_retry_limit - 1
+            if cause == "provider"
+            else runtime.settings.max_reconcile_retries
+        )
+        if retries[cause] > limit:
+            return await run.fail(failure.reason, f"{failure.reason}: {failure}", review=_review(failure))
+        metrics.INTERNAL_RETRIES.labels(cause=cause).inc()
+        delay = min(
+            MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (retries[cause] - 1)
+        )
+        log.warning("%s/%s: %s; trying again in %.0f s", ref.namespace, ref.name, failure, delay)
+        await sleep(delay)
+
+
+def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
+    if isinstance(exc, errors.ProviderUnavailableError):
+        return "provider_unavailable"
+    if isinstance(exc, errors.ProviderError):
+        return "provider_error"
+    return None
+
+
+class _Run:
+    """The state of one :func:`drive` across its tries."""
+
+    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref) -> None:
+        self.runtime = runtime
+        self.ref = ref
+        self.previous = resources.AIAnalysisStatus()
+        self.raw_status: dict[str, Any] | None = None
+        self.generation: int | None = None
+        self.finished: _Finished | None = None
+        self.last_error: errors.AIAnalysisError | None = None
+        self.unbilled = False
+        """The last conversation failed before any billed response: the next one takes its number."""
+
+    async def step(self) -> runtime_mod.Transition | None:
+        body = await self._read()
+        if self.finished is not None:  # never run a finished conversation again: write it again
+            if self.previous == self.finished.final:  # the last write landed; its answer was lost
+                return self._finished_transition(self.finished)
+            return await self._finish(self.finished)
+        if self.previous.phase in TERMINAL:
+            return None
+        try:
+            spec = resources.AIAnalysisSpec.model_validate(body.get("spec") or {})
+        except pydantic.ValidationError as exc:
+            return await self.fail(
+                "InvalidSpec", f"spec cannot be analysed: {_first_errors(exc)}", review=None
+            )
+        if self._over_limit():
+            return await self._limit_reached()
+        async with self._conversation_slot(body, spec):
+            body = await self._read()
+            if self.previous.phase in TERMINAL:
+                return None
+            if self._over_limit():
+                return await self._limit_reached()
+            reuse = self.unbilled and bool(self.previous.attempt)
+            attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
+            marked = status.investigating(
+                previous=self.previous, attempt=attempt, now=pipeline.utcnow(), generation=self.generation
+            )
+            version = (body.get("metadata") or {}).get("resourceVersion")
+            written = await self._write(marked, resource_version=version)
+            if written is custom_objects.Written.CONFLICT:
+                raise errors.ClusterError(
+                    f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile"
+                )
+            self.previous = marked
+            if attempt > 1 and not reuse:
+                metrics.CONVERSATIONS_RESTARTED.inc()
+            started = time.monotonic()
+            metrics.IN_FLIGHT.inc()
+            try:
+                decision = await pipeline.analyze(
+                    spec,
+                    catalog=self.runtime.catalog,
+                    provider=self.runtime.provider,
+                    reader=self.runtime.reader,
+                    settings=self.runtime.settings,
+                )
+            except errors.ProviderError as exc:
+                self.unbilled = not exc.billed
+                raise
+            finally:
+                metrics.IN_FLIGHT.dec()
+        final = status.completed(
+            previous=marked, decision=decision, now=pipeline.utcnow(), generation=self.generation
+        )
+        self.finished = _Finished(final=final, decision=decision, seconds=time.monotonic() - started)
+        return await self._finish(self.finished)
+
+    @contextlib.asynccontextmanager
+    async def _conversation_slot(
+        self, body: dict[str, Any], spec: resources.AIAnalysisSpec
+    ) -> AsyncIterator[None]:
+        """The one place that decides whether this analysis' conversation may start now: the LLM
+        budget (``Pending``, ``BudgetExhausted``), then a free concurrency slot (``Pending``,
+        ``ConcurrencyLimit``)."""
+        await self._await_budget(body, spec)
+        semaphore, slots = self.runtime.semaphore, self.runtime.settings.max_concurrent_analyses
+        if semaphore.locked():
+            waiting = status.pending(
+                previous=self.previous,
+                reason="ConcurrencyLimit",
+                message=f"waiting for a free slot ({slots} run at once)",
+                now=pipeline.utcnow(),
+                generation=self.generation,
+            )
+            await self._write(waiting)
+            metrics.WAITING.labels(reason="concurrency").inc()
+            try:
+                await semaphore.acquire()
+            finally:
+                metrics.WAITING.labels(reason="concurrency").dec()
+        else:
+            await semaphore.acquire()
+        try:
+            yield
+        finally:
+            semaphore.release()
+
+    async def _await_budget(self, body: dict[str, Any], spec: resources.AIAnalysisSpec) -> None:
+        """Wait while the LLM budget is spent (the gate orders waiters by severity, then age). An
+        analysis that ends meanwhile (a resolved alert) is withdrawn by the intake; one deleted
+        meanwhile is cancelled with its task."""
+        ticket = budget_mod.ticket(
+            body, severity=spec.signal.severity, previous_attempt=self.previous.attempt
+        )
+
+        async def show_waiting(message: str) -> None:
+            waiting = status.pending(
+                previous=self.previous,
+                reason="BudgetExhausted",
+                message=message,
+                now=pipeline.utcnow(),
+                generation=self.generation,
+            )
+            await self._write(waiting)
+
+        await self.runtime.budget.acquire(ticket, on_wait=show_waiting)
+
+    def _over_limit(self) -> bool:
+        """Another paid conversation would exceed the cap (one that ended before any billed
+        response in this process is tried again under its own number)."""
+        started = self.previous.attempt or 0
+        return started >= self.runtime.settings.max_conversations and not (self.unbilled and started)
+
+    async def _limit_reached(self) -> runtime_mod.Transition | None:
+        cap = self.runtime.settings.max_conversations
+        last = self.last_error
+        if last is not None:
+            return await self.fail(
+                last.reason, f"{last.reason} after {cap} conversation(s): {last}", review=_review(last)
+            )
+        return await self.fail(
+            "ConversationLimit",
+            f"{self.previous.attempt} LLM conversation(s) started without a result (limit {cap}); "
+            "not starting another",
+            review=None,
+        )
+
+    async def _read(self) -> dict[str, Any]:
+        body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+        if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
+            raise _Gone
+        self.generation = body["metadata"].get("generation")
+        self.raw_status = body.get("status") or None
+        try:
+            self.previous = resources.AIAnalysisStatus.parse_known(body.get("status") or {})
+        except pydantic.ValidationError as exc:
+            raise _Unreadable(f"its status cannot be read ({_first_errors(exc)})") from None
+        return body
+
+    async def _write(
+        self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
+    ) -> custom_objects.Written:
+        fields = status.merge_patch(new)
+        written = await custom_objects.write_status(
+            self.runtime.api,
+            namespace=self.ref.namespace,
+            plural=resources.AIANALYSIS_PLURAL,
+            name=self.ref.name,
+            uid=self.ref.uid,
+            fields=fields,
+            current=self.raw_status,
+            resource_version=resource_version,
+        )
+        if written is custom_objects.Written.DROPPED:
+            raise _Gone
+        if written is custom_objects.Written.OK:
+            self.raw_status = custom_objects.merged(self.raw_status, fields)
+        elif resource_version is None:
+            raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
+        return written
+
+    async def _finish(self, finished: _Finished) -> runtime_mod.Transition:
+        await self._write(finished.final)
+        return self._finished_transition(finished)
+
+    def _finished_transition(self, finished: _Finished) -> runtime_mod.Transition:
+        decision = finished.decision
+        metrics.record_decision(decision, provider=self.runtime.provider.name, seconds=finished.seconds)
+        kind = "Normal" if decision.review_reason is None else "Warning"
+        final = finished.final
+        return runtime_mod.Transition(
+            type=kind, reason=final.reason or "Completed", message=final.message or ""
+        )
+
+    async def fail(
+        self, reason: str, message: str, *, review: resources.HumanReviewReason | None
+    ) -> runtime_mod.Transition | None:
+        """End ``Failed``. If even that write cannot be made, the Event and a metric still say why."""
+        failed = status.failed(
+            previous=self.previous,
+            reason=reason,
+            message=message[:4096],
+            now=pipeline.utcnow(),
+            generation=self.generation,
+            review_reason=review,
+        )
+        try:
+            await self._write(failed)
+        except _Gone:
+            return None
+        except errors.AIAnalysisError as exc:
+            log.error(
+                "%s/%s: the Failed status could not be written: %s", self.ref.namespace, self.ref.name, exc
+            )
+            metrics.STATUS_WRITES_DROPPED.labels(
+                reason="rejected" if not exc.retryable else "unavailable"
+            ).inc()
+            message = f"{message} (and the status could not be written: {exc})"
+        metrics.record_failure(review)
+        return runtime_mod.Transition(type="Warning", reason=reason, message=message)
+
+
+class _Unreadable(Exception):
+    """The object's status does not parse (a newer version wrote it, or a person edited it)."""
+
+
+def _first_errors(exc: pydantic.ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])

@@ -1,0 +1,205 @@
+"""Reconciliation of failed WorkflowExecutions, without kopf: a failed execution starts exactly one
+recovery AIAnalysis (planned by :mod:`aianalysis.controller.recovery`), or says on the execution why not.
+
+WorkflowExecutions belong to another controller (the executor): this one puts no finalizer on them
+and writes only its own ``RecoveryStarted`` condition and recovery fields. Each try starts from a
+fresh read, and the write is conditional on that read's resourceVersion, so a condition the executor
+wrote meanwhile is kept (the conditions are merged by type, never replaced from a stale copy). A
+transient failure is retried a bounded number of times by :func:`drive`, not by a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pydantic
+
+from aianalysis import errors, metrics, resources
+from aianalysis.analysis import pipeline, status
+from aianalysis.controller import recovery
+from aianalysis.controller import runtime as runtime_mod
+from aianalysis.kube import objects as custom_objects
+
+log = logging.getLogger(__name__)
+
+RECOVERY_CONDITION = "RecoveryStarted"
+MAX_RETRY_DELAY_SECONDS = 300.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def needs_recovery(body: dict[str, Any]) -> bool:
+    """A failed execution that has not been handled yet (recovery created, refused or given up).
+    A status that cannot be read counts as needing a look: it is then reported once."""
+    raw = body.get("status") or {}
+    try:
+        st = resources.WorkflowExecutionStatus.parse_known(raw)
+    except pydantic.ValidationError:
+        return isinstance(raw, dict) and raw.get("phase") == "Failed"
+    handled = any(c.type == RECOVERY_CONDITION for c in st.conditions or [])
+    return st.phase == "Failed" and not handled
+
+
+async def drive(
+    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
+) -> runtime_mod.Transition | None:
+    """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
+    limit = runtime.settings.max_reconcile_retries
+    failure: Exception | None = None
+    for tried in range(limit + 1):
+        if tried:
+            metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
+            await sleep(
+                min(MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (tried - 1))
+            )
+        try:
+            return await reconcile(runtime, ref)
+        except errors.AIAnalysisError as exc:
+            if not exc.retryable:
+                return runtime_mod.Transition(type="Warning", reason=exc.reason, message=str(exc))
+            failure = exc
+        except Exception as exc:  # the task boundary: a bug is retried, boundedly, then reported
+            log.exception("%s/%s: unexpected error", ref.namespace, ref.name)
+            failure = exc
+        log.warning("recovery of %s/%s postponed: %s", ref.namespace, ref.name, failure)
+    return runtime_mod.Transition(
+        type="Warning", reason="RecoveryFailed", message=f"gave up after {limit + 1} tries: {failure}"[:1024]
+    )
+
+
+async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> runtime_mod.Transition | None:
+    """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
+    body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
+    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_recovery(body):
+        return None
+    try:
+        resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    except pydantic.ValidationError as exc:  # fail closed: reported once (per version), never in a loop
+        metrics.UNREADABLE.labels(kind="WorkflowExecution").inc()
+        return runtime_mod.Transition(
+            type="Warning",
+            reason="UnreadableStatus",
+            message=f"no recovery started: the status cannot be read ({exc.errors()[0]['msg']})"[:1024],
+        )
+    ref_name = (body.get("spec") or {}).get("analysisRef")
+    analysed = (
+        await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
+        if isinstance(ref_name, str)
+        else None
+    )
+    decided = recovery.plan(
+        execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
+    )
+    now = pipeline.utcnow()
+    if isinstance(decided, recovery.Create):
+        created = await custom_objects.create_aianalysis(runtime.api, ref.namespace, decided.body)
+        await _write_execution(
+            runtime,
+            body,
+            now=now,
+            condition_status="True",
+            reason="RecoveryCreated",
+            message=f"recovery analysis {decided.name} (attempt {decided.attempt})",
+            extra={"recoveryAnalysisRef": decided.name},
+        )
+        if created:
+            metrics.RECOVERIES.labels(outcome="created").inc()
+        return runtime_mod.Transition(
+            type="Normal",
+            reason="RecoveryCreated",
+            message=f"created recovery analysis {decided.name} (attempt {decided.attempt})",
+        )
+    if isinstance(decided, recovery.GiveUp):
+        await _write_execution(
+            runtime,
+            body,
+            now=now,
+            condition_status="False",
+            reason="MaxRecoveryAttempts",
+            message=decided.message,
+            extra={"needsHumanReview": True, "humanReviewReason": decided.reason},
+        )
+        if analysed is not None:
+            await _mark_analysis_given_up(runtime, analysed, decided, now=now)
+        metrics.RECOVERIES.labels(outcome="max_attempts").inc()
+        return runtime_mod.Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
+    await _write_execution(
+        runtime,
+        body,
+        now=now,
+        condition_status="False",
+        reason=decided.reason,
+        message=decided.message,
+        extra={},
+    )
+    metrics.RECOVERIES.labels(outcome="no_reference").inc()
+    return runtime_mod.Transition(
+        type="Warning", reason=decided.reason, message=f"no recovery started: {decided.message}"
+    )
+
+
+async def _mark_analysis_given_up(
+    runtime: runtime_mod.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
+) -> None:
+    """Through the status model, so ``reason`` and the ``Ready`` condition agree."""
+    try:
+        previous = resources.AIAnalysisStatus.parse_known(analysed.get("status") or {})
+    except pydantic.ValidationError:
+        metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
+        log.warning("AIAnalysis %s: status unreadable, not marked as given up", analysed["metadata"]["name"])
+        return
+    new = status.recovery_given_up(
+        previous=previous, review_reason=decided.reason, message=decided.message, now=now
+    )
+    target = custom_objects.Ref.of(analysed)
+    await custom_objects.write_status(
+        runtime.api,
+        namespace=target.namespace,
+        plural=resources.AIANALYSIS_PLURAL,
+        name=target.name,
+        uid=target.uid,
+        fields=status.merge_patch(new),
+        current=analysed.get("status") or None,
+    )
+
+
+async def _write_execution(
+    runtime: runtime_mod.Runtime,
+    body: dict[str, Any],
+    *,
+    now: Any,
+    condition_status: resources.ConditionStatus,
+    reason: str,
+    message: str,
+    extra: dict[str, Any],
+) -> None:
+    """Our condition merged into the conditions ``body`` holds, written only if ``body`` is still the
+    latest version (else :class:`errors.ClusterError`: the next try re-reads and merges again)."""
+    previous = [
+        c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") != RECOVERY_CONDITION
+    ]
+    condition = resources.Condition(
+        type=RECOVERY_CONDITION,
+        status=condition_status,
+        reason=reason,
+        message=message[:1024],
+        last_transition_time=status.timestamp(now),
+        observed_generation=body["metadata"].get("generation"),
+    )
+    patch = {**extra, "conditions": [*previous, condition.wire()]}
+    resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
+    ref = custom_objects.Ref.of(body)
+    written = await custom_objects.write_status(
+        runtime.api,
+        namespace=ref.namespace,
+        plural=resources.WORKFLOWEXECUTION_PLURAL,
+        name=ref.name,
+        uid=ref.uid,
+        fields=patch,
+        current=body.get("status") or None,
+        resource_version=body["metadata"].get("resourceVersion"),
+    )
+    if written is custom_objects.Written.CONFLICT:
+        raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

@@ -1,0 +1,156 @@
+"""kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
+(``aianalysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
+
+Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``).
+
+Only watch-event handlers: kopf keeps no progress or last-handled configuration for our objects
+(its diff-base storage is switched off), so annotations on an object — copied with
+``kubectl get -o yaml``, garbage, or hostile — cannot make it look handled, delay it or wedge it.
+What an object needs is decided from its own status (and its uid); each object that needs work
+gets one task (``runtime.workers``) that ends, with bounded retries, in a terminal status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, cast
+
+import kopf
+
+from aianalysis import intake, kube, metrics, resources
+from aianalysis import settings as settings_mod
+from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
+from aianalysis.controller import execution_reconciler
+from aianalysis.controller import runtime as runtime_mod
+from aianalysis.kube import objects as custom_objects
+
+G, V = resources.GROUP, resources.VERSION
+AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
+
+log = logging.getLogger(__name__)
+
+#: Set when this replica lost its Lease: kopf stops, and the process exits non-zero (restarted as
+#: a standby) rather than act beside the new leader. An asyncio flag (kopf awaits it on its loop; a
+#: threading.Event would park an executor thread that keeps the process from exiting).
+_LEASE_LOST = asyncio.Event()
+
+
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """No handler here compares with a last-handled configuration: none is read or written."""
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Idempotent: kopf retries a failed startup, and a retry neither re-binds ports nor opens a
+    second set of clients."""
+    config = settings_mod.from_env()
+    settings.persistence.diffbase_storage = _NoDiffBase()
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
+    if runtime is None:
+        runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
+        metrics.serve(config.metrics_port)
+        await runtime.serve_health(config.health_port)
+    # With several replicas, only the Lease holder goes on; the others wait here (not ready).
+    await runtime.lead(on_lost=_LEASE_LOST.set)
+    # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
+    await runtime.load_catalog()
+    if config.intake_port and getattr(memo, "intake", None) is None:
+        memo.intake = intake.Intake.create(config, runtime.api, on_cancelled=runtime.budget.withdraw)
+        await memo.intake.start(config.intake_port)
+    log.info(
+        "aianalysis operator starting: provider=%s model=%s concurrency=%d",
+        config.provider,
+        config.model if config.provider != "offline" else "-",
+        config.max_concurrent_analyses,
+    )
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    receiver: intake.Intake | None = getattr(memo, "intake", None)
+    if receiver is not None:
+        await receiver.stop()
+    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        await runtime.aclose()
+
+
+@kopf.on.event(G, V, AIA, id="analyze")
+async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """Every AIAnalysis that is not terminal gets one task that analyses it (on creation, and for the
+    unfinished ones after a restart); deleting the object cancels it."""
+    runtime, raw = _runtime(memo), dict(body)
+    ref = custom_objects.Ref.of(raw)
+    if type == "DELETED":
+        runtime.workers.forget(ref.uid)
+    elif not aianalysis_reconciler.settled(raw):
+        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _analyze(runtime, ref, raw))
+
+
+async def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
+    transition = await aianalysis_reconciler.drive(runtime, ref)
+    if transition is not None:
+        _announce(body, transition)
+
+
+@kopf.on.event(G, V, WFE, id="recover")
+async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """A failed WorkflowExecution starts a recovery analysis. No finalizer, no timer: the task retries
+    transient errors itself, boundedly."""
+    runtime, raw = _runtime(memo), dict(body)
+    ref = custom_objects.Ref.of(raw)
+    if type == "DELETED":
+        runtime.workers.forget(ref.uid)
+    elif execution_reconciler.needs_recovery(raw):
+        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _recover(runtime, ref, raw))
+
+
+async def _recover(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
+    transition = await execution_reconciler.drive(runtime, ref)
+    if transition is not None:
+        _announce(body, transition)
+
+
+def _version(body: dict[str, Any]) -> str | None:
+    version = (body.get("metadata") or {}).get("resourceVersion")
+    return version if isinstance(version, str) else None
+
+
+def _announce(body: dict[str, Any], transition: runtime_mod.Transition) -> None:
+    """A terminal transition: a Kubernetes Event for kubectl users, a log line for log pipelines."""
+    kopf.event(
+        kopf.Body(cast(kopf.RawBody, body)),
+        type=transition.type,
+        reason=transition.reason,
+        message=transition.message,
+    )
+    level = logging.INFO if transition.type == "Normal" else logging.WARNING
+    meta = body.get("metadata", {})
+    log.log(
+        level, "%s/%s: %s: %s", meta.get("namespace"), meta.get("name"), transition.reason, transition.message
+    )
+
+
+def _runtime(memo: kopf.Memo) -> runtime_mod.Runtime:
+    runtime: runtime_mod.Runtime = memo.runtime
+    return runtime
+
+
+def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:
+    """The operator's main loop (``aianalysis run``): these handlers, all namespaces by default.
+    Health (``/healthz``, ``/readyz``) is served by the runtime, started in :func:`startup`."""
+    kopf.configure(
+        verbose=verbose, log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL
+    )
+    kopf.run(standalone=True, clusterwide=not namespaces, namespaces=namespaces, stop_flag=_LEASE_LOST)
+    if _LEASE_LOST.is_set():
+        raise SystemExit("aianalysis: lost the leader Lease; exiting so that one replica acts")

@@ -1,0 +1,1 @@
+"""What every process of the product shares: workers keyed by object uid and the health port."""

@@ -1,0 +1,12 @@
+"""The one door to the Kubernetes API: the only package that imports the ``kubernetes`` client.
+
+``client`` opens the process' API client; ``objects`` reads and writes our custom objects (status
+writes bound to uid and resourceVersion); ``reader``/``api_reader``/``kinds`` are the read-only
+cluster reads the investigation tools use.
+"""
+
+from __future__ import annotations
+
+from aianalysis.kube.client import CONNECTION_POOL_SIZE, api_client, current_namespace
+
+__all__ = ["CONNECTION_POOL_SIZE", "api_client", "current_namespace"]

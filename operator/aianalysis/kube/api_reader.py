@@ -1,0 +1,218 @@
+"""``KubernetesReader``: the ``ClusterReader`` over the ``kubernetes`` client.
+
+- Calls are blocking, so each runs in a thread (``asyncio.to_thread``) with a request timeout.
+- Objects are fetched with the client's typed methods and ``_preload_content=False``: we get the
+  API server's JSON exactly (no ``None``-filled model dumps, no lost unknown fields), and the same
+  code works across client versions. Kinds come from the tool box's fixed table; Secrets are not
+  in it, so this class cannot read one even if asked.
+- Outcomes: data; ``tools.Unavailable`` for definitive answers (404 "not found", 403, 400 "no
+  logs"...), shown to the LLM; ``errors.ClusterError`` for failures that may pass (connection,
+  429, 5xx).
+- ``list_pods_of_owner`` follows ownerReferences by uid (Deployment -> ReplicaSets -> Pods,
+  CronJob -> Jobs -> Pods, others directly), using the owner's label selector only to narrow the
+  list requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client
+
+from aianalysis import errors
+from aianalysis.kube import kinds, reader
+
+_APIS: dict[str, Callable[[client.ApiClient], Any]] = {
+    "": client.CoreV1Api,
+    "apps": client.AppsV1Api,
+    "batch": client.BatchV1Api,
+    "autoscaling": client.AutoscalingV2Api,
+    "networking.k8s.io": client.NetworkingV1Api,
+    "policy": client.PolicyV1Api,
+}
+MAX_LIST_ITEMS = 500
+MAX_LOG_BYTES = 512_000
+
+
+class KubernetesReader:
+    def __init__(self, api: client.ApiClient, *, timeout_seconds: float = 15.0) -> None:
+        self._api = api
+        self._timeout = timeout_seconds
+
+    async def get_object(self, *, kind: str, name: str, namespace: str | None) -> reader.JSONObject:
+        spec = _kind(kind)
+        what = f"{kind} {namespace}/{name}" if spec.namespaced else f"{kind} {name}"
+        return await self._json(what, self._reader_of(spec, namespace), name)
+
+    async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[reader.JSONObject]:
+        core = client.CoreV1Api(self._api)
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+        if namespace:
+            selector += f",involvedObject.namespace={namespace}"
+            found = await self._json(
+                f"events in {namespace}",
+                core.list_namespaced_event,
+                namespace,
+                field_selector=selector,
+                limit=MAX_LIST_ITEMS,
+            )
+        else:
+            found = await self._json(
+                "events", core.list_event_for_all_namespaces, field_selector=selector, limit=MAX_LIST_ITEMS
+            )
+        return list(found.get("items") or [])
+
+    async def pod_logs(
+        self, *, name: str, namespace: str, container: str | None, previous: bool, tail_lines: int
+    ) -> str:
+        core = client.CoreV1Api(self._api)
+        options: dict[str, Any] = {
+            "previous": previous,
+            "tail_lines": tail_lines,
+            "limit_bytes": MAX_LOG_BYTES,
+        }
+        if container:
+            options["container"] = container
+        what = f"the logs of Pod {namespace}/{name}"
+        raw = await self._raw(what, core.read_namespaced_pod_log, name, namespace, **options)
+        return raw.decode("utf-8", errors="replace")
+
+    async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[reader.JSONObject]:
+        owner = await self.get_object(kind=kind, name=name, namespace=namespace)
+        uid = owner["metadata"]["uid"]
+        selector = label_selector((owner.get("spec") or {}).get("selector"))
+        parents = {uid}
+        if kind in ("Deployment", "CronJob"):
+            middle = "ReplicaSet" if kind == "Deployment" else "Job"
+            children = await self._list(middle, namespace, selector)
+            parents = {child["metadata"]["uid"] for child in children if _owned_by(child, {uid})}
+        pods = await self._list("Pod", namespace, selector)
+        return [pod for pod in pods if _owned_by(pod, parents)]
+
+    async def list_objects(self, *, kind: str, namespace: str) -> list[reader.JSONObject]:
+        return await self._list(kind, namespace, None)
+
+    # ---- plumbing ----------------------------------------------------------------------------
+
+    def _reader_of(self, spec: kinds.Kind, namespace: str | None) -> Callable[..., Any]:
+        """A callable taking the object name and returning the raw response."""
+        if spec.group not in _APIS:
+            custom = client.CustomObjectsApi(self._api)
+            if spec.namespaced:
+                assert namespace is not None, f"{spec.kind} is namespaced"
+                return lambda name, **kw: custom.get_namespaced_custom_object(
+                    spec.group, spec.version, namespace, spec.plural, name, **kw
+                )
+            return lambda name, **kw: custom.get_cluster_custom_object(
+                spec.group, spec.version, spec.plural, name, **kw
+            )
+        api = _APIS[spec.group](self._api)
+        if spec.namespaced:
+            method = getattr(api, f"read_namespaced_{snake(spec.kind)}")
+            return lambda name, **kw: method(name, namespace, **kw)
+        return getattr(api, f"read_{snake(spec.kind)}")  # type: ignore[no-any-return]  # client is untyped
+
+    async def _list(self, kind: str, namespace: str, selector: str | None) -> list[reader.JSONObject]:
+        spec = _kind(kind)
+        method = getattr(_APIS[spec.group](self._api), f"list_namespaced_{snake(kind)}")
+        options: dict[str, Any] = {"limit": MAX_LIST_ITEMS}
+        if selector:
+            options["label_selector"] = selector
+        found = await self._json(f"{spec.plural} in {namespace}", method, namespace, **options)
+        return list(found.get("items") or [])
+
+    async def _json(
+        self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> reader.JSONObject:
+        raw = await self._raw(what, method, *args, **kwargs)
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise errors.ClusterError(f"unexpected answer reading {what}: not a JSON object")
+        return data
+
+    async def _raw(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+        def call() -> bytes:
+            try:
+                response = method(*args, _preload_content=False, _request_timeout=self._timeout, **kwargs)
+                try:
+                    return bytes(response.data)
+                finally:
+                    response.release_conn()
+            except client.ApiException as exc:
+                raise classify(exc, what=what) from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise errors.ClusterError(f"cannot reach the Kubernetes API reading {what}: {exc}") from None
+
+        return await asyncio.to_thread(call)
+
+
+def classify(exc: client.ApiException, *, what: str) -> errors.AIAnalysisError:
+    """The API server's refusal as ``Unavailable`` (definitive) or ``ClusterError`` (may pass)."""
+    status = int(exc.status or 0)
+    message = _status_message(exc)
+    if status == 404:
+        return reader.Unavailable(f"{what} not found")
+    if status == 403:
+        return reader.Unavailable(f"the operator is not allowed to read {what} (forbidden): {message}")
+    if status in (0, 401, 408, 429) or status >= 500:
+        return errors.ClusterError(f"the Kubernetes API failed reading {what} (HTTP {status}): {message}")
+    return reader.Unavailable(f"{what} cannot be read: {message}")
+
+
+def label_selector(selector: dict[str, Any] | None) -> str | None:
+    """A LabelSelector object as the ``labelSelector`` query string (None = no narrowing)."""
+    if not selector:
+        return None
+    terms = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or ():
+        key, operator, values = (
+            expression.get("key"),
+            expression.get("operator"),
+            expression.get("values") or [],
+        )
+        if operator == "In":
+            terms.append(f"{key} in ({','.join(values)})")
+        elif operator == "NotIn":
+            terms.append(f"{key} notin ({','.join(values)})")
+        elif operator == "Exists":
+            terms.append(str(key))
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+        else:
+            return None  # unknown operator: list without narrowing, ownerReferences still decide
+    return ",".join(terms) or None
+
+
+def snake(kind: str) -> str:
+    """``StatefulSet`` -> ``stateful_set``: the client's method naming."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+
+
+def _kind(kind: str) -> kinds.Kind:
+    spec = kinds.BY_KIND.get(kind)
+    if spec is None:
+        raise reader.Unavailable(f"kind {kind!r} is not readable")
+    return spec
+
+
+def _owned_by(obj: reader.JSONObject, uids: set[str]) -> bool:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(ref.get("uid") in uids for ref in refs)
+
+
+def _status_message(exc: client.ApiException) -> str:
+    body = exc.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    try:
+        status = json.loads(body) if body else {}
+    except ValueError:
+        status = {}
+    if isinstance(status, dict) and status.get("message"):
+        return str(status["message"])
+    return str(exc.reason or body or "no details")

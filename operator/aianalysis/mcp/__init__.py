@@ -1,0 +1,1 @@
+"""``aianalysis mcp``: the workflow catalog served to other agents over MCP."""

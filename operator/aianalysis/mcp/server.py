@@ -1,0 +1,157 @@
+"""``aianalysis mcp``: the workflow catalog as an MCP server (DD-PLAYBOOK-002), for other agents.
+
+It serves exactly the catalog tools the operator's LLM gets — the names, descriptions and input
+schemas ``tools.ToolBox`` defines (``tools.CATALOG_TOOL_NAMES``), dispatched through a ToolBox — so
+argument validation, the business-context policy, output limits and the refusal for unknown or
+excluded workflows are the operator's own code path, not a copy.
+
+Policy: the business context (environment, priority, business category, risk tolerance) is fixed
+when the server starts (``--environment`` ...; risk tolerance ``low`` unless configured) and applied
+to every call; a caller's business filters can only narrow it, never widen it, as for the LLM.
+
+Read-only: the catalog comes from files (``--catalog``) or from the cluster's RemediationWorkflows
+with the operator's list-then-watch (``catalog_sync``); no other object, and never a Secret.
+Transports: stdio (the default, for local MCP clients) and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import anyio
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+import aianalysis
+from aianalysis import catalog as catalog_mod
+from aianalysis import errors, resources
+from aianalysis.analysis import tools
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "aianalysis-catalog"
+HTTP_PATH = "/mcp"
+Transport = Literal["stdio", "http"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+    business: resources.BusinessContext
+    """The fixed policy of every search (callers can only narrow it)."""
+    max_chars: int = 8000
+    """Cap on one tool answer, as for the operator's LLM."""
+
+
+def instructions(business: resources.BusinessContext) -> str:
+    b = business
+    return (
+        "Remediation workflow catalog of aianalysis-operator. Search with search_workflow_catalog, then read "
+        "a workflow's parameter schema with get_workflow_details. Every result is limited to workflows "
+        f"eligible for this server's business context (environment={b.environment or 'unset'}, "
+        f"priority={b.priority or 'unset'}, business_category={b.business_category or 'unset'}, "
+        f"risk_tolerance={b.risk_tolerance}); business filters in a call can only narrow it."
+    )
+
+
+def build(index: catalog_mod.Catalog, options: Options) -> Server[Any]:
+    """The MCP server over ``index`` (which may keep changing: every call reads it afresh)."""
+    definitions = {
+        d["name"]: d
+        for d in tools.catalog_toolbox(
+            catalog=index, business=options.business, max_chars=options.max_chars
+        ).definitions()
+        if d["name"] in tools.CATALOG_TOOL_NAMES
+    }
+    listed = types.ListToolsResult(
+        tools=[
+            types.Tool(name=name, description=d["description"], input_schema=d["input_schema"])
+            for name, d in definitions.items()
+        ]
+    )
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listed
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in definitions:
+            return _result(f"unknown tool {params.name!r}; available tools: {', '.join(definitions)}", True)
+        # One toolbox per call: nothing a caller did earlier (what it was shown) leaks into the next.
+        box = tools.catalog_toolbox(catalog=index, business=options.business, max_chars=options.max_chars)
+        outcome = await box.call(params.name, params.arguments or {})
+        return _result(outcome.text, outcome.is_error)
+
+    return Server(
+        SERVER_NAME,
+        version=aianalysis.__version__,
+        instructions=instructions(options.business),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _result(text: str, is_error: bool) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Until the client closes stdin."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(server: Server[Any], *, host: str, port: int) -> None:
+    """Streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+    import uvicorn  # noqa: PLC0415  # the HTTP server only for this transport
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()
+
+
+def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, host: str, port: int) -> None:
+    server = build(index, options)
+    if transport == "stdio":
+        anyio.run(serve_stdio, server)
+    else:
+        log.warning(
+            "aianalysis mcp: serving %d catalog entries on http://%s:%d%s", len(index), host, port, HTTP_PATH
+        )
+        anyio.run(lambda: serve_http(server, host=host, port=port))
+
+
+@contextlib.contextmanager
+def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
+    """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
+    from kubernetes import config as kube_config  # noqa: PLC0415
+
+    from aianalysis import kube  # noqa: PLC0415  # kubernetes client: cluster mode only
+    from aianalysis.catalog import gate as catalog_admission  # noqa: PLC0415
+    from aianalysis.catalog import sync as catalog_sync  # noqa: PLC0415
+
+    index = catalog_mod.Catalog()
+    try:
+        api = kube.api_client()
+    except kube_config.ConfigException as exc:
+        raise errors.ConfigError(
+            f"no cluster to read the catalog from ({exc}); pass --catalog PATH"
+        ) from None
+    sync = catalog_sync.CatalogSync(api=api, catalog=index, reporter=catalog_admission.ReadOnlyReporter())
+    try:
+        try:
+            sync.load()
+        except catalog_sync.TRANSIENT as exc:
+            raise errors.ClusterError(f"cannot list RemediationWorkflows: {exc}") from None
+        sync.start()
+        yield index
+    finally:
+        sync.stop()
+        api.close()  # type: ignore[no-untyped-call]  # kubernetes is untyped
