@@ -629,7 +629,7 @@ def test_label_selector_translation() -> None:
 def test_api_errors_are_classified(status: int, expected: type[Exception]) -> None:
     exc = client.ApiException(status=status, reason="r")
     exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
-    classified = k8s.classify(exc, what="Pod ns/x")
+    classified = k8s.reader_error(exc, what="Pod ns/x")
     assert type(classified) is expected
     if status != 404:
         assert f"server says {status}" in str(classified)

@@ -94,7 +94,8 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
     )
     now = pipeline.utcnow()
     if isinstance(decided, recovery.Create):
-        created = await custom_objects.create_aianalysis(runtime.api, ref.namespace, decided.body)
+        plural = resources.AIANALYSIS_PLURAL
+        created = await custom_objects.create(runtime.api, decided.body, plural=plural) is not None
         await _write_execution(
             runtime,
             body,

@@ -1,7 +1,8 @@
-"""Raw I/O on the operator's custom objects (AIAnalysis, WorkflowExecution) through the API
-server: read, create, write status. Failures are classified here, once: a refusal that cannot pass
-(400/403/404/422) is :class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped
-connection while the API server restarts — :class:`errors.ClusterError` (retryable).
+"""Raw I/O on the product's custom objects (AIAnalysis, WorkflowExecution, RemediationWorkflow)
+through the API server: read, list, create, delete, write status. Failures are classified by
+:mod:`aianalysis.kube.errors` (one map): a refusal that cannot pass is
+:class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped connection while the API
+server restarts — :class:`errors.ClusterError` (retryable).
 
 Every status write names the object it was computed for: its ``uid`` (and, where the write must
 not race another, its ``resourceVersion``) travel in the patch's metadata, so the API server
@@ -10,21 +11,18 @@ refuses a write that would land on another object created under the same name si
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client as k8s
 
 from aianalysis import errors, metrics, resources
+from aianalysis.kube import errors as kube_errors
 
 log = logging.getLogger(__name__)
-
-_PERMANENT = frozenset({400, 403, 404, 422})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,24 +51,11 @@ class Written(enum.Enum):
     """The object it was computed for is gone (deleted, or replaced by another under its name)."""
 
 
-async def _call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
-    try:
-        return await asyncio.to_thread(function, *args, **options)
-    except k8s.ApiException as exc:
-        if exc.status in _PERMANENT:
-            raise errors.ClusterRejectedError(
-                f"{what}: {exc.status} {exc.reason}", status=exc.status
-            ) from exc
-        raise errors.ClusterError(f"{what}: {exc.status} {exc.reason}", status=exc.status) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__})") from exc
-
-
 async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """The object as the API server has it now; None when there is none under that name."""
     custom = k8s.CustomObjectsApi(api)
     try:
-        found: Any = await _call(
+        found: Any = await kube_errors.call(
             f"reading {plural} {namespace}/{name}",
             custom.get_namespaced_custom_object,
             resources.GROUP,
@@ -90,29 +75,29 @@ async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[
     return await get(api, namespace, resources.AIANALYSIS_PLURAL, name)
 
 
-async def create_aianalysis(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> bool:
-    """Creates it; False when it exists already (the name is the idempotency key)."""
+async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) -> dict[str, Any] | None:
+    """Create the custom object ``body`` (namespaced when its metadata names a namespace): the
+    object as created, or None when one of that name exists (the name is the idempotency key)."""
     custom = k8s.CustomObjectsApi(api)
+    meta = body.get("metadata") or {}
+    namespace = meta.get("namespace")
+    what = f"creating {plural} {namespace + '/' if namespace else ''}{meta.get('name')}"
     try:
-        await asyncio.to_thread(
-            custom.create_namespaced_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            resources.AIANALYSIS_PLURAL,
-            body,
-        )
-    except k8s.ApiException as exc:
-        if exc.status == 409:
-            return False
-        if exc.status in _PERMANENT:
-            raise errors.ClusterRejectedError(
-                f"creating recovery analysis failed: {exc.status} {exc.reason}", status=exc.status
-            ) from exc
-        raise errors.ClusterError(f"creating recovery analysis failed: {exc.status} {exc.reason}") from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"creating recovery analysis failed: {type(exc).__name__}") from exc
-    return True
+        if namespace:
+            created: Any = await kube_errors.call(
+                what, custom.create_namespaced_custom_object, resources.GROUP, resources.VERSION,
+                namespace, plural, dict(body),
+            )  # fmt: skip
+        else:
+            created = await kube_errors.call(
+                what, custom.create_cluster_custom_object, resources.GROUP, resources.VERSION,
+                plural, dict(body),
+            )  # fmt: skip
+    except errors.ClusterError as exc:
+        if exc.status == kube_errors.CONFLICT:
+            return None
+        raise
+    return dict(created)
 
 
 async def write_status(
@@ -140,7 +125,7 @@ async def write_status(
     ops.extend(status_operations(current, fields))
     what = f"status write of {plural} {namespace}/{name}"
     try:
-        await _call(
+        await kube_errors.call(
             what,
             custom.patch_namespaced_custom_object_status,
             resources.GROUP,
