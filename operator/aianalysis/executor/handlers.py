@@ -9,7 +9,6 @@ each pass starts from a fresh read, so nothing is lost in between.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -113,8 +112,8 @@ async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     runtime: runner.Runtime = memo.runtime
     try:
-        created = await asyncio.to_thread(
-            submit.auto_execute, runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
+        created = await submit.auto_execute(
+            runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
         )
     except errors.ClusterError as exc:
         logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)

@@ -7,6 +7,6 @@ cluster reads the investigation tools use.
 
 from __future__ import annotations
 
-from aianalysis.kube.client import CONNECTION_POOL_SIZE, api_client, current_namespace
+from aianalysis.kube.client import CONNECTION_POOL_SIZE, ApiClient, api_client, current_namespace
 
-__all__ = ["CONNECTION_POOL_SIZE", "api_client", "current_namespace"]
+__all__ = ["CONNECTION_POOL_SIZE", "ApiClient", "api_client", "current_namespace"]

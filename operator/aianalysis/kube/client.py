@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from kubernetes import client, config
 
+ApiClient = client.ApiClient
+"""The type of the process' API client: other packages name it as ``kube.ApiClient``."""
+
 #: Parallel status writes and investigation reads run in threads; the client's default pool (4)
 #: would serialise them and log "connection pool is full".
 CONNECTION_POOL_SIZE = 32

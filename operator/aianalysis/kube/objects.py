@@ -71,6 +71,32 @@ async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dic
     return dict(found)
 
 
+async def list_objects(
+    api: k8s.ApiClient,
+    *,
+    plural: str,
+    namespace: str,
+    label_selector: str | None = None,
+    page_size: int = 500,
+) -> list[dict[str, Any]]:
+    """Every object of ``plural`` in ``namespace`` (matching ``label_selector``), page by page."""
+    custom = k8s.CustomObjectsApi(api)
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        options: dict[str, Any] = {"limit": page_size, "_continue": token}
+        if label_selector:
+            options["label_selector"] = label_selector
+        page: Any = await kube_errors.call(
+            f"listing {plural} in {namespace}", custom.list_namespaced_custom_object,
+            resources.GROUP, resources.VERSION, namespace, plural, **options,
+        )  # fmt: skip
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+
+
 async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
     return await get(api, namespace, resources.AIANALYSIS_PLURAL, name)
 
