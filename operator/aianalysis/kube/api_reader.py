@@ -155,11 +155,13 @@ def reader_error(exc: BaseException, *, what: str) -> errors.AIAnalysisError:
     found = kube_errors.classify(exc, what=what)
     if isinstance(found, errors.ClusterRejectedError):
         if found.status == kube_errors.NOT_FOUND:
-            return reader.Unavailable(f"{what} not found")
+            return reader.Unavailable(f"{what} not found", status=found.status)
         if found.status == kube_errors.FORBIDDEN:
             why = found.detail
-            return reader.Unavailable(f"the operator is not allowed to read {what} (forbidden): {why}")
-        return reader.Unavailable(f"{what} cannot be read: {found.detail}")
+            return reader.Unavailable(
+                f"the operator is not allowed to read {what} (forbidden): {why}", status=found.status
+            )
+        return reader.Unavailable(f"{what} cannot be read: {found.detail}", status=found.status)
     if found.status is None:
         return errors.ClusterError(f"cannot reach the Kubernetes API reading {what}: {exc}")
     return errors.ClusterError(

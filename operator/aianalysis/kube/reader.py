@@ -23,6 +23,11 @@ class Unavailable(errors.AIAnalysisError):
 
     reason = "NotAvailable"
 
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The API server's HTTP status (None: refused before asking, e.g. a kind not in the table)."""
+
 
 class ClusterReader(Protocol):
     """Read-only access to the cluster for the investigation tools. ``kind`` is a canonical kind
