@@ -48,7 +48,7 @@ class Runtime:
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     health_server: health.HealthServer | None = None
     catalog_loaded: bool = False
-    lease: leadership.Lease | None = None
+    lease: leadership.LeaderElection | None = None
     _holding: asyncio.Task[None] | None = None
 
     @classmethod
@@ -94,7 +94,7 @@ class Runtime:
         namespace = self.settings.leader_election_namespace
         if not namespace or self.lease is not None:
             return
-        self.lease = leadership.Lease(
+        self.lease = leadership.LeaderElection(
             api=self.api,
             namespace=namespace,
             name="aianalysis-operator",
