@@ -9,10 +9,8 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from kubernetes import client as k8s
-
 from aianalysis import catalog as catalog_mod
-from aianalysis import metrics
+from aianalysis import kube, metrics
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import llm, tools
 from aianalysis.catalog import sync as catalog_sync_mod
@@ -40,7 +38,7 @@ class Runtime:
     settings: settings_mod.Settings
     catalog: catalog_mod.Catalog
     provider: llm.Provider
-    api: k8s.ApiClient
+    api: kube.ApiClient
     reader: tools.ClusterReader
     semaphore: asyncio.Semaphore
     catalog_sync: catalog_sync_mod.CatalogSync
@@ -53,7 +51,7 @@ class Runtime:
 
     @classmethod
     def create(
-        cls, settings: settings_mod.Settings, api: k8s.ApiClient, *, clock: budget_mod.Clock | None = None
+        cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Clock | None = None
     ) -> Runtime:
         catalog = catalog_mod.Catalog()
         gate = budget_mod.Gate(budget_mod.Limits.from_settings(settings), clock=clock)
@@ -141,7 +139,7 @@ class Runtime:
         return None
 
     def _version(self) -> None:
-        k8s.VersionApi(self.api).get_code(_request_timeout=5)
+        kube.server_version(self.api, timeout_seconds=5.0)
 
     async def aclose(self) -> None:
         await self.workers.aclose()

@@ -131,8 +131,6 @@ def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, h
 @contextlib.contextmanager
 def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
-    from kubernetes import config as kube_config  # noqa: PLC0415
-
     from aianalysis import kube  # noqa: PLC0415  # kubernetes client: cluster mode only
     from aianalysis.catalog import gate as catalog_admission  # noqa: PLC0415
     from aianalysis.catalog import sync as catalog_sync  # noqa: PLC0415
@@ -140,7 +138,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     index = catalog_mod.Catalog()
     try:
         api = kube.api_client()
-    except kube_config.ConfigException as exc:
+    except errors.ConfigError as exc:
         raise errors.ConfigError(
             f"no cluster to read the catalog from ({exc}); pass --catalog PATH"
         ) from None
