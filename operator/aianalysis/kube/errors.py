@@ -42,12 +42,17 @@ def classify(exc: BaseException, *, what: str) -> errors.ClusterError | errors.C
     return errors.ClusterRejectedError(f"{what}: {status} {exc.reason}", status=status, detail=detail)
 
 
-async def call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
-    """``function(*args, **options)`` (a blocking client call) in a thread, its failures mapped."""
+def blocking(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """``function(*args, **options)`` (a blocking client call), its failures mapped."""
     try:
-        return await asyncio.to_thread(function, *args, **options)
+        return function(*args, **options)
     except (k8s.ApiException, *UNREACHABLE) as exc:
         raise classify(exc, what=what) from exc
+
+
+async def call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """:func:`blocking` in a thread."""
+    return await asyncio.to_thread(blocking, what, function, *args, **options)
 
 
 def status_message(exc: k8s.ApiException) -> str:

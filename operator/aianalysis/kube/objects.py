@@ -11,8 +11,10 @@ refuses a write that would land on another object created under the same name si
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -52,20 +54,27 @@ class Written(enum.Enum):
 
 
 async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
-    """The object as the API server has it now; None when there is none under that name."""
+    """The object as the API server has it now; None when there is none under that name
+    (``namespace`` empty: a cluster-scoped object)."""
+    return await asyncio.to_thread(get_blocking, api, namespace, plural, name)
+
+
+def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+    """:func:`get` for callers on a thread of their own (the catalog sync)."""
     custom = k8s.CustomObjectsApi(api)
+    what = f"reading {plural} {namespace + '/' if namespace else ''}{name}"
     try:
-        found: Any = await kube_errors.call(
-            f"reading {plural} {namespace}/{name}",
-            custom.get_namespaced_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            plural,
-            name,
-        )
+        if namespace:
+            found: Any = kube_errors.blocking(
+                what, custom.get_namespaced_custom_object, resources.GROUP, resources.VERSION,
+                namespace, plural, name,
+            )  # fmt: skip
+        else:
+            found = kube_errors.blocking(
+                what, custom.get_cluster_custom_object, resources.GROUP, resources.VERSION, plural, name
+            )
     except errors.ClusterRejectedError as exc:
-        if exc.status == 404:
+        if exc.status == kube_errors.NOT_FOUND:
             return None
         raise
     return dict(found)
@@ -137,35 +146,58 @@ async def write_status(
     current: Mapping[str, Any] | None,
     resource_version: str | None = None,
 ) -> Written:
+    """The product's one status writer (:func:`write_status_blocking`), on a thread."""
+    return await asyncio.to_thread(
+        functools.partial(
+            write_status_blocking, api, namespace=namespace, plural=plural, name=name, uid=uid,
+            fields=fields, current=current, resource_version=resource_version,
+        )
+    )  # fmt: skip
+
+
+def write_status_blocking(
+    api: k8s.ApiClient,
+    *,
+    namespace: str,
+    plural: str,
+    name: str,
+    uid: str,
+    fields: Mapping[str, Any],
+    current: Mapping[str, Any] | None,
+    resource_version: str | None = None,
+) -> Written:
     """Merge ``fields`` into the status (``None`` removes a field) of the object ``uid`` — never of
     another one under its name — and, with ``resource_version``, only if it is still at that
-    version. ``current`` is the status as last read (None: it had none).
+    version. ``current`` is the status as last read (None: it had none); ``namespace`` empty: a
+    cluster-scoped object. A caller holding a fresh body passes its resourceVersion and status:
+    no read before the write.
 
     A JSON patch whose first operation tests ``/metadata/uid`` (a merge patch's metadata is ignored
     on the status subresource); a failed test is refused with 422, so a refusal is told apart by
-    reading the object again."""
+    reading the object again: :attr:`Written.DROPPED` (gone or replaced), :attr:`Written.CONFLICT`
+    (changed since read), else the refusal is raised."""
     custom = k8s.CustomObjectsApi(api)
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if resource_version is not None:
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
     ops.extend(status_operations(current, fields))
-    what = f"status write of {plural} {namespace}/{name}"
+    what = f"status write of {plural} {namespace + '/' if namespace else ''}{name}"
+    json_patch = {"_content_type": "application/json-patch+json"}
     try:
-        await kube_errors.call(
-            what,
-            custom.patch_namespaced_custom_object_status,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            plural,
-            name,
-            ops,
-            _content_type="application/json-patch+json",
-        )
+        if namespace:
+            kube_errors.blocking(
+                what, custom.patch_namespaced_custom_object_status, resources.GROUP, resources.VERSION,
+                namespace, plural, name, ops, **json_patch,
+            )  # fmt: skip
+        else:
+            kube_errors.blocking(
+                what, custom.patch_cluster_custom_object_status, resources.GROUP, resources.VERSION,
+                plural, name, ops, **json_patch,
+            )  # fmt: skip
     except errors.ClusterRejectedError as exc:
-        if exc.status not in (404, 422):
+        if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
             raise
-        now = await get(api, namespace, plural, name)
+        now = get_blocking(api, namespace, plural, name)
         if now is None or (now.get("metadata") or {}).get("uid") != uid:
             return _dropped(what, "object_deleted" if now is None else "object_replaced")
         moved = resource_version is not None and now["metadata"].get("resourceVersion") != resource_version
