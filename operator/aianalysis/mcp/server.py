@@ -146,7 +146,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     try:
         try:
             sync.load()
-        except catalog_sync.TRANSIENT as exc:
+        except errors.AIAnalysisError as exc:
             raise errors.ClusterError(f"cannot list RemediationWorkflows: {exc}") from None
         sync.start()
         yield index
