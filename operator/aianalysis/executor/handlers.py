@@ -73,9 +73,10 @@ async def _pass(
     runtime: runner.Runtime = memo.runtime
     try:
         transition = await runner.reconcile(runtime, namespace=namespace, name=name)
-    except (
-        errors.ClusterError
-    ) as exc:  # watch events are not retried by kopf: retry here, a bounded number of times
+    except errors.ClusterRejectedError as exc:  # asking again cannot help: the next event may
+        logger.error("workflowexecution %s/%s: the API server refused: %s", namespace, name, exc)
+        return
+    except errors.ClusterError as exc:  # watch events are not retried by kopf: retry here, boundedly
         if attempt >= len(RETRY_DELAYS_SECONDS):
             logger.error(
                 "workflowexecution %s/%s: giving up after %d tries: %s", namespace, name, attempt + 1, exc

@@ -94,8 +94,10 @@ class KubernetesReader:
         pods = await self._list("Pod", namespace, selector)
         return [pod for pod in pods if _owned_by(pod, parents)]
 
-    async def list_objects(self, *, kind: str, namespace: str) -> list[reader.JSONObject]:
-        return await self._list(kind, namespace, None)
+    async def list_objects(
+        self, *, kind: str, namespace: str, label_selector: str | None = None
+    ) -> list[reader.JSONObject]:
+        return await self._list(kind, namespace, label_selector)
 
     # ---- plumbing ----------------------------------------------------------------------------
 

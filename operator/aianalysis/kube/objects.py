@@ -111,23 +111,24 @@ async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[
 
 
 async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) -> dict[str, Any] | None:
-    """Create the custom object ``body`` (namespaced when its metadata names a namespace): the
-    object as created, or None when one of that name exists (the name is the idempotency key)."""
+    """The product's one create: ``body`` (namespaced when its metadata names a namespace; of any
+    named API group — ``batch/v1`` Jobs too — its ``apiVersion`` says which, ours by default) as
+    created, or None when one of that name exists (the name is the idempotency key)."""
     custom = k8s.CustomObjectsApi(api)
+    group, _, version = str(body.get("apiVersion") or resources.API_VERSION).rpartition("/")
+    assert group, "the core API group has no custom-object path"
     meta = body.get("metadata") or {}
     namespace = meta.get("namespace")
     what = f"creating {plural} {namespace + '/' if namespace else ''}{meta.get('name')}"
     try:
         if namespace:
             created: Any = await kube_errors.call(
-                what, custom.create_namespaced_custom_object, resources.GROUP, resources.VERSION,
-                namespace, plural, dict(body),
-            )  # fmt: skip
+                what, custom.create_namespaced_custom_object, group, version, namespace, plural, dict(body)
+            )
         else:
             created = await kube_errors.call(
-                what, custom.create_cluster_custom_object, resources.GROUP, resources.VERSION,
-                plural, dict(body),
-            )  # fmt: skip
+                what, custom.create_cluster_custom_object, group, version, plural, dict(body)
+            )
     except errors.ClusterError as exc:
         if exc.status == kube_errors.CONFLICT:
             return None
