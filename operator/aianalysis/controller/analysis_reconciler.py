@@ -29,7 +29,7 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import errors, metrics, resources
+from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, status
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
@@ -38,7 +38,6 @@ from aianalysis.kube import objects as custom_objects
 log = logging.getLogger(__name__)
 
 TERMINAL = ("Completed", "Failed")
-MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -89,17 +88,18 @@ async def drive(
             failure.reason = "InternalError"
         run.last_error = failure
         retries[cause] = retries.get(cause, 0) + 1
-        limit = (
-            runtime.settings.provider_retry_limit - 1
-            if cause == "provider"
-            else runtime.settings.max_reconcile_retries
+        backoff = kit.Backoff.of_reconciles(
+            first_seconds=runtime.settings.provider_retry_delay_seconds,
+            retries=(
+                runtime.settings.provider_retry_limit - 1
+                if cause == "provider"
+                else runtime.settings.max_reconcile_retries
+            ),
         )
-        if retries[cause] > limit:
+        if not backoff.allows(retries[cause]):
             return await run.fail(failure.reason, f"{failure.reason}: {failure}", review=_review(failure))
         metrics.INTERNAL_RETRIES.labels(cause=cause).inc()
-        delay = min(
-            MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (retries[cause] - 1)
-        )
+        delay = backoff.delay(retries[cause])
         log.warning("%s/%s: %s; trying again in %.0f s", ref.namespace, ref.name, failure, delay)
         await sleep(delay)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import errors, metrics, resources
+from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, status
 from aianalysis.controller import recovery
 from aianalysis.controller import runtime as runtime_mod
@@ -26,7 +26,6 @@ from aianalysis.kube import objects as custom_objects
 log = logging.getLogger(__name__)
 
 RECOVERY_CONDITION = "RecoveryStarted"
-MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -46,14 +45,16 @@ async def drive(
     runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
 ) -> runtime_mod.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
-    limit = runtime.settings.max_reconcile_retries
+    backoff = kit.Backoff.of_reconciles(
+        first_seconds=runtime.settings.provider_retry_delay_seconds,
+        retries=runtime.settings.max_reconcile_retries,
+    )
+    limit = backoff.retries
     failure: Exception | None = None
     for tried in range(limit + 1):
         if tried:
             metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
-            await sleep(
-                min(MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (tried - 1))
-            )
+            await sleep(backoff.delay(tried))
         try:
             return await reconcile(runtime, ref)
         except errors.AIAnalysisError as exc:

@@ -14,13 +14,14 @@ from typing import Any
 
 import kopf
 
-from aianalysis import errors, kube, metrics, resources
+from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.executor import plan, runner, submit
 
 G, V = resources.GROUP, resources.VERSION
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
-RETRY_DELAYS_SECONDS = (2, 4, 8, 16, 32, 64)
+RETRIES = kit.Backoff(first_seconds=2.0, max_seconds=64.0, retries=6)
+"""Watch events are not retried by kopf: a pass that failed transiently is, after 2, 4 … 64 s."""
 OURS = {"app.kubernetes.io/managed-by": plan.MANAGED_BY}
 
 log = logging.getLogger(__name__)
@@ -77,13 +78,13 @@ async def _pass(
         logger.error("workflowexecution %s/%s: the API server refused: %s", namespace, name, exc)
         return
     except errors.ClusterError as exc:  # watch events are not retried by kopf: retry here, boundedly
-        if attempt >= len(RETRY_DELAYS_SECONDS):
+        if not RETRIES.allows(attempt + 1):
             logger.error(
                 "workflowexecution %s/%s: giving up after %d tries: %s", namespace, name, attempt + 1, exc
             )
             return
-        delay = RETRY_DELAYS_SECONDS[attempt]
-        logger.warning("workflowexecution %s/%s postponed %ds: %s", namespace, name, delay, exc)
+        delay = RETRIES.delay(attempt + 1)
+        logger.warning("workflowexecution %s/%s postponed %.0fs: %s", namespace, name, delay, exc)
         runtime.later(delay, _pass(memo, logger, namespace=namespace, name=name, attempt=attempt + 1))
         return
     if transition is not None:
