@@ -8,8 +8,9 @@ Wire names are camelCase (aliases); Python attribute names are snake_case.
 
 from __future__ import annotations
 
+import datetime
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -18,6 +19,17 @@ from pydantic.alias_generators import to_camel
 GROUP = "kubernaut.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+
+TERMINAL_PHASES = ("Completed", "Failed")
+"""The phases an AIAnalysis or a WorkflowExecution does not leave."""
+
+Clock = Callable[[], datetime.datetime]
+"""Wall-clock time, passed in: pure code takes ``now``, the processes pass :func:`utcnow`."""
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
 
 AIANALYSIS_PLURAL = "aianalyses"
 WORKFLOWEXECUTION_PLURAL = "workflowexecutions"
@@ -507,11 +519,14 @@ __all__ = [
     "API_VERSION",
     "CANONICAL_REASON_CODES",
     "GROUP",
+    "TERMINAL_PHASES",
     "VERSION",
     "AIAnalysisSpec",
     "AIAnalysisStatus",
+    "Clock",
     "RemediationWorkflowSpec",
     "RemediationWorkflowStatus",
     "WorkflowExecutionSpec",
     "WorkflowExecutionStatus",
+    "utcnow",
 ]

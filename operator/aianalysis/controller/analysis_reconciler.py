@@ -37,7 +37,6 @@ from aianalysis.kube import objects as custom_objects
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("Completed", "Failed")
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -47,7 +46,7 @@ Ref = custom_objects.Ref
 def settled(body: dict[str, Any]) -> bool:
     """Terminal as far as this (possibly stale) body says: no task needed."""
     phase = (body.get("status") or {}).get("phase")
-    return isinstance(phase, str) and phase in TERMINAL
+    return isinstance(phase, str) and phase in resources.TERMINAL_PHASES
 
 
 class _Gone(Exception):
@@ -132,7 +131,7 @@ class _Run:
             if self.previous == self.finished.final:  # the last write landed; its answer was lost
                 return self._finished_transition(self.finished)
             return await self._finish(self.finished)
-        if self.previous.phase in TERMINAL:
+        if self.previous.phase in resources.TERMINAL_PHASES:
             return None
         try:
             spec = resources.AIAnalysisSpec.model_validate(body.get("spec") or {})
@@ -144,14 +143,14 @@ class _Run:
             return await self._limit_reached()
         async with self._conversation_slot(body, spec):
             body = await self._read()
-            if self.previous.phase in TERMINAL:
+            if self.previous.phase in resources.TERMINAL_PHASES:
                 return None
             if self._over_limit():
                 return await self._limit_reached()
             reuse = self.unbilled and bool(self.previous.attempt)
             attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
             marked = status.investigating(
-                previous=self.previous, attempt=attempt, now=pipeline.utcnow(), generation=self.generation
+                previous=self.previous, attempt=attempt, now=resources.utcnow(), generation=self.generation
             )
             version = (body.get("metadata") or {}).get("resourceVersion")
             written = await self._write(marked, resource_version=version)
@@ -178,7 +177,7 @@ class _Run:
             finally:
                 metrics.IN_FLIGHT.dec()
         final = status.completed(
-            previous=marked, decision=decision, now=pipeline.utcnow(), generation=self.generation
+            previous=marked, decision=decision, now=resources.utcnow(), generation=self.generation
         )
         self.finished = _Finished(final=final, decision=decision, seconds=time.monotonic() - started)
         return await self._finish(self.finished)
@@ -197,7 +196,7 @@ class _Run:
                 previous=self.previous,
                 reason="ConcurrencyLimit",
                 message=f"waiting for a free slot ({slots} run at once)",
-                now=pipeline.utcnow(),
+                now=resources.utcnow(),
                 generation=self.generation,
             )
             await self._write(waiting)
@@ -226,7 +225,7 @@ class _Run:
                 previous=self.previous,
                 reason="BudgetExhausted",
                 message=message,
-                now=pipeline.utcnow(),
+                now=resources.utcnow(),
                 generation=self.generation,
             )
             await self._write(waiting)
@@ -308,7 +307,7 @@ class _Run:
             previous=self.previous,
             reason=reason,
             message=message[:4096],
-            now=pipeline.utcnow(),
+            now=resources.utcnow(),
             generation=self.generation,
             review_reason=review,
         )

@@ -18,7 +18,7 @@ from typing import Any
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
-from aianalysis.analysis import pipeline, status
+from aianalysis.analysis import status
 from aianalysis.controller import recovery
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
@@ -93,7 +93,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
     decided = recovery.plan(
         execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
     )
-    now = pipeline.utcnow()
+    now = resources.utcnow()
     if isinstance(decided, recovery.Create):
         plural = resources.AIANALYSIS_PLURAL
         created = await custom_objects.create(runtime.api, decided.body, plural=plural) is not None

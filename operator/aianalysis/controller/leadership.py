@@ -14,16 +14,10 @@ import datetime
 import logging
 from collections.abc import Callable
 
-from aianalysis import errors, kube
+from aianalysis import errors, kube, resources
 from aianalysis.kube import leases
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -35,7 +29,7 @@ class LeaderElection:
     duration_seconds: int = 15
     renew_seconds: float = 5.0
     retry_seconds: float = 2.0
-    clock: Clock = utcnow
+    clock: resources.Clock = resources.utcnow
     leading: bool = False
 
     async def acquire(self) -> None:

@@ -46,7 +46,7 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 
 
 def _open(body: kopf.Body, **_: Any) -> bool:
-    return (body.get("status") or {}).get("phase") not in plan.TERMINAL
+    return (body.get("status") or {}).get("phase") not in resources.TERMINAL_PHASES
 
 
 @kopf.on.event(G, V, WFE, id="execute", when=_open)

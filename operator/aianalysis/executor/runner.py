@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import pydantic
@@ -33,11 +32,6 @@ WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
 
 ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 """On Jobs and Pods: the full name of their WorkflowExecution (labels are capped at 63 characters)."""
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -62,7 +56,7 @@ class Runtime:
     catalog_sync: catalog_sync_mod.CatalogSync
     locks: dict[tuple[str, str], asyncio.Lock] = dataclasses.field(default_factory=dict)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
-    now: Clock = utcnow
+    now: resources.Clock = resources.utcnow
 
     @classmethod
     def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> Runtime:
@@ -126,7 +120,7 @@ async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transitio
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
         body = await objects.get(runtime.api, namespace, WFE, name)
-        if body is None or (body.get("status") or {}).get("phase") in plan.TERMINAL:
+        if body is None or (body.get("status") or {}).get("phase") in resources.TERMINAL_PHASES:
             runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
@@ -134,7 +128,7 @@ async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transitio
 
 async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | None:
     current = _status(body)
-    if current is None or current.phase in plan.TERMINAL or _left_to_others(current):
+    if current is None or current.phase in resources.TERMINAL_PHASES or _left_to_others(current):
         return None
     try:
         spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
@@ -267,7 +261,7 @@ async def _write(
     )
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
-    if phase not in plan.TERMINAL:
+    if phase not in resources.TERMINAL_PHASES:
         return None
     if reason == "SelectionInvalid":
         metrics.record_execution("refused", "SelectionInvalid")
