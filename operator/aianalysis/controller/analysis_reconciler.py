@@ -62,7 +62,7 @@ class _Finished:
 
 async def drive(
     runtime: runtime_mod.Runtime, ref: Ref, *, sleep: Sleep = asyncio.sleep
-) -> runtime_mod.Transition | None:
+) -> kit.Transition | None:
     """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
     run = _Run(runtime, ref)
     retries: dict[str, int] = {}
@@ -74,7 +74,7 @@ async def drive(
         except _Unreadable as exc:  # fail closed: leave it as it is, say why, do not analyse it again
             metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
             log.warning("%s/%s: left alone: %s", ref.namespace, ref.name, exc)
-            return runtime_mod.Transition(
+            return kit.Transition(
                 type="Warning", reason="UnreadableStatus", message=f"not analysed: {exc}"[:1024]
             )
         except errors.AIAnalysisError as exc:
@@ -125,7 +125,7 @@ class _Run:
         self.unbilled = False
         """The last conversation failed before any billed response: the next one takes its number."""
 
-    async def step(self) -> runtime_mod.Transition | None:
+    async def step(self) -> kit.Transition | None:
         body = await self._read()
         if self.finished is not None:  # never run a finished conversation again: write it again
             if self.previous == self.finished.final:  # the last write landed; its answer was lost
@@ -238,7 +238,7 @@ class _Run:
         started = self.previous.attempt or 0
         return started >= self.runtime.settings.max_conversations and not (self.unbilled and started)
 
-    async def _limit_reached(self) -> runtime_mod.Transition | None:
+    async def _limit_reached(self) -> kit.Transition | None:
         cap = self.runtime.settings.max_conversations
         last = self.last_error
         if last is not None:
@@ -286,22 +286,20 @@ class _Run:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
         return written
 
-    async def _finish(self, finished: _Finished) -> runtime_mod.Transition:
+    async def _finish(self, finished: _Finished) -> kit.Transition:
         await self._write(finished.final)
         return self._finished_transition(finished)
 
-    def _finished_transition(self, finished: _Finished) -> runtime_mod.Transition:
+    def _finished_transition(self, finished: _Finished) -> kit.Transition:
         decision = finished.decision
         metrics.record_decision(decision, provider=self.runtime.provider.name, seconds=finished.seconds)
         kind = "Normal" if decision.review_reason is None else "Warning"
         final = finished.final
-        return runtime_mod.Transition(
-            type=kind, reason=final.reason or "Completed", message=final.message or ""
-        )
+        return kit.Transition(type=kind, reason=final.reason or "Completed", message=final.message or "")
 
     async def fail(
         self, reason: str, message: str, *, review: resources.HumanReviewReason | None
-    ) -> runtime_mod.Transition | None:
+    ) -> kit.Transition | None:
         """End ``Failed``. If even that write cannot be made, the Event and a metric still say why."""
         failed = status.failed(
             previous=self.previous,
@@ -324,7 +322,7 @@ class _Run:
             ).inc()
             message = f"{message} (and the status could not be written: {exc})"
         metrics.record_failure(review)
-        return runtime_mod.Transition(type="Warning", reason=reason, message=message)
+        return kit.Transition(type="Warning", reason=reason, message=message)
 
 
 class _Unreadable(Exception):

@@ -43,7 +43,7 @@ def needs_recovery(body: dict[str, Any]) -> bool:
 
 async def drive(
     runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
-) -> runtime_mod.Transition | None:
+) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
     backoff = kit.Backoff.of_reconciles(
         first_seconds=runtime.settings.provider_retry_delay_seconds,
@@ -59,18 +59,18 @@ async def drive(
             return await reconcile(runtime, ref)
         except errors.AIAnalysisError as exc:
             if not exc.retryable:
-                return runtime_mod.Transition(type="Warning", reason=exc.reason, message=str(exc))
+                return kit.Transition(type="Warning", reason=exc.reason, message=str(exc))
             failure = exc
         except Exception as exc:  # the task boundary: a bug is retried, boundedly, then reported
             log.exception("%s/%s: unexpected error", ref.namespace, ref.name)
             failure = exc
         log.warning("recovery of %s/%s postponed: %s", ref.namespace, ref.name, failure)
-    return runtime_mod.Transition(
+    return kit.Transition(
         type="Warning", reason="RecoveryFailed", message=f"gave up after {limit + 1} tries: {failure}"[:1024]
     )
 
 
-async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> runtime_mod.Transition | None:
+async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
     body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
     if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_recovery(body):
@@ -79,7 +79,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
     except pydantic.ValidationError as exc:  # fail closed: reported once (per version), never in a loop
         metrics.UNREADABLE.labels(kind="WorkflowExecution").inc()
-        return runtime_mod.Transition(
+        return kit.Transition(
             type="Warning",
             reason="UnreadableStatus",
             message=f"no recovery started: the status cannot be read ({exc.errors()[0]['msg']})"[:1024],
@@ -108,7 +108,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         )
         if created:
             metrics.RECOVERIES.labels(outcome="created").inc()
-        return runtime_mod.Transition(
+        return kit.Transition(
             type="Normal",
             reason="RecoveryCreated",
             message=f"created recovery analysis {decided.name} (attempt {decided.attempt})",
@@ -126,7 +126,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         if analysed is not None:
             await _mark_analysis_given_up(runtime, analysed, decided, now=now)
         metrics.RECOVERIES.labels(outcome="max_attempts").inc()
-        return runtime_mod.Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
+        return kit.Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
     await _write_execution(
         runtime,
         body,
@@ -137,7 +137,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         extra={},
     )
     metrics.RECOVERIES.labels(outcome="no_reference").inc()
-    return runtime_mod.Transition(
+    return kit.Transition(
         type="Warning", reason=decided.reason, message=f"no recovery started: {decided.message}"
     )
 

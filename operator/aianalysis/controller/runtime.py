@@ -1,5 +1,5 @@
 """The composition root: everything one operator process shares, opened at startup and closed at
-cleanup, and the :class:`Transition` a reconciler hands back for ``handlers`` to announce."""
+cleanup."""
 
 from __future__ import annotations
 
@@ -20,15 +20,6 @@ from aianalysis.kit import health, workers
 from aianalysis.kube import api_reader as k8s_tools
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Transition:
-    """A terminal transition the caller announces as a Kubernetes Event."""
-
-    type: str  # Normal | Warning
-    reason: str
-    message: str
 
 
 @dataclasses.dataclass(kw_only=True)

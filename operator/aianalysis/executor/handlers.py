@@ -88,14 +88,7 @@ async def _pass(
         runtime.later(delay, _pass(memo, logger, namespace=namespace, name=name, attempt=attempt + 1))
         return
     if transition is not None:
-        kopf.event(
-            kopf.Body(transition.about),  # type: ignore[arg-type]  # an API body is a RawBody
-            type=transition.type,
-            reason=transition.reason,
-            message=transition.message,
-        )
-        level = logging.INFO if transition.type == "Normal" else logging.WARNING
-        log.log(level, "%s/%s: %s: %s", namespace, name, transition.reason, transition.message)
+        await kit.announce(runtime.api, transition)
 
 
 def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
@@ -121,13 +114,12 @@ async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **
         logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
     if created:
-        kopf.event(
-            body,
-            type="Normal",
-            reason="AutoExecuted",
-            message=f"workflowexecution/{created} created by autoExecute",
+        message = f"workflowexecution/{created} created by autoExecute"
+        await kit.announce(
+            runtime.api,
+            kit.Transition(type="Normal", reason="AutoExecuted", message=message),
+            about=dict(body),
         )
-        log.info("autoExecute: workflowexecution %s created", created)
 
 
 def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pydantic
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import errors, kube, metrics, resources
+from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
@@ -32,17 +32,6 @@ WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
 
 ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 """On Jobs and Pods: the full name of their WorkflowExecution (labels are capped at 63 characters)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Transition:
-    """What the caller announces as a Kubernetes Event on the execution."""
-
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-    about: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The execution's body as read (the Event's involved object)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -116,7 +105,7 @@ class Runtime:
         return self.locks.setdefault((namespace, name), asyncio.Lock())
 
 
-async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transition | None:
+async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> kit.Transition | None:
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
         body = await objects.get(runtime.api, namespace, WFE, name)
@@ -126,7 +115,7 @@ async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transitio
         return await _reconcile(runtime, body)
 
 
-async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | None:
+async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> kit.Transition | None:
     current = _status(body)
     if current is None or current.phase in resources.TERMINAL_PHASES or _left_to_others(current):
         return None
@@ -154,7 +143,7 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | Non
 async def _start(
     runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus,
     spec: resources.WorkflowExecutionSpec,
-) -> Transition | None:  # fmt: skip
+) -> kit.Transition | None:  # fmt: skip
     workflow = await _current_workflow(runtime, spec.workflow_ref)
     if workflow is not None and workflow.spec.execution.engine != "job":
         engine = workflow.spec.execution.engine
@@ -178,7 +167,7 @@ async def _start(
     await _write(
         runtime, body, current, phase="Pending", reason="JobCreated", message=f"job/{job_name} created"
     )
-    return Transition(
+    return kit.Transition(
         about=body,
         type="Normal",
         reason="JobCreated",
@@ -188,7 +177,7 @@ async def _start(
 
 async def _follow(
     runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, job: dict[str, Any]
-) -> Transition | None:
+) -> kit.Transition | None:
     namespace = body["metadata"]["namespace"]
     pods = [p for p in await _pods(runtime, namespace, job) if plan.owned_by(p, job)]
     events = await _events(
@@ -224,7 +213,7 @@ async def _follow(
 
 async def _refuse(
     runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, problems: list[str]
-) -> Transition | None:
+) -> kit.Transition | None:
     message = "not executed: the selection is no longer valid: " + "; ".join(problems)
     failure = reasons.Failure(reason="SelectionInvalid", message=message[:1024])
     return await _write(runtime, body, current, phase="Failed", reason="SelectionInvalid", failure=failure)
@@ -240,7 +229,7 @@ async def _write(
     message: str | None = None,
     failure: reasons.Failure | None = None,
     started_at: str | None = None,
-) -> Transition | None:
+) -> kit.Transition | None:
     """Write the next status if the execution is still what we read; a terminal write that lands is
     counted and announced (exactly once: a conflicting write is dropped and the next pass re-reads)."""
     meta = body["metadata"]
@@ -265,13 +254,13 @@ async def _write(
         return None
     if reason == "SelectionInvalid":
         metrics.record_execution("refused", "SelectionInvalid")
-        return Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
+        return kit.Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
     if phase == "Completed":
         metrics.record_execution("completed")
-        return Transition(about=body, type="Normal", reason="Completed", message=text)
+        return kit.Transition(about=body, type="Normal", reason="Completed", message=text)
     code = failure.reason if failure else "Error"
     metrics.record_execution("failed", code)
-    return Transition(about=body, type="Warning", reason=code, message=text)
+    return kit.Transition(about=body, type="Warning", reason=code, message=text)
 
 
 # ---- reads ----------------------------------------------------------------------------------------------
