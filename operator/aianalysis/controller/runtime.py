@@ -17,26 +17,22 @@ from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import leadership
 from aianalysis.kit import health, workers
+from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader as k8s_tools
 
 log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(kw_only=True)
-class Runtime:
+class Runtime(kit_runtime.ProcessRuntime):
     """Everything one operator process shares: opened at startup, closed at cleanup."""
 
-    settings: settings_mod.Settings
-    catalog: catalog_mod.Catalog
     provider: llm.Provider
-    api: kube.ApiClient
     reader: tools.ClusterReader
     semaphore: asyncio.Semaphore
-    catalog_sync: catalog_sync_mod.CatalogSync
     budget: budget_mod.Gate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     health_server: health.HealthServer | None = None
-    catalog_loaded: bool = False
     lease: leadership.LeaderElection | None = None
     _holding: asyncio.Task[None] | None = None
 
@@ -67,15 +63,6 @@ class Runtime:
                 on_heard=metrics.CATALOG_SYNC_LAST_SUCCESS.set,
             ),
         )
-
-    async def load_catalog(self) -> None:
-        """Fill the catalog from the cluster, then keep following it (before any analysis runs).
-        Idempotent: a retried startup loads again only if the first load did not finish."""
-        if not self.catalog_loaded:
-            count = await asyncio.to_thread(self.catalog_sync.load)
-            log.info("catalog loaded: %d RemediationWorkflow objects, %d entries", count, len(self.catalog))
-            self.catalog_loaded = True
-        self.catalog_sync.start()
 
     async def lead(self, *, on_lost: Callable[[], None]) -> None:
         """With leader election configured: wait until this replica holds the Lease, then keep it
@@ -141,6 +128,5 @@ class Runtime:
             await self.lease.release()
         if self.health_server is not None:
             await self.health_server.stop()
-        self.catalog_sync.stop()
         await self.provider.aclose()
-        await asyncio.to_thread(self.api.close)
+        await self.close_shared()

@@ -32,7 +32,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     config = settings_mod.from_env()
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
-    memo.runtime = runner.Runtime.create(config, kube.api_client())
+    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
     log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
@@ -40,7 +40,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runner.ExecutorRuntime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()
 
@@ -71,7 +71,7 @@ async def _pass(
     a restart picks the execution up again from a fresh read)."""
     if not namespace or not name:
         return
-    runtime: runner.Runtime = memo.runtime
+    runtime: runner.ExecutorRuntime = memo.runtime
     try:
         transition = await runner.reconcile(runtime, namespace=namespace, name=name)
     except errors.ClusterRejectedError as exc:  # asking again cannot help: the next event may
@@ -92,7 +92,7 @@ async def _pass(
 
 
 def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
-    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runner.ExecutorRuntime | None = getattr(memo, "runtime", None)
     st = body.get("status") or {}
     return bool(
         runtime
@@ -105,7 +105,7 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
 async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
-    runtime: runner.Runtime = memo.runtime
+    runtime: runner.ExecutorRuntime = memo.runtime
     try:
         created = await submit.auto_execute(
             runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()

@@ -25,6 +25,7 @@ from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.executor import approval, plan, reasons
+from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader, objects, reader
 
 log = logging.getLogger(__name__)
@@ -35,20 +36,16 @@ ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 
 
 @dataclasses.dataclass(kw_only=True)
-class Runtime:
+class ExecutorRuntime(kit_runtime.ProcessRuntime):
     """What one executor process shares: opened at startup, closed at cleanup."""
 
-    settings: settings_mod.Settings
-    api: kube.ApiClient
     reader: api_reader.KubernetesReader
-    catalog: catalog_mod.Catalog
-    catalog_sync: catalog_sync_mod.CatalogSync
     locks: dict[tuple[str, str], asyncio.Lock] = dataclasses.field(default_factory=dict)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
     now: resources.Clock = resources.utcnow
 
     @classmethod
-    def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> Runtime:
+    def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> ExecutorRuntime:
         catalog = catalog_mod.Catalog()
         return cls(
             settings=settings,
@@ -79,16 +76,10 @@ class Runtime:
             max_age_seconds=s.executor_auto_execute_max_age_seconds,
         )
 
-    async def load_catalog(self) -> None:
-        count = await asyncio.to_thread(self.catalog_sync.load)
-        log.info("catalog loaded: %d RemediationWorkflow objects", count)
-        self.catalog_sync.start()
-
     async def aclose(self) -> None:
         for task in self.pending:
             task.cancel()
-        self.catalog_sync.stop()
-        await asyncio.to_thread(self.api.close)
+        await self.close_shared()
 
     def later(self, delay_seconds: float, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` after a delay, holding a reference so the task is not collected."""
@@ -105,7 +96,7 @@ class Runtime:
         return self.locks.setdefault((namespace, name), asyncio.Lock())
 
 
-async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> kit.Transition | None:
+async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> kit.Transition | None:
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
         body = await objects.get(runtime.api, namespace, WFE, name)
@@ -115,7 +106,7 @@ async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> kit.Trans
         return await _reconcile(runtime, body)
 
 
-async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> kit.Transition | None:
+async def _reconcile(runtime: ExecutorRuntime, body: dict[str, Any]) -> kit.Transition | None:
     current = _status(body)
     if current is None or current.phase in resources.TERMINAL_PHASES or _left_to_others(current):
         return None
@@ -141,7 +132,7 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> kit.Transition |
 
 
 async def _start(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus,
+    runtime: ExecutorRuntime, body: dict[str, Any], current: resources.WorkflowExecutionStatus,
     spec: resources.WorkflowExecutionSpec,
 ) -> kit.Transition | None:  # fmt: skip
     workflow = await _current_workflow(runtime, spec.workflow_ref)
@@ -176,7 +167,10 @@ async def _start(
 
 
 async def _follow(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, job: dict[str, Any]
+    runtime: ExecutorRuntime,
+    body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
+    job: dict[str, Any],
 ) -> kit.Transition | None:
     namespace = body["metadata"]["namespace"]
     pods = [p for p in await _pods(runtime, namespace, job) if plan.owned_by(p, job)]
@@ -212,7 +206,10 @@ async def _follow(
 
 
 async def _refuse(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, problems: list[str]
+    runtime: ExecutorRuntime,
+    body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
+    problems: list[str],
 ) -> kit.Transition | None:
     message = "not executed: the selection is no longer valid: " + "; ".join(problems)
     failure = reasons.Failure(reason="SelectionInvalid", message=message[:1024])
@@ -220,7 +217,7 @@ async def _refuse(
 
 
 async def _write(
-    runtime: Runtime,
+    runtime: ExecutorRuntime,
     body: dict[str, Any],
     current: resources.WorkflowExecutionStatus,
     *,
@@ -266,7 +263,9 @@ async def _write(
 # ---- reads ----------------------------------------------------------------------------------------------
 
 
-async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> catalog_mod.Workflow | None:
+async def _current_workflow(
+    runtime: ExecutorRuntime, ref: resources.WorkflowRef
+) -> catalog_mod.Workflow | None:
     """The catalog's entry, confirmed by a fresh read of its object: the catalog follows a watch that
     may lag behind a deletion by a moment, and a refused workflow (condition ``Accepted=False``) is
     never run."""
@@ -287,7 +286,7 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
 
 
 async def _business_context(
-    runtime: Runtime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
+    runtime: ExecutorRuntime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
 ) -> resources.BusinessContext | None:
     namespace = body["metadata"]["namespace"]
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
@@ -299,7 +298,7 @@ async def _business_context(
         return None
 
 
-async def _pods(runtime: Runtime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
     selector = f"{plan.LABEL_EXECUTION}={job['metadata']['labels'][plan.LABEL_EXECUTION]}"
     try:
         return await runtime.reader.list_objects(kind="Pod", namespace=namespace, label_selector=selector)
@@ -307,7 +306,9 @@ async def _pods(runtime: Runtime, namespace: str, job: dict[str, Any]) -> list[d
         raise errors.ClusterError(f"listing the Pods of job {job['metadata']['name']}: {exc}") from exc
 
 
-async def _events(runtime: Runtime, namespace: str, about: list[tuple[str, str]]) -> list[dict[str, Any]]:
+async def _events(
+    runtime: ExecutorRuntime, namespace: str, about: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for kind, name in about:
         try:
@@ -317,7 +318,7 @@ async def _events(runtime: Runtime, namespace: str, about: list[tuple[str, str]]
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
 
-async def _nodes(runtime: Runtime, pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+async def _nodes(runtime: ExecutorRuntime, pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The Nodes the Pods were placed on (reading them is optional: without the permission, node
     problems are still seen through the Pods' own status and Events)."""
     names = {(p.get("spec") or {}).get("nodeName") for p in pods} - {None, ""}
@@ -330,13 +331,13 @@ async def _nodes(runtime: Runtime, pods: list[dict[str, Any]]) -> dict[str, dict
     return out
 
 
-async def _create_job(runtime: Runtime, manifest: dict[str, Any]) -> None:
+async def _create_job(runtime: ExecutorRuntime, manifest: dict[str, Any]) -> None:
     """Create the Job; one that exists already (a pass before a restart made it) is fine: the next
     pass checks it is ours and follows it."""
     await objects.create(runtime.api, manifest, plural="jobs")
 
 
-async def _read(runtime: Runtime, *, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+async def _read(runtime: ExecutorRuntime, *, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
     """One object as the API server's plain JSON (the camelCase shape the pure core reads); None
     when there is none."""
     try:
