@@ -32,7 +32,7 @@ class Reporter(Protocol):
     def report(self, name: str, verdict: admission.Verdict) -> None: ...
 
 
-class Gate:
+class AdmissionGate:
     """Keeps ``catalog`` equal to the accepted objects and reports every verdict."""
 
     def __init__(self, *, catalog: catalog.Catalog, reporter: Reporter) -> None:

@@ -44,7 +44,7 @@ class CatalogSync:
     ) -> None:
         self._api = api
         self._catalog = catalog
-        self._gate = catalog_admission.Gate(
+        self._gate = catalog_admission.AdmissionGate(
             catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
         )
         self._on_change = on_change

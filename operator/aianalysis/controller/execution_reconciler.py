@@ -90,7 +90,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         if isinstance(ref_name, str)
         else None
     )
-    decided = recovery.plan(
+    decided = recovery.decide(
         execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
     )
     now = resources.utcnow()

@@ -46,10 +46,10 @@ class Unusable:
     message: str
 
 
-Plan = Create | GiveUp | Unusable
+Decision = Create | GiveUp | Unusable
 
 
-def plan(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Plan:
+def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Decision:
     """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies)."""
     wfe_name = execution["metadata"]["name"]
     try:

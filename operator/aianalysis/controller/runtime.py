@@ -30,7 +30,7 @@ class Runtime(kit_runtime.ProcessRuntime):
     provider: llm.Provider
     reader: tools.ClusterReader
     semaphore: asyncio.Semaphore
-    budget: budget_mod.Gate
+    budget: budget_mod.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     health_server: health.HealthServer | None = None
     lease: leadership.LeaderElection | None = None
@@ -38,10 +38,10 @@ class Runtime(kit_runtime.ProcessRuntime):
 
     @classmethod
     def create(
-        cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Clock | None = None
+        cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Timer | None = None
     ) -> Runtime:
         catalog = catalog_mod.Catalog()
-        gate = budget_mod.Gate(budget_mod.Limits.from_settings(settings), clock=clock)
+        gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock)
         observe = metrics.llm_observer(settings.provider)
 
         def on_request(request: llm.RequestRecord) -> None:

@@ -180,7 +180,7 @@ def observe(
         return Observation(phase="Completed")
     if finished == "Failed":
         return Observation(
-            phase="Failed", failure=reasons.classify(job=job, pods=pods, events=events, nodes=nodes)
+            phase="Failed", failure=reasons.failure_of(job=job, pods=pods, events=events, nodes=nodes)
         )
     early = reasons.early_failure(pods)
     if early is not None:

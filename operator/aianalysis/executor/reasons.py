@@ -89,7 +89,7 @@ def early_failure(pods: Sequence[Obj]) -> Failure | None:
     return None
 
 
-def classify(
+def failure_of(
     *, job: Obj, pods: Sequence[Obj], events: Sequence[Obj] = (), nodes: Mapping[str, Obj] | None = None
 ) -> Failure:
     """The reason code of a Job that failed (``job_finished(job) == "Failed"``). ``events`` are the
