@@ -13,7 +13,6 @@ from kubernetes import client
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import tools
-from aianalysis.analysis.tools import _redact as tools_redact
 from aianalysis.kube import api_reader as k8s
 from aianalysis.kube import kinds as _kinds
 
@@ -652,7 +651,7 @@ def test_api_errors_are_classified(status: int, expected: type[Exception]) -> No
 def test_redaction_stays_fast_on_hostile_text(hostile: str) -> None:
     # Cluster text is attacker-controlled; a backtracking regex here would stall every analysis.
     for _ in range(20):
-        tools_redact.redact_text(hostile)
+        tools.redact_text(hostile)
 
 
 async def test_empty_logs_say_why(reader: FakeReader) -> None:

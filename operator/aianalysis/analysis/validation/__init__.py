@@ -27,7 +27,6 @@ from aianalysis.analysis.validation import _answer, _selection, _target
 from aianalysis.analysis.validation._coerce import canonical_value
 from aianalysis.analysis.validation._messages import MAX_MESSAGE_CHARS
 from aianalysis.analysis.validation._parameters import (
-    MAX_PATTERN_CHARS,
     MAX_PATTERNED_VALUE_CHARS,
     ParameterCheck,
     check_parameters,
@@ -159,7 +158,6 @@ def _verdict(
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_PATTERNED_VALUE_CHARS",
-    "MAX_PATTERN_CHARS",
     "RULES",
     "ParameterCheck",
     "Verdict",
