@@ -1,6 +1,6 @@
 """The admission gate between the cluster's RemediationWorkflows and the operator's catalog.
 
-``Gate`` decides (``catalog.admission``) which objects the catalog offers and hands each verdict to
+``AdmissionGate`` decides (``catalog.admission``) which objects the catalog offers and hands each verdict to
 a ``Reporter``, which makes it visible: the object's ``Accepted`` condition (written only when it
 changes, so a restart or a re-list writes nothing), a Warning Event when an object is refused, and
 the metrics ``aianalysis_catalog_workflows_refused`` / ``aianalysis_catalog_refusals_total``.
@@ -16,8 +16,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from aianalysis import catalog, errors, kube, metrics, resources
-from aianalysis.catalog import admission
+from aianalysis import errors, kube, metrics, resources
+from aianalysis.catalog import admission, store
 from aianalysis.kube import events, objects
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class Reporter(Protocol):
 class AdmissionGate:
     """Keeps ``catalog`` equal to the accepted objects and reports every verdict."""
 
-    def __init__(self, *, catalog: catalog.Catalog, reporter: Reporter) -> None:
+    def __init__(self, *, catalog: store.Catalog, reporter: Reporter) -> None:
         self._catalog = catalog
         self._reporter = reporter
         self._claims: dict[str, tuple[_Key, admission.Claim]] = {}
