@@ -1,5 +1,5 @@
 """The operator's own exception tree. Classified once, where the fault happens; only
-``handlers`` turns them into kopf's Temporary/Permanent errors."""
+the processes' ``handlers`` turn them into kopf's Temporary/Permanent errors."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
 ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
-#: Closed vocabulary of reasons a person must look at an analysis (architecture §4).
+#: Closed vocabulary of reasons a person must look at an analysis (docs/architecture.md §5).
 HumanReviewReason = Literal[
     "no_eligible_workflow",
     "validation_failed",
@@ -62,7 +62,7 @@ HumanReviewReason = Literal[
     "investigation_failed",
 ]
 
-#: Canonical Kubernetes reason codes of a failed execution (DD-RECOVERY-003). Other codes are
+#: Canonical Kubernetes reason codes of a failed execution (``executor.reasons``). Other codes are
 #: accepted (clusters invent new ones) and get generic recovery guidance.
 CANONICAL_REASON_CODES: tuple[str, ...] = (
     "OOMKilled",
@@ -373,7 +373,7 @@ class RemediationWorkflowStatus(Model):
 
 
 class AffectedResource(Model):
-    """The remediation target, validated in scope (architecture §4 rule 6a)."""
+    """The remediation target, validated in scope (docs/architecture.md §4)."""
 
     kind: str
     name: str

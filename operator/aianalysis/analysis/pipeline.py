@@ -1,6 +1,6 @@
 """The use case: an AIAnalysis spec → incident prompt → LLM tool loop → validation → a decision.
 
-No kopf here and no status I/O: the caller (``handlers`` in the operator, ``cli`` for
+No kopf here and no status I/O: the caller (``controller.analysis_reconciler`` in the operator, ``cli`` for
 ``aianalysis analyze``) persists what :func:`analyze` returns.
 """
 

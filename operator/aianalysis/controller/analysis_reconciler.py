@@ -1,4 +1,4 @@
-"""Reconciliation of one AIAnalysis (the resource), without kopf: ``handlers`` starts :func:`drive`
+"""Reconciliation of one AIAnalysis (the resource), without kopf: ``controller.handlers`` starts :func:`drive`
 for each object that is not terminal; it runs the pipeline (:mod:`aianalysis.analysis.pipeline`), writes
 the status and returns the :class:`runtime.Transition` to announce.
 

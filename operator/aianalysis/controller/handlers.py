@@ -1,5 +1,5 @@
 """kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
-(``aianalysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
+(``analysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
 
 Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``).
 

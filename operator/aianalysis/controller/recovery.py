@@ -2,7 +2,7 @@
 
 The recovery analysis is named ``<original>-recovery-<n>``: the name is the idempotency key, so
 repeated events and operator restarts can never create a second one for the same attempt.
-Its history holds every earlier attempt (DD-RECOVERY-003), walking back through recoveries.
+Its history holds every earlier attempt, walking back through recoveries.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure: what Kubernetes reports about a workflow's Job → one canonical reason code (DD-RECOVERY-003).
+"""Pure: what Kubernetes reports about a workflow's Job → one canonical reason code.
 
 The codes are the structured contract between a WorkflowExecution's ``failureDetails.reason`` and
 the recovery prompt, so they come from real object state, never from free text we invent:

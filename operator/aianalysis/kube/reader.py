@@ -1,4 +1,4 @@
-"""What the investigation tools need from a cluster, as a protocol (the real one is ``tools.k8s``).
+"""What the investigation tools need from a cluster, as a protocol (the real one is ``kube.api_reader``).
 
 A reader returns plain JSON-like data, exactly as the API server sent it; the tool box redacts,
 summarises, fences and caps it. Outcomes a reader must distinguish:

@@ -1,4 +1,4 @@
-"""``aianalysis mcp``: the workflow catalog as an MCP server (DD-PLAYBOOK-002), for other agents.
+"""``aianalysis mcp``: the workflow catalog as an MCP server, for other agents.
 
 It serves exactly the catalog tools the operator's LLM gets — the names, descriptions and input
 schemas ``tools.ToolBox`` defines (``tools.CATALOG_TOOL_NAMES``), dispatched through a ToolBox — so
@@ -10,7 +10,7 @@ when the server starts (``--environment`` ...; risk tolerance ``low`` unless con
 to every call; a caller's business filters can only narrow it, never widen it, as for the LLM.
 
 Read-only: the catalog comes from files (``--catalog``) or from the cluster's RemediationWorkflows
-with the operator's list-then-watch (``catalog_sync``); no other object, and never a Secret.
+with the operator's list-then-watch (``catalog.sync``); no other object, and never a Secret.
 Transports: stdio (the default, for local MCP clients) and streamable HTTP.
 """
 

@@ -1,5 +1,5 @@
-"""Prompt builders (pure): the static system prompt, the incident prompt (ADR-041 v2.7), the
-recovery prompt with every previous attempt (DD-RECOVERY-003), reason-code guidance, and the
+"""Prompt builders (pure): the static system prompt, the incident prompt (four sections), the
+recovery prompt with every previous attempt, reason-code guidance, and the
 fencing of untrusted text.
 """
 

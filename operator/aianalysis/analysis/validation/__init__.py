@@ -1,4 +1,4 @@
-"""The validator of the LLM's answer: every check, every time (architecture §4).
+"""The validator of the LLM's answer: every check, every time (docs/architecture.md §6).
 
 Pure: the raw ``submit_selection`` input, the catalog, the workflows shown in this conversation,
 the business context and the recovery history go in; a :class:`Verdict` comes out. Every check
