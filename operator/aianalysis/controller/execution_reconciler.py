@@ -193,15 +193,7 @@ async def _write_execution(
     patch = {**extra, "conditions": [*previous, condition.wire()]}
     resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
     ref = custom_objects.Ref.of(body)
-    written = await custom_objects.write_status(
-        runtime.api,
-        namespace=ref.namespace,
-        plural=resources.WORKFLOWEXECUTION_PLURAL,
-        name=ref.name,
-        uid=ref.uid,
-        fields=patch,
-        current=body.get("status") or None,
-        resource_version=body["metadata"].get("resourceVersion"),
-    )
+    plural = resources.WORKFLOWEXECUTION_PLURAL
+    written = await custom_objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
     if written is custom_objects.Written.CONFLICT:
         raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

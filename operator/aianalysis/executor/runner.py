@@ -235,16 +235,7 @@ async def _write(
         current, phase=phase, now=runtime.now(), reason=reason, message=text,
         generation=meta.get("generation"), failure=failure, started_at=started_at,
     )  # fmt: skip
-    written = await objects.write_status(
-        runtime.api,
-        namespace=meta["namespace"],
-        plural=WFE,
-        name=meta["name"],
-        uid=meta["uid"],
-        fields=status.merge_patch(new),
-        current=body.get("status") or None,
-        resource_version=meta["resourceVersion"],
-    )
+    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
     if phase not in resources.TERMINAL_PHASES:

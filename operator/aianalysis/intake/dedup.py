@@ -279,16 +279,7 @@ class Tracker:
                 )
             ],
         )
-        written = await objects.write_status(
-            self._api,
-            namespace=incident.namespace,
-            plural=AIA,
-            name=meta["name"],
-            uid=meta["uid"],
-            fields=status.merge_patch(ended),
-            current=body.get("status") or None,
-            resource_version=meta["resourceVersion"],
-        )
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields=status.merge_patch(ended))
         if written is not objects.Written.OK:  # changed or gone since read: the caller reads again
             return False
         incident.ended_at, incident.cools_down = self._clock(), False
@@ -335,16 +326,7 @@ class Tracker:
             if incident.name == name:
                 self._forget_analysis(incident)
             return
-        written = await objects.write_status(
-            self._api,
-            namespace=incident.namespace,
-            plural=AIA,
-            name=name,
-            uid=body["metadata"]["uid"],
-            fields={"intake": intake.wire()},
-            current=body.get("status") or None,
-            resource_version=body["metadata"]["resourceVersion"],
-        )
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields={"intake": intake.wire()})
         if written is objects.Written.DROPPED:
             if incident.name == name:
                 self._forget_analysis(incident)

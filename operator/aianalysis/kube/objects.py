@@ -16,7 +16,7 @@ import dataclasses
 import enum
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -61,18 +61,10 @@ async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dic
 
 def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
-    custom = k8s.CustomObjectsApi(api)
-    what = f"reading {plural} {namespace + '/' if namespace else ''}{name}"
+    what = f"reading {plural} {_where(namespace, name)}"
     try:
-        if namespace:
-            found: Any = kube_errors.blocking(
-                what, custom.get_namespaced_custom_object, resources.GROUP, resources.VERSION,
-                namespace, plural, name,
-            )  # fmt: skip
-        else:
-            found = kube_errors.blocking(
-                what, custom.get_cluster_custom_object, resources.GROUP, resources.VERSION, plural, name
-            )
+        read = _method(api, "get", namespace=namespace)
+        found: Any = kube_errors.blocking(what, read, resources.GROUP, resources.VERSION, plural, name)
     except errors.ClusterRejectedError as exc:
         if exc.status == kube_errors.NOT_FOUND:
             return None
@@ -114,21 +106,14 @@ async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) ->
     """The product's one create: ``body`` (namespaced when its metadata names a namespace; of any
     named API group — ``batch/v1`` Jobs too — its ``apiVersion`` says which, ours by default) as
     created, or None when one of that name exists (the name is the idempotency key)."""
-    custom = k8s.CustomObjectsApi(api)
     group, _, version = str(body.get("apiVersion") or resources.API_VERSION).rpartition("/")
     assert group, "the core API group has no custom-object path"
     meta = body.get("metadata") or {}
-    namespace = meta.get("namespace")
-    what = f"creating {plural} {namespace + '/' if namespace else ''}{meta.get('name')}"
+    namespace = meta.get("namespace") or ""
+    what = f"creating {plural} {_where(namespace, meta.get('name'))}"
     try:
-        if namespace:
-            created: Any = await kube_errors.call(
-                what, custom.create_namespaced_custom_object, group, version, namespace, plural, dict(body)
-            )
-        else:
-            created = await kube_errors.call(
-                what, custom.create_cluster_custom_object, group, version, plural, dict(body)
-            )
+        create = _method(api, "create", namespace=namespace)
+        created: Any = await kube_errors.call(what, create, group, version, plural, dict(body))
     except errors.ClusterError as exc:
         if exc.status == kube_errors.CONFLICT:
             return None
@@ -156,6 +141,18 @@ async def write_status(
     )  # fmt: skip
 
 
+async def write_status_at(
+    api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str, fields: Mapping[str, Any]
+) -> Written:
+    """:func:`write_status` onto the object ``body`` as the caller read it — its uid, its
+    resourceVersion and its status — so no read is needed before the write."""
+    meta = body["metadata"]
+    return await write_status(
+        api, namespace=meta.get("namespace") or "", plural=plural, name=meta["name"], uid=meta["uid"],
+        fields=fields, current=body.get("status") or None, resource_version=meta["resourceVersion"],
+    )  # fmt: skip
+
+
 def write_status_blocking(
     api: k8s.ApiClient,
     *,
@@ -177,24 +174,17 @@ def write_status_blocking(
     on the status subresource); a failed test is refused with 422, so a refusal is told apart by
     reading the object again: :attr:`Written.DROPPED` (gone or replaced), :attr:`Written.CONFLICT`
     (changed since read), else the refusal is raised."""
-    custom = k8s.CustomObjectsApi(api)
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if resource_version is not None:
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
     ops.extend(status_operations(current, fields))
-    what = f"status write of {plural} {namespace + '/' if namespace else ''}{name}"
-    json_patch = {"_content_type": "application/json-patch+json"}
+    what = f"status write of {plural} {_where(namespace, name)}"
     try:
-        if namespace:
-            kube_errors.blocking(
-                what, custom.patch_namespaced_custom_object_status, resources.GROUP, resources.VERSION,
-                namespace, plural, name, ops, **json_patch,
-            )  # fmt: skip
-        else:
-            kube_errors.blocking(
-                what, custom.patch_cluster_custom_object_status, resources.GROUP, resources.VERSION,
-                plural, name, ops, **json_patch,
-            )  # fmt: skip
+        patch = _method(api, "patch", namespace=namespace, subresource="_status")
+        kube_errors.blocking(
+            what, patch, resources.GROUP, resources.VERSION, plural, name, ops,
+            _content_type="application/json-patch+json",
+        )  # fmt: skip
     except errors.ClusterRejectedError as exc:
         if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
             raise
@@ -206,6 +196,22 @@ def write_status_blocking(
             return Written.CONFLICT  # changed since it was read: read again and decide again
         raise
     return Written.OK
+
+
+def _method(api: k8s.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
+    """The client's ``verb`` of a custom object — namespaced (``namespace`` bound) or cluster-scoped
+    — taking ``(group, version, plural, …)`` either way."""
+    custom = k8s.CustomObjectsApi(api)
+    if not namespace:
+        return getattr(custom, f"{verb}_cluster_custom_object{subresource}")  # type: ignore[no-any-return]  # untyped client
+    method = getattr(custom, f"{verb}_namespaced_custom_object{subresource}")
+    return lambda group, version, plural, *rest, **options: method(
+        group, version, namespace, plural, *rest, **options
+    )
+
+
+def _where(namespace: str, name: object) -> str:
+    return f"{namespace}/{name}" if namespace else str(name)
 
 
 def merged(current: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
