@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import scope, validation
-from aianalysis.analysis.tools import _scope
+from aianalysis.analysis import scope, tools, validation
 
 OOM = "oomkill-increase-memory"
 RESTART = "restart-deployment"
@@ -632,7 +631,7 @@ def test_every_check_reports_at_once_and_messages_stay_short() -> None:
 
 def target_scope() -> scope.Scope:
     incident = resources.ResourceRef(kind="Deployment", name="payment-api", namespace="production")
-    return scope.Scope.of(incident, cluster=False, kinds=_scope.kinds())
+    return scope.Scope.of(incident, cluster=False, kinds=tools.target_kinds())
 
 
 def run_target(

@@ -389,7 +389,7 @@ def _alternatives(hits: list[Hit], *, chosen: Hit) -> list[dict[str, Any]]:
 
 
 def _recovery(spec: resources.AIAnalysisSpec, plan: Plan | None) -> dict[str, Any]:
-    """DD-RECOVERY-003 fields, from the execution records (the offline provider cannot analyse)."""
+    """The recovery fields, from the execution records (the offline provider cannot analyse)."""
     if spec.recovery is None:
         return {}
     previous = spec.recovery.previous_executions

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
-    NO_CLUSTER,
     TOOL_NAMES,
     ToolBox,
     ToolResult,
     catalog_toolbox,
 )
-from aianalysis.analysis.tools._redact import REDACTED
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope
+from aianalysis.analysis.tools._redact import redact_text
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
+from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.reader import ClusterReader, JSONObject, Unavailable
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
-    "NO_CLUSTER",
-    "REDACTED",
     "TOOL_NAMES",
     "ClusterReader",
     "JSONObject",
@@ -32,4 +30,7 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "redact_text",
+    "selects",
+    "target_kinds",
 ]
