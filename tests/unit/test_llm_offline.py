@@ -207,12 +207,14 @@ async def test_a_workflow_that_does_not_act_on_the_targets_kind_is_skipped() -> 
     assert verdict(submission, index=index, toolbox=toolbox, incident=incident).valid
 
 
-async def test_searches_with_signal_type_and_alert_words_then_reads_details() -> None:
+async def test_without_a_cluster_it_tries_to_investigate_then_searches_with_the_alert_words() -> None:
     conversation, toolbox = converse(catalog.Catalog([RESTART]), spec())
 
     await conversation.answer()
 
     assert toolbox.calls == [
+        # the investigation starts with the incident's object (no cluster here: nothing to read)
+        ("get_resource", {"kind": "Deployment", "name": "payment-api", "namespace": "production"}),
         (
             "search_workflow_catalog",
             {
@@ -221,11 +223,11 @@ async def test_searches_with_signal_type_and_alert_words_then_reads_details() ->
                 "top_k": 10,
             },
         ),
-        # the owner chain, for workflows that act on a controller (no cluster here: just the resource)
-        ("get_resource", {"kind": "Deployment", "name": "payment-api", "namespace": "production"}),
         ("get_workflow_details", {"workflow_id": "oomkill-restart-deployment", "version": "1.0.0"}),
     ]
-    assert conversation.usage == resources.LLMUsage(provider="offline", model="catalog-rank-v1", tool_calls=3)
+    assert conversation.usage == resources.LLMUsage(
+        provider="offline", model=offline.MODEL_NAME, tool_calls=3
+    )
 
 
 async def test_kind_specific_names_are_filled_only_for_that_kind() -> None:
@@ -364,7 +366,7 @@ async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_wh
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
     provider = make_provider(settings.Settings(provider="offline"))
 
-    assert (provider.name, provider.model) == ("offline", "catalog-rank-v1")
+    assert (provider.name, provider.model) == ("offline", offline.MODEL_NAME)
     await provider.aclose()
 
 
