@@ -4,12 +4,16 @@ real validator, through the same catalog tools the LLM uses."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aianalysis import catalog, resources, settings
 from aianalysis.analysis import answer, tools, validation
 from aianalysis.analysis.llm import base, make_provider, offline
+from aianalysis.evaluation import runner, scenario
 from aianalysis.evaluation.cluster import InMemoryCluster
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def workflow(
@@ -412,3 +416,26 @@ async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_
         "namespace": "production",
     }
     assert selected(submission)["parameters"]["TARGET_RESOURCE_NAME"] == "payment-api"
+
+
+async def test_the_demo_incidents_are_picked_confidently_and_correctly_from_the_cluster_evidence() -> None:
+    """examples/demo: each incident with the cluster state the demo writes; what a newcomer sees."""
+    scenarios = scenario.load([ROOT / "examples" / "demo"])
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    results = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert [r.scenario for r in results if not r.correct] == []
+    selections = [r for r in results if r.selected_workflow]
+    assert len(selections) >= len(results) - 2
+    assert all(
+        r.confidence is not None and r.confidence >= 0.7 and not r.needs_human_review for r in selections
+    )
+    assert all(r.parameters_matched is not False for r in results)
+    declined = [r for r in results if not r.selected_workflow]
+    assert {r.human_review_reason for r in declined} == {"inconclusive", "no_eligible_workflow"}
+    why = {r.human_review_reason: (r.status or {})["rootCause"]["summary"] for r in declined}
+    assert "contradicts" in why["inconclusive"] or "OOM-killed" in why["inconclusive"]
+    assert "risk_tolerance=low" in why["no_eligible_workflow"], "a policy decline says which policy"

@@ -140,6 +140,8 @@ class OfflineConversation:
         self._cursor = 0
         self._last: dict[str, Any] | None = None
         self._counter = base.UsageCounter()
+        self._note = ""
+        """What the search tool said when it found nothing (the business-context policy)."""
 
     @property
     def usage(self) -> resources.LLMUsage:
@@ -187,7 +189,7 @@ class OfflineConversation:
                 evidence=self._evidence,
             )
         elif self._last is None:
-            self._last = build_empty_answer(self._spec, finding=self.finding)
+            self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
         return base.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
@@ -221,6 +223,8 @@ class OfflineConversation:
 
     async def _hits(self, arguments: dict[str, Any]) -> list[Hit]:
         result = await self._json(SEARCH_TOOL, arguments | {"top_k": SEARCH_TOP_K})
+        if isinstance(result, dict) and isinstance(result.get("note"), str):
+            self._note = result["note"]
         return [] if result is None else parse_hits(result)
 
     async def _plan(self, hit: Hit) -> Plan | None:
@@ -410,9 +414,10 @@ def build_declined(
 
 
 def build_empty_answer(
-    spec: resources.AIAnalysisSpec, *, finding: analyzers.Finding | None = None
+    spec: resources.AIAnalysisSpec, *, finding: analyzers.Finding | None = None, note: str = ""
 ) -> dict[str, Any]:
-    """No catalog workflow was eligible: a person has to decide."""
+    """No catalog workflow was eligible: a person has to decide; the root cause says why (the
+    finding, and what the search tool said about the incident's business context)."""
     warning = "Offline provider: the catalog search returned no eligible workflow."
     if finding is not None:
         warning = (
@@ -420,7 +425,10 @@ def build_empty_answer(
             f"{finding.action_type or 'n/a'}, "
             f"signal {finding.signal_type}). {finding.explanation}"
         )
-    raw = _common(spec, target=finding.target if finding else None, findings=[finding] if finding else []) | {
+    common = _common(spec, target=finding.target if finding else None, findings=[finding] if finding else [])
+    why = "No catalog workflow is eligible for this incident." + (f" {note}" if note else "")
+    common["root_cause_assessment"] = f"{why} {common['root_cause_assessment']}"
+    raw = common | {
         "selected_workflow": None,
         "warnings": [warning],
         "needs_human_review": True,
