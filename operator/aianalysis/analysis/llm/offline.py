@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ DETAILS_TOOL = "get_workflow_details"
 ACTION_TYPES_TOOL = "list_action_types"
 SEARCH_TOP_K = 10
 MAX_CONFIDENCE = 0.95
+_POLICY = re.compile(r"\(environment=[^)]*\)")
 UNEXAMINED = 0.8
 """Scale of the catalog score when nothing was investigated (stays below the default 0.7 floor
 unless the match is near perfect)."""
@@ -141,6 +143,8 @@ class OfflineConversation:
         self._last: dict[str, Any] | None = None
         self._counter = base.UsageCounter()
         self._note = ""
+        self._top: str | None = None
+        """The workflow the search ranked first: the one the evidence backs."""
         """What the search tool said when it found nothing (the business-context policy)."""
 
     @property
@@ -159,7 +163,9 @@ class OfflineConversation:
                 self._queue = []
                 self._last = build_declined(self._spec, finding, others=self._findings[1:])
                 return base.Submission(raw=self._last)
-            self._queue = rank(await self._search(finding), recovery=self._spec.recovery)
+            hits = await self._search(finding)
+            self._top = hits[0].workflow_id if hits else None
+            self._queue = rank(hits, recovery=self._spec.recovery)
         return await self._submit_next()
 
     async def correct(self, errors: list[str]) -> base.Submission:
@@ -187,6 +193,7 @@ class OfflineConversation:
                 others=self._queue or [],
                 findings=self._findings,
                 evidence=self._evidence,
+                backed=plan.hit.workflow_id == self._top,
             )
         elif self._last is None:
             self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
@@ -336,12 +343,16 @@ def _field(resource: resources.ResourceRef, name: str) -> str | None:
     return {"kind": resource.kind, "name": resource.name, "namespace": resource.namespace}.get(name)
 
 
-def confidence(hit: Hit, finding: analyzers.Finding | None) -> float:
+def confidence(hit: Hit, finding: analyzers.Finding | None, *, backed: bool = True) -> float:
     """From the evidence: half for having a finding, up to a third more for the facts behind it,
-    the rest for how well the workflow matches it (its action type, else the catalog score)."""
-    if finding is None:
+    the rest for how well the workflow matches it (its action type, else the catalog score).
+
+    The finding backs the workflow its search ranked first (or one of its action type); any other
+    (a recovery's alternative after that one failed) is rated like an unexamined catalog match."""
+    same_action = bool(finding and finding.action_type and hit.action_type == finding.action_type)
+    if finding is None or not (backed or same_action):
         return round(min(hit.confidence * UNEXAMINED, MAX_CONFIDENCE), 3)
-    match = 1.0 if finding.action_type and hit.action_type == finding.action_type else hit.confidence
+    match = 1.0 if same_action else hit.confidence
     return round(min(0.5 + 0.3 * finding.strength + 0.15 * match, MAX_CONFIDENCE), 3)
 
 
@@ -352,8 +363,10 @@ def build_answer(
     others: list[Hit],
     findings: Sequence[analyzers.Finding] = (),
     evidence: analyzers.Evidence | None = None,
+    backed: bool = True,
 ) -> dict[str, Any]:
-    """A :class:`answer.SelectionAnswer`-shaped dict selecting ``plan``."""
+    """A :class:`answer.SelectionAnswer`-shaped dict selecting ``plan`` (``backed``: the finding's
+    search ranked it first)."""
     hit = plan.hit
     target = plan.target or spec.resource
     finding = findings[0] if findings else None
@@ -385,7 +398,7 @@ def build_answer(
         warnings.append(f"Cannot infer required parameters: {', '.join(plan.missing)}.")
     selected: dict[str, Any] = {
         "workflow_id": hit.workflow_id,
-        "confidence": confidence(hit, finding),
+        "confidence": confidence(hit, finding, backed=backed),
         "rationale": rationale,
         "parameters": dict(plan.parameters),
     }
@@ -426,7 +439,13 @@ def build_empty_answer(
             f"signal {finding.signal_type}). {finding.explanation}"
         )
     common = _common(spec, target=finding.target if finding else None, findings=[finding] if finding else [])
-    why = "No catalog workflow is eligible for this incident." + (f" {note}" if note else "")
+    context = _POLICY.search(note)
+    why = (
+        f"No catalog workflow that fits is eligible under this incident's business context "
+        f"{context.group(0)}."
+        if context
+        else "No catalog workflow is eligible for this incident."
+    )
     common["root_cause_assessment"] = f"{why} {common['root_cause_assessment']}"
     raw = common | {
         "selected_workflow": None,
