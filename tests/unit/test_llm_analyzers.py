@@ -134,12 +134,13 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
                         waiting_message="failed to authorize: 401 Unauthorized",
                     ),
                     phase="Pending",
+                    pull_secrets=("registry-pull",),
                 ),
             ),
         ),
         "RefreshImagePullSecret",
         ("pull secret",),
-        {},
+        {"PULL_SECRET_NAME": "registry-pull"},
     ),
     "pending-untolerated-taint": (
         seen(

@@ -82,6 +82,8 @@ class Pod:
     unschedulable: str | None = None
     """The message of ``PodScheduled=False`` (reason Unschedulable), when it is so."""
     containers: tuple[Container, ...] = ()
+    pull_secrets: tuple[str, ...] = ()
+    """``spec.imagePullSecrets`` names (the Secrets are never read)."""
 
     @property
     def failing(self) -> bool:
@@ -392,11 +394,14 @@ def image_pull_denied(evidence: Evidence) -> Match | None:
     denied = [t for t in texts if _AUTH_PULL.search(t)]
     if not denied:
         return None
-    _, container = pulling[0]
+    pod, container = pulling[0]
+    facts = [f"container {container.name} cannot pull image {container.image}", denied[0]]
+    values = {}
+    if pod.pull_secrets:
+        facts.append(f"the Pod pulls with the image pull secret {pod.pull_secrets[0]}")
+        values["PULL_SECRET_NAME"] = pod.pull_secrets[0]
     return Match(
-        facts=(f"container {container.name} cannot pull image {container.image}", denied[0]),
-        target=evidence.workload,
-        detail={"image": container.image},
+        facts=tuple(facts), target=evidence.workload, values=values, detail={"image": container.image}
     )
 
 

@@ -285,6 +285,11 @@ def pod_facts(pod: Mapping[str, Any]) -> analyzers.Pod:
         if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
         else None,
         containers=containers,
+        pull_secrets=tuple(
+            str(ref.get("name"))
+            for ref in spec.get("imagePullSecrets") or ()
+            if isinstance(ref, dict) and ref.get("name")
+        ),
     )
 
 
