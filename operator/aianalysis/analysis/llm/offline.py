@@ -214,14 +214,16 @@ class OfflineConversation:
         alert = " ".join(part for part in (signal.type, signal.alert_name, signal.error_message) if part)
         if finding is None:
             return await self._hits({"signal_type": signal.type, "query": alert})
+        # The business category's words favour a workflow written for it (a guarded payments variant).
+        query = " ".join(filter(None, (finding.query, self._spec.business_context.business_category)))
         if finding.action_type and finding.action_type in await self._action_types():
-            hits = await self._hits({"action_type": finding.action_type, "query": finding.query})
+            hits = await self._hits({"action_type": finding.action_type, "query": query})
             if hits:
                 return hits
-        hits = await self._hits({"signal_type": finding.signal_type, "query": finding.query})
+        hits = await self._hits({"signal_type": finding.signal_type, "query": query})
         if hits or finding.signal_type == signal.type:
             return hits
-        return await self._hits({"signal_type": signal.type, "query": finding.query})
+        return await self._hits({"signal_type": signal.type, "query": query})
 
     async def _action_types(self) -> set[str]:
         result = await self._json(ACTION_TYPES_TOOL, {})
