@@ -1,4 +1,4 @@
-"""The offline provider: deterministic catalog-ranked answers that pass (or knowingly fail) the
+"""The offline provider: deterministic evidence-first answers that pass (or knowingly fail) the
 real validator, through the same catalog tools the LLM uses."""
 
 from __future__ import annotations
