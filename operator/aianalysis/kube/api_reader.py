@@ -156,7 +156,7 @@ def classify(exc: client.ApiException, *, what: str) -> errors.AIAnalysisError:
     status = int(exc.status or 0)
     message = _status_message(exc)
     if status == 404:
-        return reader.Unavailable(f"{what} not found")
+        return reader.NotFound(f"{what} not found")
     if status == 403:
         return reader.Unavailable(f"the operator is not allowed to read {what} (forbidden): {message}")
     if status in (0, 401, 408, 429) or status >= 500:

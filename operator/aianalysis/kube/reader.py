@@ -24,6 +24,10 @@ class Unavailable(errors.AIAnalysisError):
     reason = "NotAvailable"
 
 
+class NotFound(Unavailable):
+    """The object does not exist (404)."""
+
+
 class ClusterReader(Protocol):
     """Read-only access to the cluster for the investigation tools. ``kind`` is a canonical kind
     name from the tool box's table (``Deployment``, ``Pod``...), never ``Secret``."""
