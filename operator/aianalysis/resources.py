@@ -82,6 +82,17 @@ CANONICAL_REASON_CODES: tuple[str, ...] = (
     "NetworkNotReady",
 )
 
+#: ``failureDetails.reason`` of an execution a blast-radius guard did not let start: nothing ran, so
+#: no recovery analysis follows (``executor.guards``).
+NOT_STARTED_REASONS: tuple[str, ...] = (
+    "TargetBusy",
+    "Cooldown",
+    "FailureBackoff",
+    "NotOptedIn",
+    "ConcurrencyLimit",
+    "HourlyLimit",
+)
+
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]

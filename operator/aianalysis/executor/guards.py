@@ -13,10 +13,11 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aianalysis import resources
 from aianalysis.assessment import timeline
 
 TERMINAL = ("Completed", "Failed")
-GUARD_REASONS = ("TargetBusy", "Cooldown", "FailureBackoff", "NotOptedIn", "ConcurrencyLimit", "HourlyLimit")
+GUARD_REASONS = resources.NOT_STARTED_REASONS
 AUTO_APPROVER = "autoExecute"
 LABEL_APPROVED_BY = "kubernaut.io/approved-by"
 

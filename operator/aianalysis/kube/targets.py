@@ -99,7 +99,9 @@ async def executions(api: client.ApiClient, *, namespace: str | None) -> list[di
             finally:
                 response.release_conn()
         except client.ApiException as exc:
-            raise errors.ClusterError(f"listing workflowexecutions: {exc.status} {exc.reason}") from exc
+            raise errors.ClusterError(
+                f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
+            ) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: unreachable ({type(exc).__name__})"
