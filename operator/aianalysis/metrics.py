@@ -198,7 +198,11 @@ def serve(port: int) -> None:
 def record_execution(outcome: str, reason: str | None = None) -> None:
     """One WorkflowExecution the executor brought to its end (once per execution: the executor
     counts only the transition it wrote)."""
-    known = reason in resources.CANONICAL_REASON_CODES or reason in (None, "SelectionInvalid")
+    known = (
+        reason in resources.CANONICAL_REASON_CODES
+        or reason in resources.NOT_STARTED_REASONS
+        or reason in (None, "SelectionInvalid")
+    )
     EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()
 
 
