@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from aianalysis import resources
+from aianalysis.analysis import pipeline, prompts, status
 from aianalysis.assessment import fingerprint, history, judge, podhealth, prometheus, timeline
 
 ENDED = datetime.datetime(2026, 11, 20, 10, 5, tzinfo=datetime.UTC)
@@ -224,3 +226,51 @@ async def test_a_prometheus_that_does_not_answer_is_unavailable() -> None:
         await source.value("up", at=ENDED)
     with pytest.raises(prometheus.Unavailable):
         await prometheus.HttpSource(url="file:///etc/passwd").value("up", at=ENDED)
+
+
+def decision(workflow: str | None, review: str | None = None) -> status.Decision:
+    chosen = (
+        resources.SelectedWorkflow(
+            workflow_id=workflow,
+            version="1.0.0",
+            container_image="x@sha256:1",
+            confidence=0.95,
+            rationale="r",
+        )
+        if workflow
+        else None
+    )
+    return status.Decision(
+        selected=chosen,
+        review_reason=review,
+        root_cause=None,
+        alternatives=[],
+        warnings=[],
+        attempts=[],  # type: ignore[arg-type]
+        recovery=None,
+        llm=resources.LLMUsage(provider="offline"),
+    )
+
+
+def test_an_ineffective_workflow_is_not_auto_selected_again_and_recurrence_goes_to_a_person() -> None:
+    now = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
+    runs = [
+        execution("a-exec-1", workflow="restart", verdict="ineffective", ended="2026-11-20T11:00:00Z"),
+        execution("b-exec-1", workflow="raise-memory", verdict="effective", ended="2026-11-20T11:10:00Z"),
+        execution("c-exec-1", workflow="raise-memory", verdict="effective", ended="2026-11-20T11:20:00Z"),
+    ]
+    past = history.of_target(
+        runs, kind="Deployment", name="api", namespace="prod", now=now, window_seconds=86400
+    )
+    again = pipeline.with_history(decision("restart"), past)
+    assert again.review_reason == "previously_ineffective" and "a-exec-1" in again.warnings[-1]
+    assert again.selected is not None  # still shown as the proposal a person may approve
+    back = pipeline.with_history(decision("scale-up"), past)
+    assert back.review_reason == "recurring_after_remediation" and "b-exec-1" in back.warnings[-1]
+    assert pipeline.with_history(decision("scale-up"), history.History()).review_reason is None
+    assert (
+        pipeline.with_history(decision("restart", "low_confidence"), past).review_reason == "low_confidence"
+    )
+    section = prompts.history_section(history.describe(past, now=now))
+    assert section.startswith("## Remediation History") and "restart 1.0.0: completed 60 min ago" in section
+    assert prompts.history_section([]) == ""
