@@ -473,6 +473,8 @@ class IntakeStatus(Model):
     occurrences: Annotated[int, Field(ge=1)]
     first_seen_at: str | None = None
     last_seen_at: str | None = None
+    resolved_at: str | None = None
+    """When every alert of the incident was reported resolved after the analysis ended."""
 
 
 class AIAnalysisStatus(Model):

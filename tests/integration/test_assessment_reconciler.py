@@ -276,3 +276,45 @@ async def test_a_dry_run_is_not_executed(runtime: runtime_mod.Runtime, namespace
     final = assessment(runtime.api, namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("NotExecuted", "not_executed", "DryRun")
     assert done is not None and done.reason == "NotExecuted"
+
+
+@pytest.mark.parametrize(
+    ("resolved", "seen", "alert", "verdict"),
+    [(5, -60, "pass", "effective"), (5, 10, "fail", "partial"), (None, -60, "unknown", "effective")],
+    ids=["resolved", "fired-again", "no-notification"],
+)
+async def test_the_alert_state_comes_from_the_intakes_notifications(
+    runtime: runtime_mod.Runtime, namespace: str, resolved: int | None, seen: int, alert: str, verdict: str
+) -> None:
+    custom = client.CustomObjectsApi(runtime.api)
+    custom.create_namespaced_custom_object(
+        G,
+        V,
+        namespace,
+        resources.AIANALYSIS_PLURAL,
+        {
+            "apiVersion": f"{G}/{V}",
+            "kind": "AIAnalysis",
+            "metadata": {"name": "api-fix"},
+            "spec": {
+                "signal": {"type": "OOMKilled", "severity": "high", "alertName": "PodOOMKilled"},
+                "resource": {"kind": "Pod", "name": "api-0", "namespace": namespace},
+            },
+        },
+    )
+    healthy_pod(runtime.api, namespace)
+    ref = completed_execution(runtime.api, namespace)
+    now = utcnow()
+    intake: dict[str, Any] = {"occurrences": 2, "lastSeenAt": stamp(now + datetime.timedelta(seconds=seen))}
+    if resolved is not None:
+        intake["resolvedAt"] = stamp(now + datetime.timedelta(seconds=resolved))
+    custom.patch_namespaced_custom_object_status(
+        G, V, namespace, resources.AIANALYSIS_PLURAL, "api-fix", {"status": {"intake": intake}}
+    )
+    await start_window(runtime, ref)
+    await assess(runtime, ref)
+    final = assessment(runtime.api, namespace)
+    evidence = {e["check"]: e for e in final["evidence"]}
+    assert evidence["alert"]["result"] == alert and final["verdict"] == verdict, final
+    if alert == "unknown":
+        assert "no data" in evidence["alert"]["detail"]  # never counted as resolved

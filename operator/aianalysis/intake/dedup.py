@@ -249,6 +249,9 @@ class Tracker:
 
     async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
         incident.firing.discard(incoming.alert.fingerprint)
+        if incident.name is not None and incident.ended_at is not None and not incident.firing:
+            await self._note_resolved(incident, incoming.received)  # the assessment reads it
+            return "resolved"
         if incident.name is None or incident.ended_at is not None or incident.firing:
             return "resolved"
         for _ in range(3):  # each retry follows a conflicting write by someone else
@@ -266,6 +269,17 @@ class Tracker:
             if await self._cancel(incident, body, incoming.received):
                 return "cancelled"
         return "resolved"
+
+    async def _note_resolved(self, incident: Incident, received: str) -> None:
+        """``status.intake.resolvedAt`` on the incident's analysis (merged: the counts stay)."""
+        assert incident.name is not None
+        try:
+            await self._call(
+                self._api.patch_namespaced_custom_object_status, G, V, incident.namespace, AIA, incident.name,
+                {"status": {"intake": {"resolvedAt": received}}},
+            )  # fmt: skip
+        except _NotFound:
+            self._forget_analysis(incident)
 
     async def _cancel(self, incident: Incident, body: dict[str, Any], received: str) -> bool:
         meta = body["metadata"]
