@@ -632,7 +632,7 @@ def test_api_errors_are_classified(status: int, expected: type[Exception]) -> No
     exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
     classified = k8s.classify(exc, what="Pod ns/x")
     assert isinstance(classified, expected)
-    assert isinstance(classified, kube_reader.NotFound) == (status == 404)  # the assessment's "target deleted"
+    assert isinstance(classified, kube_reader.NotFound) == (status == 404)  # "target deleted"
     if status != 404:
         assert f"server says {status}" in str(classified)
     else:
