@@ -93,6 +93,14 @@ NOT_STARTED_REASONS: tuple[str, ...] = (
     "HourlyLimit",
 )
 
+
+def never_ran(status: Mapping[str, Any]) -> bool:
+    """An execution status that ended without running anything: blocked by a guard, refused as no
+    longer valid, or a dry run. Such executions are neither history nor a failure streak."""
+    reason = (status.get("failureDetails") or {}).get("reason")
+    return bool(status.get("dryRun")) or reason in NOT_STARTED_REASONS or reason == "SelectionInvalid"
+
+
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]

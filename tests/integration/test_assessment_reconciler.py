@@ -318,3 +318,15 @@ async def test_the_alert_state_comes_from_the_intakes_notifications(
     assert evidence["alert"]["result"] == alert and final["verdict"] == verdict, final
     if alert == "unknown":
         assert "no data" in evidence["alert"]["detail"]  # never counted as resolved
+
+
+async def test_an_execution_that_ended_long_before_the_operator_saw_it_is_not_judged(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    healthy_pod(runtime.api, namespace)
+    ref = completed_execution(runtime.api, namespace)
+    later = utcnow() + datetime.timedelta(hours=2)  # e.g. the operator was installed since
+    await assess_at(runtime, ref, later)
+    final = assessment(runtime.api, namespace)
+    assert (final["phase"], final["verdict"], final["reason"]) == ("Assessed", "unknown", "NotObserved")
+    assert await assessor.reconcile(runtime, ref) is None

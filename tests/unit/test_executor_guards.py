@@ -125,3 +125,13 @@ def test_dry_runs_never_count_as_executions() -> None:
     dry = wfe("a-exec-1", phase="Completed", started=2, ended=1)
     dry["status"]["dryRun"] = True
     assert check(wfe("b-exec-1"), [dry]) is None
+
+
+def test_executions_that_never_ran_are_not_failures_or_runs() -> None:
+    """A blocked or refused execution ends Failed, but nothing ran: no streak, no cooldown."""
+    policy = guards.Policy(failure_threshold=1, failure_backoff_seconds=600)
+    blocked = wfe("a-exec-1", phase="Failed", started=2, ended=1)
+    blocked["status"]["failureDetails"] = {"reason": "Cooldown"}
+    refused = wfe("b-exec-1", phase="Failed", started=2, ended=1)
+    refused["status"]["failureDetails"] = {"reason": "SelectionInvalid"}
+    assert check(wfe("c-exec-1"), [blocked, refused], policy=policy) is None

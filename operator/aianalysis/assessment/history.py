@@ -14,6 +14,7 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aianalysis import resources
 from aianalysis.assessment import timeline
 
 MAX_ENTRIES = 10
@@ -64,7 +65,9 @@ def of_target(
         meta, spec, status = (body.get(k) or {} for k in ("metadata", "spec", "status"))
         target = spec.get("targetResource") or {}
         where = target.get("namespace") or meta.get("namespace")
-        if (target.get("kind"), target.get("name"), where) != (kind, name, namespace) or status.get("dryRun"):
+        if (target.get("kind"), target.get("name"), where) != (kind, name, namespace) or resources.never_ran(
+            status
+        ):
             continue
         ended = timeline.parse_time(status.get("completedAt"))
         if status.get("phase") not in ("Completed", "Failed") or ended is None:

@@ -36,6 +36,8 @@ MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], datetime.datetime]
 DONE = ("Assessed", "NotExecuted")
+LATE_SECONDS = 3600.0
+"""A window that ended longer ago than this when first seen is not assessed (``NotObserved``)."""
 WFE = resources.WORKFLOWEXECUTION_PLURAL
 
 
@@ -145,6 +147,10 @@ async def _start_window(
             found = None
         after = fingerprint.fingerprint(found) if found is not None else None
     due = ended + datetime.timedelta(seconds=window)
+    if (now - due).total_seconds() > LATE_SECONDS:
+        await _write(runtime, body, st, _too_late(current, window=window, now=now))
+        metrics.record_assessment("unknown", "NotObserved", None)
+        return Wait(0.0)  # the next step finds it assessed and stops
     stabilizing = current.model_copy(
         update={
             "phase": "Stabilizing",
@@ -328,6 +334,21 @@ def _target(body: dict[str, Any], spec: resources.WorkflowExecutionSpec) -> reso
         return None
     return (
         target if target.namespace else target.model_copy(update={"namespace": body["metadata"]["namespace"]})
+    )
+
+
+def _too_late(current: resources.Assessment, *, window: int, now: datetime.datetime) -> resources.Assessment:
+    """Completed long before this operator first saw it (installed or upgraded since): what the
+    target does now says nothing about that execution."""
+    return current.model_copy(
+        update={
+            "phase": "Assessed",
+            "verdict": "unknown",
+            "reason": "NotObserved",
+            "window_seconds": window,
+            "assessed_at": timeline.timestamp(now),
+            "message": "the execution ended long before its window could be observed; not assessed",
+        }
     )
 
 

@@ -211,6 +211,8 @@ def run_of(body: Mapping[str, Any]) -> Run:
     started = timeline.parse_time((assessment.get("before") or {}).get("at")) or timeline.parse_time(
         status.get("startedAt")
     )
+    if resources.never_ran(status):
+        started = None
     return Run(
         name=meta.get("name") or "",
         namespace=ns,
