@@ -73,7 +73,7 @@ def start_operator(
 # ---- the scenario ------------------------------------------------------------------------------------
 
 
-def catalog_entry(cluster: devcluster.DevCluster) -> tuple[str, str]:
+def catalog_entry(cluster: devcluster.DevCluster, *, window: str | None = None) -> tuple[str, str]:
     """A workflow only this test's incidents match (a signal type of its own); (workflow id, signal)."""
     wid, signal = f"fix-{secrets.token_hex(3)}", f"Broken{secrets.token_hex(3)}"
     body = {
@@ -92,6 +92,8 @@ def catalog_entry(cluster: devcluster.DevCluster) -> tuple[str, str]:
             "estimatedDuration": "5m",
         },
     }
+    if window:
+        body["spec"]["stabilizationWindow"] = window  # type: ignore[index]  # a JSON body
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
     return wid, signal
 
@@ -425,3 +427,36 @@ def test_automatic_execution_outside_the_opted_in_scope_is_blocked_with_its_reas
         assert 'aianalysis_execution_guard_blocks_total{reason="NotOptedIn"} 1.0' in executor.metrics()
     finally:
         executor.stop()
+
+
+def test_a_target_changed_by_another_writer_during_the_window_is_drift_not_effective(
+    jobs_cluster: devcluster.DevCluster,
+    ns: str,
+    start_executor: Callable[..., OperatorProcess],
+    start_operator: Callable[..., OperatorProcess],
+) -> None:
+    """The workflow's own ``stabilizationWindow`` (8s) wins over the setting; someone scales the
+    Deployment while the window runs: the verdict is ``unknown`` (SpecDrift), never effective."""
+    cluster = jobs_cluster
+    _, signal = catalog_entry(cluster, window="8s")
+    executor, operator = start_executor(), start_operator()
+    deployment(cluster, ns, healthy=True)
+    incident(cluster, ns, "api-drift", signal)
+    analysed(cluster, ns, "api-drift", operator.logs)
+    assert approve(cluster, ns, "api-drift").returncode == 0
+    run_to_completion(cluster, ns, "api-drift-exec-1", executor.logs)
+    wait_for(
+        lambda: (
+            (
+                (get(cluster, "wfe", "api-drift-exec-1", ns) or {}).get("status", {}).get("assessment") or {}
+            ).get("phase")
+            == "Stabilizing"
+        ),
+        what="the window to start",
+        logs=operator.logs,
+    )
+    cluster.kubectl("scale", "deployment", "api", "-n", ns, "--replicas=3")  # another writer
+    result = assessed(cluster, ns, "api-drift-exec-1", operator.logs)["status"]["assessment"]
+    assert result["windowSeconds"] == 8
+    assert (result["verdict"], result["reason"]) == ("unknown", "SpecDrift"), result
+    assert result["currentSpecHash"] != result["afterSpecHash"]
