@@ -4,6 +4,9 @@ from what the cluster showed (Pods since the execution, alert, metrics, fingerpr
 from __future__ import annotations
 
 import datetime
+import http.server
+import json
+import threading
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from aianalysis import resources
 from aianalysis.analysis import pipeline, prompts, status
 from aianalysis.assessment import fingerprint, history, judge, podhealth, prometheus, timeline
+from aianalysis.controller import assessment_reconciler as assessor
 
 ENDED = datetime.datetime(2026, 11, 20, 10, 5, tzinfo=datetime.UTC)
 BEFORE_END, AFTER_END = "2026-11-20T10:00:00Z", "2026-11-20T10:07:00Z"
@@ -274,3 +278,56 @@ def test_an_ineffective_workflow_is_not_auto_selected_again_and_recurrence_goes_
     section = prompts.history_section(history.describe(past, now=now))
     assert section.startswith("## Remediation History") and "restart 1.0.0: completed 60 min ago" in section
     assert prompts.history_section([]) == ""
+
+
+class Recorded:
+    """A metrics source answering from a table (the Source protocol; the HTTP client is tested below)."""
+
+    def __init__(self, answers: dict[tuple[str, datetime.datetime], float | None]) -> None:
+        self.answers = answers
+
+    async def value(self, query: str, *, at: datetime.datetime) -> float | None:
+        key = next(k for k in self.answers if k[0] in query and k[1] == at)
+        return self.answers[key]
+
+
+async def test_before_after_metrics_compare_the_standard_queries() -> None:
+    target = resources.ResourceRef(kind="Deployment", name="api", namespace="prod")
+    before, now = ENDED - datetime.timedelta(minutes=10), ENDED + datetime.timedelta(minutes=5)
+    better = Recorded(
+        {("restarts", before): 12.0, ("restarts", now): 0.0, ("ready", before): 2.0, ("ready", now): 0.0}
+    )
+    made = await assessor._metrics(better, target, before=before, now=now)
+    assert made is not None and made.score == 1.0 and "restarts: 12 → 0" in made.detail
+    worse = Recorded(
+        {("restarts", before): 0.0, ("restarts", now): 5.0, ("ready", before): None, ("ready", now): 1.0}
+    )
+    made = await assessor._metrics(worse, target, before=before, now=now)
+    assert made is not None and made.score == 0.0 and "notReady: no data" in made.detail
+
+
+async def test_the_http_source_reads_a_prometheus_reply() -> None:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            empty = "absent" in self.path
+            result = [] if empty else [{"metric": {}, "value": [1, "2"]}, {"metric": {}, "value": [1, "3.5"]}]
+            body = json.dumps(
+                {"status": "success", "data": {"resultType": "vector", "result": result}}
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        source = prometheus.HttpSource(url=f"http://127.0.0.1:{server.server_address[1]}")
+        assert await source.value("sum(up)", at=ENDED) == 5.5
+        assert await source.value("absent_metric", at=ENDED) is None  # no series: no data, not zero
+    finally:
+        server.shutdown()
+        server.server_close()
