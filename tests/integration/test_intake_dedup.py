@@ -167,6 +167,7 @@ async def test_resolved_after_the_analysis_ended_is_recorded_for_the_assessment(
 ) -> None:
     intake = tracker()
     await intake.handle(incoming(namespace, "api-1"))
+    await intake.aclose()
     [item] = items(api, namespace)
     end(api, namespace, item["metadata"]["name"], completed_at="2026-11-22T10:01:00Z")
     intake = tracker()  # a restarted intake: it learns from the cluster that the analysis ended

@@ -273,13 +273,16 @@ class Tracker:
     async def _note_resolved(self, incident: Incident, received: str) -> None:
         """``status.intake.resolvedAt`` on the incident's analysis (merged: the counts stay)."""
         assert incident.name is not None
+        intake = {"resolvedAt": received, "occurrences": max(incident.occurrences, 1)}  # a required field
         try:
             await self._call(
                 self._api.patch_namespaced_custom_object_status, G, V, incident.namespace, AIA, incident.name,
-                {"status": {"intake": {"resolvedAt": received}}},
+                {"status": {"intake": intake}},
             )  # fmt: skip
         except _NotFound:
             self._forget_analysis(incident)
+        except errors.ClusterError as exc:  # best effort: the assessment then reports the alert unknown
+            log.warning("resolvedAt of %s/%s not written: %s", incident.namespace, incident.name, exc)
 
     async def _cancel(self, incident: Incident, body: dict[str, Any], received: str) -> bool:
         meta = body["metadata"]
