@@ -198,7 +198,11 @@ def serve(port: int) -> None:
 def record_execution(outcome: str, reason: str | None = None) -> None:
     """One WorkflowExecution the executor brought to its end (once per execution: the executor
     counts only the transition it wrote)."""
-    known = reason in resources.CANONICAL_REASON_CODES or reason in (None, "SelectionInvalid")
+    known = (
+        reason in resources.CANONICAL_REASON_CODES
+        or reason in resources.NOT_STARTED_REASONS
+        or reason in (None, "SelectionInvalid")
+    )
     EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()
 
 
@@ -233,3 +237,29 @@ INTERNAL_RETRIES = prom.Counter(
     ["cause"],
     registry=REGISTRY,
 )
+
+ASSESSMENTS = prom.Counter(
+    "aianalysis_assessments_total",
+    "Effectiveness assessments made, by verdict (effective|partial|ineffective|unknown|not_executed) "
+    "and reason (Healthy, StillFailing, SpecDrift, ClockSkew, ...).",
+    ["verdict", "reason"],
+    registry=REGISTRY,
+)
+ASSESSMENT_SCORE = prom.Histogram(
+    "aianalysis_assessment_score",
+    "Effectiveness score (0..1) of assessed executions that had data.",
+    buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 1.0),
+    registry=REGISTRY,
+)
+GUARD_BLOCKS = prom.Counter(
+    "aianalysis_execution_guard_blocks_total",
+    "Executions the blast-radius guards did not let start, by guard reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+
+def record_assessment(verdict: str, reason: str, score: float | None) -> None:
+    ASSESSMENTS.labels(verdict=verdict, reason=reason).inc()
+    if score is not None:
+        ASSESSMENT_SCORE.observe(score)

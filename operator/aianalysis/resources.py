@@ -60,7 +60,15 @@ HumanReviewReason = Literal[
     "provider_unavailable",
     "provider_error",
     "investigation_failed",
+    "previously_ineffective",
+    "recurring_after_remediation",
 ]
+
+#: What the effectiveness assessment concluded about an execution (``not_executed``: a dry run).
+Verdict = Literal["effective", "partial", "ineffective", "unknown", "not_executed"]
+AssessmentPhase = Literal["Stabilizing", "Assessed", "NotExecuted"]
+EvidenceResult = Literal["pass", "fail", "unknown", "skipped"]
+DURATION_PATTERN = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 
 #: Canonical Kubernetes reason codes of a failed execution (``executor.reasons``). Other codes are
 #: accepted (clusters invent new ones) and get generic recovery guidance.
@@ -85,6 +93,25 @@ CANONICAL_REASON_CODES: tuple[str, ...] = (
     "NodeUnreachable",
     "NetworkNotReady",
 )
+
+#: ``failureDetails.reason`` of an execution a blast-radius guard did not let start: nothing ran, so
+#: no recovery analysis follows (``executor.guards``).
+NOT_STARTED_REASONS: tuple[str, ...] = (
+    "TargetBusy",
+    "Cooldown",
+    "FailureBackoff",
+    "NotOptedIn",
+    "ConcurrencyLimit",
+    "HourlyLimit",
+)
+
+
+def never_ran(status: Mapping[str, Any]) -> bool:
+    """An execution status that ended without running anything: blocked by a guard, refused as no
+    longer valid, or a dry run. Such executions are neither history nor a failure streak."""
+    reason = (status.get("failureDetails") or {}).get("reason")
+    return bool(status.get("dryRun")) or reason in NOT_STARTED_REASONS or reason == "SelectionInvalid"
+
 
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 
@@ -235,6 +262,8 @@ class RemediationWorkflowSpec(Model):
     parameters: Annotated[list[WorkflowParameter], Field(max_length=64)] = Field(default_factory=list)
     execution: WorkflowExecutionSettings
     estimated_duration: str | None = None
+    stabilization_window: Annotated[str, Field(min_length=2, pattern=DURATION_PATTERN)] | None = None
+    """How long after this workflow ran its effect is assessed (``5m``; default: the setting)."""
     action_type: Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]*$", max_length=128)] | None = None
     guidance: WorkflowGuidance | None = None
     custom_labels: dict[str, str] | None = None
@@ -464,6 +493,8 @@ class IntakeStatus(Model):
     occurrences: Annotated[int, Field(ge=1)]
     first_seen_at: str | None = None
     last_seen_at: str | None = None
+    resolved_at: str | None = None
+    """When every alert of the incident was reported resolved after the analysis ended."""
 
 
 class AIAnalysisStatus(Model):
@@ -504,6 +535,39 @@ class WorkflowExecutionSpec(Model):
     target_resource: ResourceRef | None = None
 
 
+class AssessmentBaseline(Model):
+    """The target as the executor found it right before it created the Job."""
+
+    at: str
+    spec_hash: str | None = None
+    """``sha256:…`` fingerprint of the target's desired state; absent when it could not be read."""
+    target_found: bool = True
+
+
+class AssessmentEvidence(Model):
+    check: str
+    result: EvidenceResult
+    detail: str
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+
+
+class Assessment(Model):
+    """Did the execution work? ``before`` is the executor's; everything else the operator's."""
+
+    phase: AssessmentPhase | None = None
+    before: AssessmentBaseline | None = None
+    after_spec_hash: str | None = None
+    window_seconds: Annotated[int, Field(ge=0)] | None = None
+    assess_after: str | None = None
+    assessed_at: str | None = None
+    current_spec_hash: str | None = None
+    verdict: Verdict | None = None
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    reason: str | None = None
+    message: str | None = None
+    evidence: list[AssessmentEvidence] | None = None
+
+
 class WorkflowExecutionStatus(Model):
     phase: ExecutionPhase = "Pending"
     started_at: str | None = None
@@ -512,6 +576,8 @@ class WorkflowExecutionStatus(Model):
     recovery_analysis_ref: str | None = None
     needs_human_review: bool | None = None
     human_review_reason: HumanReviewReason | None = None
+    dry_run: bool | None = None
+    assessment: Assessment | None = None
     conditions: list[Condition] | None = None
 
 

@@ -155,6 +155,32 @@ class Settings:
     llm_budget_tokens_per_day: int | None = None
     """LLM tokens (input, output, cache) that may be billed in any rolling 24 hours (unset = unlimited)."""
 
+    dry_run: bool = False
+    """Dry run for the whole product: analyses and approvals proceed and WorkflowExecutions are
+    created, but the executor creates no Job (``status.dryRun``) and the assessment says
+    ``not_executed``. Set it on the executor and the operator alike (the chart does)."""
+
+    # ---- the effectiveness assessment (in the operator; read-only) ----
+
+    assessment_window_seconds: float = 300.0
+    """Stabilization window: how long after an execution ended its effect is assessed (a workflow's
+    ``stabilizationWindow`` overrides it)."""
+
+    assessment_max_clock_skew_seconds: float = 30.0
+    """If this process' clock and the API server's differ by more, the verdict is ``unknown``
+    (``ClockSkew``): "since the execution" cannot be told apart then."""
+
+    assessment_history_seconds: float = 86400.0
+    """How far back earlier executions on the same target are fed into the next analysis."""
+
+    assessment_recurrence_threshold: int = 2
+    """An incident analysed again after this many ``effective`` executions on its target within
+    the history goes to human review (``recurring_after_remediation``); 0 disables it."""
+
+    prometheus_url: str | None = None
+    """Prometheus (or a compatible API) for before/after metrics and the alert state; unset: those
+    checks are skipped. When set and it does not answer, the verdict is ``unknown``."""
+
     # ---- the executor (``aianalysis executor``; a separate, opt-in process) ----
 
     executor_backoff_limit: int = 0
@@ -179,6 +205,32 @@ class Settings:
 
     executor_auto_execute_max_age_seconds: float = 600.0
     """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""
+
+    executor_cooldown_seconds: float = 1800.0
+    """Guard: the same workflow does not run again on the same target within this time (0: off)."""
+
+    executor_failure_threshold: int = 3
+    """Guard: after this many consecutive failed or ineffective executions on a target, the next
+    waits ``executor_failure_backoff_seconds`` (doubling per further failure; 0: off)."""
+
+    executor_failure_backoff_seconds: float = 900.0
+    """Guard: the first backoff after ``executor_failure_threshold`` failures."""
+
+    executor_failure_backoff_max_seconds: float = 86400.0
+    """Guard: the longest backoff."""
+
+    executor_managed_label: str = "kubernaut.io/managed"
+    """Guard: automatic executions (``autoExecute``) run only where the namespace or the target
+    carries this label with the value ``true``."""
+
+    executor_require_managed_label: bool = True
+    """Guard: whether automatic executions need ``executor_managed_label`` (approved ones never do)."""
+
+    executor_max_concurrent: int = 5
+    """Guard: executions running at once, cluster-wide (0: no limit)."""
+
+    executor_max_per_hour: int = 20
+    """Guard: executions started in any rolling hour, cluster-wide (0: no limit)."""
 
     def __post_init__(self) -> None:
         problems = list(_problems(self))
@@ -234,6 +286,17 @@ def _problems(s: Settings) -> list[str]:
     ):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
+    for name in (
+        "assessment_window_seconds", "assessment_history_seconds", "assessment_recurrence_threshold",
+        "executor_cooldown_seconds", "executor_failure_threshold", "executor_failure_backoff_seconds",
+        "executor_max_concurrent", "executor_max_per_hour",
+    ):  # fmt: skip
+        if getattr(s, name) < 0:
+            out.append(f"{env_name(name)} must not be negative, not {getattr(s, name)}")
+    if not s.assessment_max_clock_skew_seconds > 0:
+        out.append(f"{env_name('assessment_max_clock_skew_seconds')} must be positive")
+    if s.executor_failure_backoff_max_seconds < s.executor_failure_backoff_seconds:
+        out.append(f"{env_name('executor_failure_backoff_max_seconds')} must be at least the first backoff")
     for name in (
         "llm_timeout_seconds",
         "provider_retry_delay_seconds",

@@ -515,6 +515,7 @@ def test_auto_execute_runs_fresh_confident_selections_in_listed_environments_onc
     autoExecute is on; the shipped-role run is the test above)."""
     cluster = jobs_cluster
     wf = workflow(cluster)
+    cluster.kubectl("label", "namespace", ns, "kubernaut.io/managed=true")  # the guards' opt-in
     executor = OperatorProcess(
         kubeconfig=cluster.kubeconfig, log_dir=tmp_path,
         env={"AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true",

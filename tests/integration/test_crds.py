@@ -254,7 +254,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             tool_calls=6,
         ),
         conditions=[condition],
-        intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1),
+        intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1, resolved_at=T1),
     )
 
 
@@ -275,6 +275,27 @@ def full_execution_status() -> resources.WorkflowExecutionStatus:
         recovery_analysis_ref="payment-oom-1-recovery-1",
         needs_human_review=True,
         human_review_reason="max_recovery_attempts",
+        dry_run=False,
+        assessment=resources.Assessment(
+            phase="Assessed",
+            before=resources.AssessmentBaseline(
+                at=T0, spec_hash="sha256:0123456789abcdef", target_found=True
+            ),
+            after_spec_hash="sha256:1111111111111111",
+            window_seconds=300,
+            assess_after=T1,
+            assessed_at=T1,
+            current_spec_hash="sha256:1111111111111111",
+            verdict="partial",
+            score=0.62,
+            reason="AlertStillFiring",
+            message="Pods are healthy but the alert still fires",
+            evidence=[
+                resources.AssessmentEvidence(
+                    check="podHealth", result="pass", detail="1/1 pods ready", score=1.0
+                )
+            ],
+        ),
         conditions=[
             resources.Condition(
                 type="Succeeded",

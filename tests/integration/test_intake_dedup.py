@@ -162,6 +162,22 @@ async def test_a_resolved_alert_leaves_a_started_analysis_alone(
     assert items(api, namespace)[0]["status"]["phase"] == "Investigating"
 
 
+async def test_resolved_after_the_analysis_ended_is_recorded_for_the_assessment(
+    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+) -> None:
+    intake = tracker()
+    await intake.handle(incoming(namespace, "api-1"))
+    await intake.aclose()
+    [item] = items(api, namespace)
+    end(api, namespace, item["metadata"]["name"], completed_at="2026-11-22T10:01:00Z")
+    intake = tracker()  # a restarted intake: it learns from the cluster that the analysis ended
+
+    assert await intake.handle(incoming(namespace, "api-1", status="resolved")) == "resolved"
+    await intake.aclose()
+    recorded = items(api, namespace)[0]["status"]["intake"]
+    assert recorded["resolvedAt"] == "2026-11-22T10:00:00Z" and recorded["occurrences"] == 1
+
+
 async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_business_context(
     api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:

@@ -479,7 +479,8 @@ EXPECTED_COLUMNS = {
     },
     "WorkflowExecution": {
         "Phase": ".status.phase", "Workflow": ".spec.workflowRef.workflowId",
-        "Reason": ".status.failureDetails.reason", "Age": ".metadata.creationTimestamp",
+        "Reason": ".status.failureDetails.reason", "Verdict": ".status.assessment.verdict",
+        "Score": ".status.assessment.score", "Age": ".metadata.creationTimestamp",
         "Analysis": ".spec.analysisRef", "Recovery": ".status.recoveryAnalysisRef",
     },
     "RemediationWorkflow": {

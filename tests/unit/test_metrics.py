@@ -283,6 +283,9 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_unreadable_objects",
         "aianalysis_catalog_sync_last_success_timestamp_seconds",
         "aianalysis_reconcile_retries",
+        "aianalysis_assessments",
+        "aianalysis_assessment_score",
+        "aianalysis_execution_guard_blocks",
     }
     durations = {
         name for name in ours if name.endswith("_seconds") and not name.endswith("_timestamp_seconds")
@@ -311,3 +314,15 @@ def test_executions_are_counted_by_outcome_and_a_bounded_reason() -> None:
     assert value(name, outcome="completed", reason="none") == before["done"] + 1
     assert value(name, outcome="refused", reason="SelectionInvalid") == before["refused"] + 1
     assert value(name, outcome="failed", reason="SomethingAClusterInvented") == 0
+    blocked = value(name, outcome="blocked", reason="Cooldown")
+    metrics.record_execution("blocked", "Cooldown")
+    assert value(name, outcome="blocked", reason="Cooldown") == blocked + 1
+
+
+def test_assessments_are_counted_by_verdict_and_reason_and_scored() -> None:
+    before = value("aianalysis_assessments_total", verdict="ineffective", reason="StillFailing")
+    scored = value("aianalysis_assessment_score_count")
+    metrics.record_assessment("ineffective", "StillFailing", 0.0)
+    metrics.record_assessment("unknown", "ClockSkew", None)
+    assert value("aianalysis_assessments_total", verdict="ineffective", reason="StillFailing") == before + 1
+    assert value("aianalysis_assessment_score_count") == scored + 1  # unknown has no score

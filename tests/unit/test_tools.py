@@ -15,6 +15,7 @@ from aianalysis import catalog, errors, resources
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader as k8s
 from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import reader as kube_reader
 
 PRODUCTION = {
     "environment": "production",
@@ -630,6 +631,7 @@ def test_api_errors_are_classified(status: int, expected: type[Exception]) -> No
     exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
     classified = k8s.reader_error(exc, what="Pod ns/x")
     assert type(classified) is expected
+    assert isinstance(classified, kube_reader.NotFound) == (status == 404)  # "target deleted"
     if status != 404:
         assert f"server says {status}" in str(classified)
     else:

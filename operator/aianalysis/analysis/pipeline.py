@@ -15,6 +15,7 @@ from aianalysis import errors, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import answer as answer_mod
 from aianalysis.analysis import llm, prompts, scope, status, tools, validation
+from aianalysis.assessment import history as assessment_history
 
 
 async def analyze(
@@ -25,6 +26,7 @@ async def analyze(
     reader: tools.ClusterReader | None,
     settings: settings_mod.Settings,
     now: resources.Clock = resources.utcnow,
+    history: assessment_history.History | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
@@ -40,9 +42,9 @@ async def analyze(
         max_chars=settings.tool_output_max_chars,
         facts=await facts.of(where.incident),
     )
-    conversation = provider.open(
-        system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
-    )
+    past = prompts.history_section(assessment_history.describe(history, now=now()) if history else [])
+    prompt = prompts.user_prompt(spec) + ("\n\n" + past if past else "")
+    conversation = provider.open(system=prompts.SYSTEM_PROMPT, prompt=prompt, toolbox=toolbox, spec=spec)
     try:
         submission = await conversation.answer()
     except errors.ProviderError as exc:
@@ -79,11 +81,39 @@ async def analyze(
             "cluster_read_failures": toolbox.cluster_read_failures,
         }
     )
-    decision = decide(
-        verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
+    floor = settings.confidence_floor
+    decision = with_history(
+        decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor), history
     )
     if toolbox.investigation_failed:
         return investigation_failed(decision)
+    return decision
+
+
+def with_history(decision: status.Decision, history: assessment_history.History | None) -> status.Decision:
+    """Policy from earlier executions on the target: a workflow that was ineffective there is not
+    auto-selected again, and an incident back after fixes judged effective goes to a person."""
+    if history is None or decision.review_reason is not None:
+        return decision
+    chosen = decision.selected
+    if chosen is not None and chosen.workflow_id in history.ineffective:
+        runs = [e.execution for e in history.entries if e.workflow_id == chosen.workflow_id]
+        warning = (
+            f"{chosen.workflow_id} was ineffective on this target recently ({', '.join(runs)}): "
+            "a person decides whether to run it again"
+        )
+        return dataclasses.replace(
+            decision, review_reason="previously_ineffective", warnings=[*decision.warnings, warning]
+        )
+    if history.recurring:
+        runs = [e.execution for e in history.effective]
+        warning = (
+            f"the incident is back after {len(runs)} executions judged effective ({', '.join(runs)}): "
+            "the fixes treat a symptom; a person looks for the cause"
+        )
+        return dataclasses.replace(
+            decision, review_reason="recurring_after_remediation", warnings=[*decision.warnings, warning]
+        )
     return decision
 
 

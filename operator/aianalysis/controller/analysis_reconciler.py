@@ -31,9 +31,11 @@ import pydantic
 
 from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, status
+from aianalysis.assessment import history as assessment_history
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
+from aianalysis.kube import targets
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,7 @@ class _Run:
                     provider=self.runtime.provider,
                     reader=self.runtime.reader,
                     settings=self.runtime.settings,
+                    history=await self._history(spec),
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed
@@ -250,6 +253,19 @@ class _Run:
             f"{self.previous.attempt} LLM conversation(s) started without a result (limit {cap}); "
             "not starting another",
             review=None,
+        )
+
+    async def _history(self, spec: resources.AIAnalysisSpec) -> assessment_history.History:
+        """Earlier executions on this incident's resource (its namespace is the analysis' own)."""
+        settings = self.runtime.settings
+        return assessment_history.of_target(
+            await targets.executions(self.runtime.api, namespace=self.ref.namespace),
+            kind=spec.resource.kind,
+            name=spec.resource.name,
+            namespace=spec.resource.namespace or self.ref.namespace,
+            now=resources.utcnow(),
+            window_seconds=settings.assessment_history_seconds,
+            recurrence_threshold=settings.assessment_recurrence_threshold,
         )
 
     async def _read(self) -> dict[str, Any]:

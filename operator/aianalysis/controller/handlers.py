@@ -21,7 +21,7 @@ import kopf
 from aianalysis import intake, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import execution_reconciler
+from aianalysis.controller import assessment_reconciler, execution_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 
@@ -116,6 +116,25 @@ async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) 
 
 async def _recover(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
     transition = await execution_reconciler.drive(runtime, ref)
+    if transition is not None:
+        await kit.announce(runtime.api, transition, about=body)
+
+
+@kopf.on.event(G, V, WFE, id="assess")
+async def assess(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """A completed WorkflowExecution is assessed after its stabilization window: one task per
+    execution that sleeps until ``status.assessment.assessAfter`` (a restart resumes it from there)."""
+    runtime, raw = _runtime(memo), dict(body)
+    ref = custom_objects.Ref.of(raw)
+    key = f"{ref.uid}/assessment"
+    if type == "DELETED":
+        runtime.workers.forget(key)
+    elif assessment_reconciler.needs_assessment(raw):
+        runtime.workers.ensure(key, version=_version(raw), start=lambda: _assess(runtime, ref, raw))
+
+
+async def _assess(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
+    transition = await assessment_reconciler.drive(runtime, ref)
     if transition is not None:
         await kit.announce(runtime.api, transition, about=body)
 

@@ -61,6 +61,11 @@ def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_at
         )
     if failure is None:
         return Unusable(reason="NoFailureDetails", message=f"{wfe_name} failed without status.failureDetails")
+    if failure.reason in resources.NOT_STARTED_REASONS:
+        return Unusable(
+            reason="NotExecuted",
+            message=f"{wfe_name} was not started ({failure.reason}): nothing ran, so nothing to recover from",
+        )
     if analysis is None:
         return Unusable(
             reason="AnalysisNotFound",

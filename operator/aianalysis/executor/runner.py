@@ -24,7 +24,7 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import approval, plan, reasons
+from aianalysis.executor import approval, guards, plan, preflight, reasons
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader, objects, reader
 
@@ -41,6 +41,7 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
 
     reader: api_reader.KubernetesReader
     locks: dict[tuple[str, str], asyncio.Lock] = dataclasses.field(default_factory=dict)
+    start_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
     now: resources.Clock = resources.utcnow
 
@@ -150,6 +151,28 @@ async def _start(
     if problems:
         return await _refuse(runtime, body, current, problems)
     assert workflow is not None, "check_selection refuses a missing workflow"
+    async with runtime.start_lock:  # guards count started executions: one start at a time
+        step = await preflight.before_job(
+            runtime.api, body, spec, settings=runtime.settings, now=runtime.now()
+        )
+        if isinstance(step, preflight.Blocked):
+            failure = reasons.Failure(reason=step.block.reason, message=step.block.message)
+            return await _write(
+                runtime, body, current, phase="Failed", reason=step.block.reason, failure=failure
+            )
+        if isinstance(step, preflight.DryRun):
+            return await _write(
+                runtime,
+                body,
+                current,
+                phase="Completed",
+                reason="DryRun",
+                message="dry run: the selection is valid and would run now; no Job was created",
+            )
+        if isinstance(step, preflight.Again):
+            return None
+        body = step.body
+        current = _status(body) or current
     manifest = plan.job_manifest(body, spec=spec, workflow=workflow, settings=runtime.job_settings)
     manifest["metadata"]["annotations"] = {ANNOTATION_EXECUTION: body["metadata"]["name"]}
     manifest["spec"]["template"]["metadata"]["annotations"] = {ANNOTATION_EXECUTION: body["metadata"]["name"]}
@@ -235,11 +258,24 @@ async def _write(
         current, phase=phase, now=runtime.now(), reason=reason, message=text,
         generation=meta.get("generation"), failure=failure, started_at=started_at,
     )  # fmt: skip
+    if reason == "DryRun":  # "completed" without running: the condition says it was not executed
+        conditions = [
+            c.model_copy(update={"status": "False"}) if c.type == plan.CONDITION else c
+            for c in new.conditions or []
+        ]
+        new = new.model_copy(update={"dry_run": True, "conditions": conditions})
     written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
     if phase not in resources.TERMINAL_PHASES:
         return None
+    if reason in guards.GUARD_REASONS:
+        metrics.record_execution("blocked", reason)
+        metrics.GUARD_BLOCKS.labels(reason=reason).inc()
+        return kit.Transition(about=body, type="Warning", reason=reason, message=text)
+    if reason == "DryRun":
+        metrics.record_execution("dry_run")
+        return kit.Transition(about=body, type="Normal", reason="DryRun", message=text)
     if reason == "SelectionInvalid":
         metrics.record_execution("refused", "SelectionInvalid")
         return kit.Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)

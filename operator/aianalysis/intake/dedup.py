@@ -243,6 +243,9 @@ class Tracker:
 
     async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
         incident.firing.discard(incoming.alert.fingerprint)
+        if incident.name is not None and incident.ended_at is not None and not incident.firing:
+            await self._note_resolved(incident, incoming.received)  # the assessment reads it
+            return "resolved"
         if incident.name is None or incident.ended_at is not None or incident.firing:
             return "resolved"
         for _ in range(3):  # each retry follows a conflicting write by someone else
@@ -257,6 +260,25 @@ class Tracker:
             if await self._cancel(incident, body, incoming.received):
                 return "cancelled"
         return "resolved"
+
+    async def _note_resolved(self, incident: Incident, received: str) -> None:
+        """``status.intake.resolvedAt`` on the incident's analysis, bound to the analysis as read (its
+        uid and resourceVersion; the counts stay). Best effort: the assessment then reports the alert
+        unknown."""
+        assert incident.name is not None
+        try:
+            body = await objects.get(self._api, incident.namespace, AIA, incident.name)
+            if body is None:
+                self._forget_analysis(incident)
+                return
+            intake = dict((body.get("status") or {}).get("intake") or {})
+            intake.update(resolvedAt=received, occurrences=max(incident.occurrences, 1))  # a required field
+            written = await objects.write_status_at(self._api, body, plural=AIA, fields={"intake": intake})
+        except errors.ClusterError as exc:
+            log.warning("resolvedAt of %s/%s not written: %s", incident.namespace, incident.name, exc)
+            return
+        if written is objects.Written.DROPPED:
+            self._forget_analysis(incident)
 
     async def _cancel(self, incident: Incident, body: dict[str, Any], received: str) -> bool:
         meta = body["metadata"]

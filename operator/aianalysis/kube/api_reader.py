@@ -157,7 +157,7 @@ def reader_error(exc: BaseException, *, what: str) -> errors.AIAnalysisError:
     found = kube_errors.classify(exc, what=what)
     if isinstance(found, errors.ClusterRejectedError):
         if found.status == kube_errors.NOT_FOUND:
-            return reader.Unavailable(f"{what} not found", status=found.status)
+            return reader.NotFound(f"{what} not found", status=found.status)
         if found.status == kube_errors.FORBIDDEN:
             why = found.detail
             return reader.Unavailable(

@@ -29,6 +29,10 @@ class Unavailable(errors.AIAnalysisError):
         """The API server's HTTP status (None: refused before asking, e.g. a kind not in the table)."""
 
 
+class NotFound(Unavailable):
+    """The object does not exist (404)."""
+
+
 class ClusterReader(Protocol):
     """Read-only access to the cluster for the investigation tools. ``kind`` is a canonical kind
     name from the tool box's table (``Deployment``, ``Pod``...), never ``Secret``."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from aianalysis import resources
 from aianalysis.analysis.prompts._fence import CLOSE, fence
+from aianalysis.analysis.prompts._history import history_section
 from aianalysis.analysis.prompts._incident import incident_prompt
 from aianalysis.analysis.prompts._reasons import reason_guidance
 from aianalysis.analysis.prompts._recovery import recovery_prompt
@@ -22,6 +23,7 @@ __all__ = [
     "CLOSE",
     "SYSTEM_PROMPT",
     "fence",
+    "history_section",
     "incident_prompt",
     "reason_guidance",
     "recovery_prompt",

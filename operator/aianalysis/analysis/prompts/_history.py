@@ -1,0 +1,19 @@
+"""The remediation history section: what ran on this target before, and how it went (the verdict of
+the effectiveness assessment), so the LLM does not propose again what did not work."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NOTE = (
+    "Earlier executions on this incident's target, newest first, with the verdict of their "
+    "effectiveness assessment. A workflow judged ineffective here is not run again without a person; "
+    "if earlier fixes were effective and the incident is back, look for the cause they did not address."
+)
+
+
+def history_section(lines: Sequence[str]) -> str:
+    """``## Remediation History`` (empty string when nothing ran on the target recently)."""
+    if not lines:
+        return ""
+    return "## Remediation History\n" + NOTE + "\n\n" + "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Pure: earlier executions on the same target → what the next analysis of that target must know.
+
+Fed back twice: as a prompt section (the LLM sees what was tried and how it went), and as policy
+after validation — a workflow that was ineffective on this target recently is not auto-selected
+again (human review, ``previously_ineffective``), and an incident that keeps coming back after fixes
+that were judged effective goes to a person (``recurring_after_remediation``): fixing the symptom
+again would only hide the cause.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aianalysis import resources
+from aianalysis.assessment import timeline
+
+MAX_ENTRIES = 10
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Entry:
+    execution: str
+    workflow_id: str
+    version: str
+    phase: str
+    verdict: str | None
+    reason: str | None
+    ended: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class History:
+    entries: tuple[Entry, ...] = ()
+    recurrence_threshold: int = 2
+
+    @property
+    def ineffective(self) -> frozenset[str]:
+        return frozenset(e.workflow_id for e in self.entries if e.verdict == "ineffective")
+
+    @property
+    def effective(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.verdict == "effective")
+
+    @property
+    def recurring(self) -> bool:
+        return self.recurrence_threshold > 0 and len(self.effective) >= self.recurrence_threshold
+
+
+def of_target(
+    executions: Sequence[Mapping[str, Any]],
+    *,
+    kind: str,
+    name: str,
+    namespace: str,
+    now: datetime.datetime,
+    window_seconds: float,
+    recurrence_threshold: int = 2,
+) -> History:
+    """Executions that ran on ``kind/name`` in ``namespace`` and ended within the window, newest first."""
+    out: list[Entry] = []
+    for body in executions:
+        meta, spec, status = (body.get(k) or {} for k in ("metadata", "spec", "status"))
+        target = spec.get("targetResource") or {}
+        where = target.get("namespace") or meta.get("namespace")
+        if (target.get("kind"), target.get("name"), where) != (kind, name, namespace) or resources.never_ran(
+            status
+        ):
+            continue
+        ended = timeline.parse_time(status.get("completedAt"))
+        if status.get("phase") not in ("Completed", "Failed") or ended is None:
+            continue
+        if (now - ended).total_seconds() > window_seconds:
+            continue
+        assessment = status.get("assessment") or {}
+        ref = spec.get("workflowRef") or {}
+        out.append(
+            Entry(
+                execution=str(meta.get("name")),
+                workflow_id=str(ref.get("workflowId")),
+                version=str(ref.get("version")),
+                phase=str(status.get("phase")),
+                verdict=assessment.get("verdict"),
+                reason=assessment.get("reason"),
+                ended=ended,
+            )
+        )
+    out.sort(key=lambda e: e.ended or now, reverse=True)
+    return History(entries=tuple(out[:MAX_ENTRIES]), recurrence_threshold=recurrence_threshold)
+
+
+def describe(history: History, *, now: datetime.datetime) -> list[str]:
+    """One line per earlier execution, for the prompt (newest first)."""
+    lines = []
+    for e in history.entries:
+        ago = int((now - e.ended).total_seconds() // 60) if e.ended else 0
+        outcome = e.verdict or ("failed" if e.phase == "Failed" else "not assessed yet")
+        why = f" ({e.reason})" if e.reason else ""
+        lines.append(
+            f"- {e.workflow_id} {e.version}: {e.phase.lower()} {ago} min ago, "
+            f"verdict {outcome}{why} [{e.execution}]"
+        )
+    return lines

@@ -1,0 +1,136 @@
+"""What happens between "this selection may run" and the Job: the blast-radius guards, the dry-run
+switch, and the baseline of the effectiveness assessment (the target's fingerprint *before* the run,
+written to ``status.assessment.before`` — which also marks the execution as started for the guards).
+
+One call (:func:`before_job`) from the runner; the decisions are ``guards``' (pure).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import Any
+
+from aianalysis import errors, resources
+from aianalysis import settings as settings_mod
+from aianalysis.assessment import fingerprint, timeline
+from aianalysis.executor import guards
+from aianalysis.kube import objects, reader, targets
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocked:
+    block: guards.Block
+
+
+@dataclasses.dataclass(frozen=True)
+class DryRun:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Go:
+    body: dict[str, Any]
+    """The execution as it is after the baseline was written (its version is current)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Again:
+    """The execution changed meanwhile: the next pass decides again from a fresh read."""
+
+
+Step = Blocked | DryRun | Go | Again
+
+
+def policy(settings: settings_mod.Settings) -> guards.Policy:
+    s = settings
+    return guards.Policy(
+        cooldown_seconds=s.executor_cooldown_seconds,
+        failure_threshold=s.executor_failure_threshold,
+        failure_backoff_seconds=s.executor_failure_backoff_seconds,
+        failure_backoff_max_seconds=s.executor_failure_backoff_max_seconds,
+        managed_label=s.executor_managed_label,
+        require_managed_label=s.executor_require_managed_label,
+        max_concurrent=s.executor_max_concurrent,
+        max_per_hour=s.executor_max_per_hour,
+    )
+
+
+async def before_job(
+    api: Any,
+    body: dict[str, Any],
+    spec: resources.WorkflowExecutionSpec,
+    *,
+    settings: settings_mod.Settings,
+    now: datetime.datetime,
+) -> Step:
+    """Guards first (a dry run is still held to them: it shows what would have run), then either the
+    dry run or the baseline."""
+    namespace = body["metadata"]["namespace"]
+    target = spec.target_resource
+    kind, name = (target.kind, target.name) if target else ("", "")
+    where = (target.namespace if target else None) or namespace
+    others = await _executions(api, namespace)
+    target_labels = await _labels(api, kind=kind, name=name, namespace=where) if target else None
+    block = guards.check(
+        body,
+        others=others,
+        namespace_labels=await targets.namespace_labels(api, where),
+        target_labels=target_labels,
+        policy=policy(settings),
+        now=now,
+    )
+    if block is not None:
+        return Blocked(block)
+    if settings.dry_run:
+        return DryRun()
+    found = None
+    if target is not None:
+        try:
+            found = await targets.read(api, kind=kind, name=name, namespace=where)
+        except reader.Unavailable:
+            found = None
+    before = resources.AssessmentBaseline(
+        at=timeline.timestamp(now),
+        spec_hash=fingerprint.fingerprint(found) if found is not None else None,
+        target_found=found is not None,
+    )
+    fresh = await _write_baseline(api, body, before)
+    return Again() if fresh is None else Go(fresh)
+
+
+async def _executions(api: Any, namespace: str) -> list[dict[str, Any]]:
+    """Cluster-wide when the executor may list everywhere, else its own namespace's."""
+    try:
+        return await targets.executions(api, namespace=None)
+    except errors.ClusterError as exc:
+        if exc.status != 403:
+            raise
+        return await targets.executions(api, namespace=namespace)
+
+
+async def _labels(api: Any, *, kind: str, name: str, namespace: str) -> dict[str, str] | None:
+    try:
+        return await targets.labels(api, kind=kind, name=name, namespace=namespace)
+    except reader.Unavailable:
+        return None
+
+
+async def _write_baseline(
+    api: Any, body: dict[str, Any], before: resources.AssessmentBaseline
+) -> dict[str, Any] | None:
+    """``status.assessment.before``, if the execution is still the version read; the new body."""
+    ref = objects.Ref.of(body)
+    written = await objects.write_status(
+        api,
+        namespace=ref.namespace,
+        plural=resources.WORKFLOWEXECUTION_PLURAL,
+        name=ref.name,
+        uid=ref.uid,
+        fields={"assessment": {"before": before.wire()}},
+        current=body.get("status") or None,
+        resource_version=body["metadata"].get("resourceVersion"),
+    )
+    if written is not objects.Written.OK:
+        return None
+    return await objects.get(api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)

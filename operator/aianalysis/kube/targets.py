@@ -1,0 +1,134 @@
+"""Read-only looks at a remediation target for the effectiveness assessment and the executor's
+guards: the object itself, its Pods, its namespace's labels, the executions, and the API server's
+clock. Nothing here writes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import email.utils
+import json
+from typing import Any
+
+import urllib3
+from kubernetes import client
+
+from aianalysis import errors, resources
+from aianalysis.kube import api_reader, reader
+
+#: Kinds whose health is the health of their Pods.
+POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
+TIMEOUT_SECONDS = 15.0
+
+
+async def read(
+    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
+) -> dict[str, Any] | None:
+    """The target as the API server has it; None when it does not exist. A kind the reader cannot
+    read (or may not) raises :class:`reader.Unavailable`."""
+    try:
+        return await api_reader.KubernetesReader(api).get_object(kind=kind, name=name, namespace=namespace)
+    except reader.NotFound:
+        return None
+
+
+async def pods_of(
+    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
+) -> list[dict[str, Any]] | None:
+    """The Pods whose health is the target's (a Pod: itself); None for kinds that run no Pods."""
+    if namespace is None:
+        return None
+    if kind == "Pod":
+        pod = await read(api, kind="Pod", name=name, namespace=namespace)
+        return [pod] if pod is not None else []
+    if kind not in POD_OWNERS:
+        return None
+    try:
+        return await api_reader.KubernetesReader(api).list_pods_of_owner(
+            kind=kind, name=name, namespace=namespace
+        )
+    except reader.NotFound:
+        return []
+
+
+async def labels(
+    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
+) -> dict[str, str] | None:
+    """An object's labels (None when it does not exist)."""
+    found = await read(api, kind=kind, name=name, namespace=namespace)
+    return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
+
+
+async def namespace_labels(api: client.ApiClient, namespace: str) -> dict[str, str]:
+    """The labels of a namespace (empty when it cannot be read: the guard then sees no opt-in)."""
+
+    def call() -> dict[str, str]:
+        try:
+            ns = client.CoreV1Api(api).read_namespace(namespace, _request_timeout=TIMEOUT_SECONDS)
+        except client.ApiException as exc:
+            if exc.status in (403, 404):
+                return {}
+            raise errors.ClusterError(f"reading namespace {namespace}: {exc.status} {exc.reason}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise errors.ClusterError(
+                f"reading namespace {namespace}: unreachable ({type(exc).__name__})"
+            ) from exc
+        return dict((ns.metadata.labels if ns.metadata else None) or {})
+
+    return await asyncio.to_thread(call)
+
+
+async def executions(api: client.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:
+    """WorkflowExecutions of one namespace, or of all (``namespace`` None)."""
+    custom = client.CustomObjectsApi(api)
+    G, V, P = resources.GROUP, resources.VERSION, resources.WORKFLOWEXECUTION_PLURAL
+
+    def call() -> bytes:
+        response: Any
+        try:
+            if namespace is None:
+                response = custom.list_cluster_custom_object(
+                    G, V, P, _preload_content=False, _request_timeout=TIMEOUT_SECONDS
+                )
+            else:
+                response = custom.list_namespaced_custom_object(
+                    G, V, namespace, P, _preload_content=False, _request_timeout=TIMEOUT_SECONDS
+                )
+            try:
+                return bytes(response.data)
+            finally:
+                response.release_conn()
+        except client.ApiException as exc:
+            raise errors.ClusterError(
+                f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
+            ) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise errors.ClusterError(
+                f"listing workflowexecutions: unreachable ({type(exc).__name__})"
+            ) from exc
+
+    found = json.loads(await asyncio.to_thread(call))
+    return list(found.get("items") or [])
+
+
+async def server_time(api: client.ApiClient) -> datetime.datetime:
+    """The API server's clock (the ``Date`` header of a cheap request; one-second resolution)."""
+
+    def call() -> str:
+        response: Any
+        try:
+            response = client.VersionApi(api).get_code(
+                _preload_content=False, _request_timeout=TIMEOUT_SECONDS
+            )
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
+        try:
+            return str(response.headers.get("Date") or "")
+        finally:
+            response.release_conn()
+
+    stamp = await asyncio.to_thread(call)
+    try:
+        return email.utils.parsedate_to_datetime(stamp).astimezone(datetime.UTC)
+    except (TypeError, ValueError) as exc:
+        raise errors.ClusterError(f"the API server sent no usable Date header ({stamp!r})") from exc
