@@ -454,7 +454,6 @@ def executor_run(args: argparse.Namespace) -> int:
         namespaces=args.namespace,
         log_format=config.log_format,
         verbose=args.verbose,
-        liveness_port=config.health_port,
     )
     return 0
 

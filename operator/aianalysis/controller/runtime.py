@@ -32,7 +32,6 @@ class Runtime(kit_runtime.ProcessRuntime):
     semaphore: asyncio.Semaphore
     budget: budget_mod.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
-    health_server: health.HealthServer | None = None
     lease: leadership.LeaderElection | None = None
     _holding: asyncio.Task[None] | None = None
 
@@ -81,32 +80,12 @@ class Runtime(kit_runtime.ProcessRuntime):
         await self.lease.acquire()
         self._holding = asyncio.get_running_loop().create_task(self.lease.hold(on_lost), name="lease")
 
-    async def serve_health(self, port: int) -> None:
-        """``/healthz`` and ``/readyz`` on ``port`` (0: none); once per process."""
-        if port and self.health_server is None:
-            self.health_server = health.HealthServer(live=[self._sync_alive], ready=self._readiness())
-            await self.health_server.start(port)
-
     def _readiness(self) -> list[health.Check]:
         return [self._leading, self._catalog_ready, self._sync_alive, self._sync_fresh, self._api_reachable]
 
     async def _leading(self) -> str | None:
         if self.lease is not None and not self.lease.leading:
             return "standby: another replica holds the lease"
-        return None
-
-    async def _catalog_ready(self) -> str | None:
-        return None if self.catalog_loaded else "catalog: not loaded yet"
-
-    async def _sync_alive(self) -> str | None:
-        if self.catalog_loaded and not self.catalog_sync.alive:
-            return "catalog sync: the thread following RemediationWorkflows is dead"
-        return None
-
-    async def _sync_fresh(self) -> str | None:
-        limit = self.settings.catalog_sync_stale_seconds
-        if self.catalog_loaded and not self.catalog_sync.fresh(now=health.now(), max_age_seconds=limit):
-            return f"catalog sync: nothing heard from the API server for more than {limit:g}s"
         return None
 
     async def _api_reachable(self) -> str | None:
@@ -126,7 +105,5 @@ class Runtime(kit_runtime.ProcessRuntime):
             self._holding.cancel()
         if self.lease is not None:
             await self.lease.release()
-        if self.health_server is not None:
-            await self.health_server.stop()
         await self.provider.aclose()
         await self.close_shared()

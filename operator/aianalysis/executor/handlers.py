@@ -34,6 +34,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.server_timeout = 300
     memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
+    await memo.runtime.serve_health(config.health_port)  # /healthz, /readyz: as the operator's
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
     log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
 
@@ -122,7 +123,7 @@ async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **
         )
 
 
-def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:
+def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:
     """The executor's main loop (``aianalysis executor``): these handlers only."""
     kopf.configure(
         verbose=verbose, log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL
@@ -131,5 +132,4 @@ def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port:
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,
-        liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None,
     )

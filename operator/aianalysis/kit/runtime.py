@@ -1,6 +1,12 @@
 """The base both processes' runtimes share (the operator's ``controller.runtime.Runtime`` and the
-executor's ``executor.runner.ExecutorRuntime``): the settings, the one API client, and the catalog
-of RemediationWorkflows followed from the cluster — opened at startup, closed at cleanup."""
+executor's ``executor.runner.ExecutorRuntime``): the settings, the one API client, the catalog of
+RemediationWorkflows followed from the cluster, and the health port — opened at startup, closed at
+cleanup.
+
+* live: the catalog-sync thread, once started, is alive (a dead sync cannot heal itself);
+* ready: the catalog is loaded, its sync is alive and heard from the API server within
+  ``catalog_sync_stale_seconds`` (a process adds its own checks).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from aianalysis import catalog as catalog_mod
 from aianalysis import kube
 from aianalysis import settings as settings_mod
 from aianalysis.catalog import sync as catalog_sync_mod
+from aianalysis.kit import health
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +30,7 @@ class ProcessRuntime:
     catalog: catalog_mod.Catalog
     catalog_sync: catalog_sync_mod.CatalogSync
     catalog_loaded: bool = False
+    health_server: health.HealthServer | None = None
 
     async def load_catalog(self) -> None:
         """Fill the catalog from the cluster, then keep following it (before any work starts).
@@ -33,7 +41,33 @@ class ProcessRuntime:
             self.catalog_loaded = True
         self.catalog_sync.start()
 
+    async def serve_health(self, port: int) -> None:
+        """``/healthz`` and ``/readyz`` on ``port`` (0: none); once per process."""
+        if port and self.health_server is None:
+            self.health_server = health.HealthServer(live=[self._sync_alive], ready=self._readiness())
+            await self.health_server.start(port)
+
+    def _readiness(self) -> list[health.Check]:
+        return [self._catalog_ready, self._sync_alive, self._sync_fresh]
+
+    async def _catalog_ready(self) -> str | None:
+        return None if self.catalog_loaded else "catalog: not loaded yet"
+
+    async def _sync_alive(self) -> str | None:
+        if self.catalog_loaded and not self.catalog_sync.alive:
+            return "catalog sync: the thread following RemediationWorkflows is dead"
+        return None
+
+    async def _sync_fresh(self) -> str | None:
+        limit = self.settings.catalog_sync_stale_seconds
+        if self.catalog_loaded and not self.catalog_sync.fresh(now=health.now(), max_age_seconds=limit):
+            return f"catalog sync: nothing heard from the API server for more than {limit:g}s"
+        return None
+
     async def close_shared(self) -> None:
-        """Stop following the catalog and close the API client (last: the others may still use it)."""
+        """Stop the health port and following the catalog, and close the API client (last: the
+        others may still use it)."""
+        if self.health_server is not None:
+            await self.health_server.stop()
         self.catalog_sync.stop()
         await asyncio.to_thread(self.api.close)

@@ -42,17 +42,25 @@ def classify(exc: BaseException, *, what: str) -> errors.ClusterError | errors.C
     return errors.ClusterRejectedError(f"{what}: {status} {exc.reason}", status=status, detail=detail)
 
 
-def blocking(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
-    """``function(*args, **options)`` (a blocking client call), its failures mapped."""
+def blocking(
+    what: str, function: Callable[..., Any], *args: Any, none_on: int | None = None, **options: Any
+) -> Any:
+    """``function(*args, **options)`` (a blocking client call), its failures mapped; None instead
+    of the error whose status is ``none_on`` (404: "there is none", 409: "it exists already")."""
     try:
         return function(*args, **options)
     except (k8s.ApiException, *UNREACHABLE) as exc:
-        raise classify(exc, what=what) from exc
+        mapped = classify(exc, what=what)
+        if none_on is not None and mapped.status == none_on:
+            return None
+        raise mapped from exc
 
 
-async def call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+async def call(
+    what: str, function: Callable[..., Any], *args: Any, none_on: int | None = None, **options: Any
+) -> Any:
     """:func:`blocking` in a thread."""
-    return await asyncio.to_thread(blocking, what, function, *args, **options)
+    return await asyncio.to_thread(blocking, what, function, *args, none_on=none_on, **options)
 
 
 def status_message(exc: k8s.ApiException) -> str:

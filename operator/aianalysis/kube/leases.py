@@ -29,13 +29,12 @@ class Lease:
 
 def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
-    try:
-        found: Any = k8s.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
-    except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
-        classified = kube_errors.classify(exc, what=f"reading lease {namespace}/{name}")
-        if classified.status == kube_errors.NOT_FOUND:
-            return None
-        raise classified from exc
+    read = k8s.CoordinationV1Api(api).read_namespaced_lease
+    found: Any = kube_errors.blocking(
+        f"reading lease {namespace}/{name}", read, name, namespace, none_on=kube_errors.NOT_FOUND
+    )
+    if found is None:
+        return None
     spec = found.spec
     return Lease(
         namespace=namespace,
@@ -66,14 +65,13 @@ def write(api: k8s.ApiClient, lease: Lease) -> bool:
         ),
     )
     what = f"writing lease {lease.namespace}/{lease.name}"
-    try:
-        if lease.resource_version is None:
-            coordination.create_namespaced_lease(lease.namespace, body)
-        else:
-            coordination.replace_namespaced_lease(lease.name, lease.namespace, body)
-    except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
-        classified = kube_errors.classify(exc, what=what)
-        if classified.status == kube_errors.CONFLICT:
-            return False
-        raise classified from exc
-    return True
+    if lease.resource_version is None:
+        done = kube_errors.blocking(
+            what, coordination.create_namespaced_lease, lease.namespace, body, none_on=kube_errors.CONFLICT
+        )
+    else:
+        done = kube_errors.blocking(
+            what, coordination.replace_namespaced_lease, lease.name, lease.namespace, body,
+            none_on=kube_errors.CONFLICT,
+        )  # fmt: skip
+    return done is not None

@@ -62,14 +62,11 @@ async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dic
 def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
     what = f"reading {plural} {_where(namespace, name)}"
-    try:
-        read = _method(api, "get", namespace=namespace)
-        found: Any = kube_errors.blocking(what, read, resources.GROUP, resources.VERSION, plural, name)
-    except errors.ClusterRejectedError as exc:
-        if exc.status == kube_errors.NOT_FOUND:
-            return None
-        raise
-    return dict(found)
+    read = _method(api, "get", namespace=namespace)
+    found: Any = kube_errors.blocking(
+        what, read, resources.GROUP, resources.VERSION, plural, name, none_on=kube_errors.NOT_FOUND
+    )
+    return None if found is None else dict(found)
 
 
 async def list_objects(
@@ -111,14 +108,11 @@ async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) ->
     meta = body.get("metadata") or {}
     namespace = meta.get("namespace") or ""
     what = f"creating {plural} {_where(namespace, meta.get('name'))}"
-    try:
-        create = _method(api, "create", namespace=namespace)
-        created: Any = await kube_errors.call(what, create, group, version, plural, dict(body))
-    except errors.ClusterError as exc:
-        if exc.status == kube_errors.CONFLICT:
-            return None
-        raise
-    return dict(created)
+    create = _method(api, "create", namespace=namespace)
+    created: Any = await kube_errors.call(
+        what, create, group, version, plural, dict(body), none_on=kube_errors.CONFLICT
+    )
+    return None if created is None else dict(created)
 
 
 async def write_status(

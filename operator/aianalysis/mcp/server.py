@@ -131,7 +131,7 @@ def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, h
 @contextlib.contextmanager
 def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
-    from aianalysis import kube  # noqa: PLC0415  # kubernetes client: cluster mode only
+    from aianalysis import kube  # noqa: PLC0415  # the API client: cluster mode only
     from aianalysis.catalog import gate as catalog_admission  # noqa: PLC0415
     from aianalysis.catalog import sync as catalog_sync  # noqa: PLC0415
 
