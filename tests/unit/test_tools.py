@@ -630,7 +630,7 @@ def test_api_errors_are_classified(status: int, expected: type[Exception]) -> No
     exc = client.ApiException(status=status, reason="r")
     exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
     classified = k8s.reader_error(exc, what="Pod ns/x")
-    assert type(classified) is expected
+    assert isinstance(classified, expected)
     assert isinstance(classified, kube_reader.NotFound) == (status == 404)  # "target deleted"
     if status != 404:
         assert f"server says {status}" in str(classified)
