@@ -37,7 +37,11 @@ async def analyze(
 
     The incident's scope (owner chain, Nodes, PVCs) is read once, before the conversation; the
     facts on each target the LLM names are read once per target. Both are read-only and tolerate
-    failures (``tools.gather_scope``)."""
+    failures (``tools.gather_scope``). The business context is the spec's, completed from the
+    incident namespace's labels and annotations (``tools.with_business_context``)."""
+    spec, context_warnings = await tools.with_business_context(
+        reader, spec, prefixes=settings.business_label_prefixes
+    )
     where = await tools.gather_scope(reader, spec.resource)
     facts = _Facts(reader)
     toolbox = tools.ToolBox(
@@ -89,6 +93,8 @@ async def analyze(
     decision = decide(
         verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
     )
+    if context_warnings:
+        decision = dataclasses.replace(decision, warnings=[*decision.warnings, *context_warnings])
     if toolbox.investigation_failed:
         return investigation_failed(decision)
     return decision

@@ -69,6 +69,10 @@ def _error_lines(signal: resources.Signal) -> list[str]:
     ]
 
 
+MAX_CUSTOM_LABELS = 32
+MAX_LABEL_CHARS = 256
+
+
 def _cluster_lines(spec: resources.AIAnalysisSpec) -> list[str]:
     return [
         f"- Cluster: {_value(spec.cluster, 'cluster')}",
@@ -83,7 +87,17 @@ def _business_lines(business: resources.BusinessContext) -> list[str]:
         f"- Priority: {_value(business.priority, 'priority')}",
         f"- Business Category: {_value(business.business_category, 'business_category')}",
         f"- Risk Tolerance: {business.risk_tolerance}",
+        f"- Custom Labels: {_custom(business.custom_labels)}",
     ]
+
+
+def _custom(labels: dict[str, str] | None) -> str:
+    """Bounded: the namespace decides how many labels there are, not the prompt budget."""
+    if not labels:
+        return MISSING
+    shown = sorted(labels.items())[:MAX_CUSTOM_LABELS]
+    text = "\n".join(f"{key}={value[:MAX_LABEL_CHARS]}" for key, value in shown)
+    return _fence.fence(text, label="custom_labels")
 
 
 def _labels(labels: dict[str, str] | None) -> str:

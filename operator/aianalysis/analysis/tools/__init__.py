@@ -15,6 +15,7 @@ from aianalysis.analysis.tools._box import (
     ToolResult,
     catalog_toolbox,
 )
+from aianalysis.analysis.tools._context import with_business_context
 from aianalysis.analysis.tools._redact import REDACTED
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope
 from aianalysis.kube.reader import ClusterReader, JSONObject, Unavailable
@@ -32,4 +33,5 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "with_business_context",
 ]
