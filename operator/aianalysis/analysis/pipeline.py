@@ -43,7 +43,7 @@ async def analyze(
         reader, spec, prefixes=settings.business_label_prefixes
     )
     where = await tools.gather_scope(reader, spec.resource)
-    facts = _Facts(reader)
+    facts = _Facts(reader, workload=where.workload)
     toolbox = tools.ToolBox(
         spec=spec,
         catalog=catalog,
@@ -115,13 +115,14 @@ def investigation_failed(decision: status.Decision) -> status.Decision:
 class _Facts:
     """Facts detected on each target, read once per target per analysis."""
 
-    def __init__(self, reader: tools.ClusterReader | None) -> None:
+    def __init__(self, reader: tools.ClusterReader | None, *, workload: scope.ObjectRef | None) -> None:
         self._reader = reader
+        self._workload = workload
         self._known: dict[scope.Key, catalog_mod.TargetFacts] = {}
 
     async def of(self, target: scope.ObjectRef) -> catalog_mod.TargetFacts:
         if target.key not in self._known:
-            self._known[target.key] = await tools.detect_facts(self._reader, target)
+            self._known[target.key] = await tools.detect_facts(self._reader, target, workload=self._workload)
         return self._known[target.key]
 
     async def known(

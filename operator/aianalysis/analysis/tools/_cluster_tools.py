@@ -8,6 +8,7 @@ are refused, a missing namespace defaults to the incident's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import resources
@@ -18,6 +19,28 @@ from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
 MAX_EVENTS = 60
+
+
+MAX_REFERENCE_NODES = 2000
+
+
+def references(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every ``{kind, name}`` reference in an object's spec (``issuerRef``, ``roleRef``,
+    ``scaleTargetRef``, ``targetRef``...), bounded in the nodes visited."""
+    found: list[tuple[str, str]] = []
+    stack: list[Any] = [obj.get("spec")]
+    visited = 0
+    while stack and visited < MAX_REFERENCE_NODES:
+        node = stack.pop()
+        visited += 1
+        if isinstance(node, Mapping):
+            kind, name = node.get("kind"), node.get("name")
+            if isinstance(kind, str) and isinstance(name, str) and kind and name:
+                found.append((kind, name))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 class ClusterTools:
@@ -39,6 +62,8 @@ class ClusterTools:
         namespace = self._namespace(kind, args.namespace)
         obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
+        if namespace is not None and namespace == self._incident.namespace:
+            self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
         body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
