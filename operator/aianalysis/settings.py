@@ -187,6 +187,10 @@ class Settings:
     table is in ``catalog/business.py``); an earlier prefix wins. What an AIAnalysis spec states wins
     over the namespace."""
 
+    signal_types: tuple[str, ...] = ()
+    """Extra ``AlertName=SignalType`` pairs (comma-separated) for signal normalization at analysis
+    time, added to (and overriding) the built-in table in ``catalog/signals.py``."""
+
     def __post_init__(self) -> None:
         problems = list(_problems(self))
         if problems:
@@ -201,6 +205,11 @@ def _problems(s: Settings) -> list[str]:
     if s.provider == "anthropic" and not s.api_key:
         out.append("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
     out.extend(_platform_problems(s))
+    out.extend(
+        f"{env_name('signal_types')}: {entry!r} is not AlertName=SignalType"
+        for entry in s.signal_types
+        if entry.count("=") != 1 or not all(part.strip() for part in entry.split("="))
+    )
     out.extend(
         f"{env_name('business_label_prefixes')}: {problem}"
         for problem in _prefix_problems(s.business_label_prefixes)

@@ -40,7 +40,7 @@ async def analyze(
     failures (``tools.gather_scope``). The business context is the spec's, completed from the
     incident namespace's labels and annotations (``tools.with_business_context``)."""
     spec, context_warnings = await tools.with_business_context(
-        reader, spec, prefixes=settings.business_label_prefixes
+        reader, normalized(spec, settings=settings), prefixes=settings.business_label_prefixes
     )
     where = await tools.gather_scope(reader, spec.resource)
     facts = _Facts(reader, workload=where.workload)
@@ -98,6 +98,21 @@ async def analyze(
     if toolbox.investigation_failed:
         return investigation_failed(decision)
     return decision
+
+
+def normalized(
+    spec: resources.AIAnalysisSpec, *, settings: settings_mod.Settings
+) -> resources.AIAnalysisSpec:
+    """The spec with its signal type normalized (``catalog.signals``: alert names → signal types)."""
+    table = {
+        **catalog_mod.signals.DEFAULT_SIGNAL_TYPES,
+        **catalog_mod.signals.parse_pairs(settings.signal_types),
+    }
+    signal = spec.signal
+    wanted = catalog_mod.signals.normalize(signal.type, alert_name=signal.alert_name, table=table)
+    if wanted == signal.type:
+        return spec
+    return spec.model_copy(update={"signal": signal.model_copy(update={"type": wanted})})
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:

@@ -117,6 +117,14 @@ class Scope:
             incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}), workload=workload
         )
 
+    @property
+    def home(self) -> str | None:
+        """The incident's namespace: its resource's, or the Namespace itself when the incident is
+        about a namespace (an alert aggregated ``by (namespace)``)."""
+        if self.incident.kind == "Namespace":
+            return self.incident.name
+        return self.incident.namespace
+
     def kind_info(self, kind: str) -> KindInfo | None:
         return self.kinds.get(kind.strip().casefold())
 
@@ -132,7 +140,7 @@ class Scope:
         return ObjectRef(
             kind=info.kind,
             name=name,
-            namespace=(namespace or self.incident.namespace) if info.namespaced else None,
+            namespace=(namespace or self.home) if info.namespaced else None,
             api_version=api_version or info.api_version,
         )
 
@@ -158,7 +166,7 @@ class Scope:
 
     def violation(self, target: ObjectRef, *, returned: Set[Key]) -> str | None:
         """Why ``target`` is out of scope, or None when it is in scope."""
-        home = self.incident.namespace
+        home = self.home
         if self.namespaced(target) and home is not None and target.namespace != home:
             return f"{target.describe()} is outside the incident's namespace {home!r}"
         if target.key == self.incident.key:

@@ -56,13 +56,14 @@ class ClusterTools:
         self._incident = incident
         self._max_chars = max_chars
         self._returned = returned if returned is not None else set()
+        self._home = incident.name if incident.kind == "Namespace" else incident.namespace
 
     async def get_resource(self, args: _args.ResourceArgs) -> str:
         kind = _kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
-        if namespace is not None and namespace == self._incident.namespace:
+        if namespace is not None and namespace == self._home:
             self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
         body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
         header = (
@@ -150,7 +151,7 @@ class ClusterTools:
         return self._required_namespace(kind.kind, given) if kind.namespaced else None
 
     def _required_namespace(self, kind: str, given: str | None) -> str:
-        namespace = given or self._incident.namespace
+        namespace = given or self._home
         if not namespace:
             raise _args.Refused(f"{kind} is namespaced: pass a namespace (the incident names none)")
         return namespace

@@ -21,7 +21,8 @@ async def with_business_context(
     prefixes: Sequence[str] = business.DEFAULT_PREFIXES,
 ) -> tuple[resources.AIAnalysisSpec, list[str]]:
     """``spec`` with its business context merged over the namespace's, and warnings."""
-    namespace = spec.resource.namespace
+    resource = spec.resource
+    namespace = resource.name if resource.kind == "Namespace" else resource.namespace
     if reader is None or not namespace:
         return spec, []
     try:
