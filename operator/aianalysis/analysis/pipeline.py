@@ -32,15 +32,17 @@ async def analyze(
     reader: tools.ClusterReader | None,
     settings: settings_mod.Settings,
     now: Clock = utcnow,
+    namespace: str | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
     The incident's scope (owner chain, Nodes, PVCs) is read once, before the conversation; the
     facts on each target the LLM names are read once per target. Both are read-only and tolerate
     failures (``tools.gather_scope``). The business context is the spec's, completed from the
-    incident namespace's labels and annotations (``tools.with_business_context``)."""
+    incident namespace's labels and annotations (``tools.with_business_context``; ``namespace`` is
+    the AIAnalysis' own, used when the incident's resource has none, a Node say)."""
     spec, context_warnings = await tools.with_business_context(
-        reader, normalized(spec, settings=settings), prefixes=settings.business_label_prefixes
+        reader, normalized(spec, settings=settings), prefixes=settings.business_label_prefixes, home=namespace
     )
     where = await tools.gather_scope(reader, spec.resource)
     facts = _Facts(reader, workload=where.workload)

@@ -19,10 +19,13 @@ async def with_business_context(
     spec: resources.AIAnalysisSpec,
     *,
     prefixes: Sequence[str] = business.DEFAULT_PREFIXES,
+    home: str | None = None,
 ) -> tuple[resources.AIAnalysisSpec, list[str]]:
-    """``spec`` with its business context merged over the namespace's, and warnings."""
+    """``spec`` with its business context merged over the namespace's, and warnings. The namespace
+    is the incident resource's (the Namespace itself for a namespace incident), else ``home``
+    (the AIAnalysis' own: a Node incident is analysed in the namespace the alert named)."""
     resource = spec.resource
-    namespace = resource.name if resource.kind == "Namespace" else resource.namespace
+    namespace = resource.name if resource.kind == "Namespace" else (resource.namespace or home)
     if reader is None or not namespace:
         return spec, []
     try:
