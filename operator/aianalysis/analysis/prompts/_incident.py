@@ -70,6 +70,7 @@ def _error_lines(signal: resources.Signal) -> list[str]:
 
 
 MAX_CUSTOM_LABELS = 32
+MAX_SIGNAL_LABELS = 64
 MAX_LABEL_CHARS = 256
 
 
@@ -101,9 +102,13 @@ def _custom(labels: dict[str, str] | None) -> str:
 
 
 def _labels(labels: dict[str, str] | None) -> str:
+    """Bounded like the custom labels: an alert decides how many labels it carries."""
     if not labels:
         return MISSING
-    text = "\n".join(f"{key}={labels[key]}" for key in sorted(labels))
+    shown = sorted(labels.items())[:MAX_SIGNAL_LABELS]
+    text = "\n".join(f"{key[:MAX_LABEL_CHARS]}={value[:MAX_LABEL_CHARS]}" for key, value in shown)
+    if len(labels) > len(shown):
+        text += f"\n... {len(labels) - len(shown)} more label(s) not shown"
     return _fence.fence(text, label="signal_labels")
 
 
