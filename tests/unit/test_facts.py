@@ -160,3 +160,9 @@ async def test_a_pdb_incident_concerns_the_workload_it_selects() -> None:
     where = await tools.gather_scope(InMemoryCluster([NAMESPACE, deployment(), PDB]), incident)
     assert where.workload == ref("Deployment", "web")
     assert where.violation(ref("Deployment", "web"), returned=set()) is None
+
+
+async def test_a_namespace_target_is_judged_by_its_own_objects_and_markers() -> None:
+    namespace = {**NAMESPACE, "metadata": {"name": NS, "labels": {"istio-injection": "enabled"}}}
+    found = await facts([namespace, DENY_ALL], ref("Namespace", NS, None))
+    assert (found.network_isolated, found.service_mesh) == (True, "istio")

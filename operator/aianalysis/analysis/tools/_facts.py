@@ -100,10 +100,15 @@ class Subject:
             for k, v in {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}.items()
         }
 
+    @property
+    def home(self) -> str | None:
+        """The target's namespace (the Namespace itself when the target is one)."""
+        return self.target.name if self.is_kind("Namespace") else self.target.namespace
+
     async def listed(self, kind: str) -> list[JSON] | None:
         """Every ``kind`` in the target's namespace; None when it cannot be listed."""
         if kind not in self._lists:
-            self._lists[kind] = await list_in(self.reader, kind, self.target.namespace)
+            self._lists[kind] = await list_in(self.reader, kind, self.home)
         return self._lists[kind]
 
 
@@ -234,9 +239,14 @@ async def detect(
 
 async def _subject(reader: _reader.ClusterReader, target: scope.ObjectRef) -> Subject:
     chain = await owner_chain(reader, target)
+    home = target.name if target.kind == "Namespace" else target.namespace
     namespace = None
-    if target.namespace:
-        namespace = await read(reader, scope.ObjectRef(kind="Namespace", name=target.namespace))
+    if home:
+        namespace = (
+            chain[0]
+            if target.kind == "Namespace" and chain
+            else await read(reader, scope.ObjectRef(kind="Namespace", name=home))
+        )
     return Subject(target=target, chain=chain, namespace=namespace, reader=reader)
 
 
