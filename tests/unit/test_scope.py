@@ -332,6 +332,8 @@ async def test_what_selects_scales_or_is_referenced_by_the_workload_is_in_scope(
         ("RoleBinding", "api-read"),
     ]:
         assert where.violation(ref(kind, name), returned=set()) is None, (kind, name)
+    named_only = where.target({"kind": "secret", "name": "db-password"})
+    assert named_only.namespace == "shop" and where.violation(named_only, returned=set()) is None
     for kind, name in [("Service", "other"), ("RoleBinding", "unrelated"), ("Deployment", "other")]:
         assert where.violation(ref(kind, name), returned=set()) is not None, (kind, name)
 

@@ -44,8 +44,10 @@ selects = _facts.selects
 
 
 def kinds() -> dict[str, scope.KindInfo]:
-    """The investigation tools' kinds as the target check's table."""
-    return scope.kind_table({k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS})
+    """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
+    remediation may act on one the workload references (by name)."""
+    table = {k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS}
+    return scope.kind_table({**table, "Secret": ("v1", True)})
 
 
 async def gather_scope(reader: _reader.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
