@@ -227,6 +227,9 @@ def test_versions_of_one_workflow_coexist_and_copies_are_written_once(tmp_path: 
         ("raise-memory-job", "raise-memory-job", "1.2.0"),
     ]
     assert reports[2].written == [] and not reports[2].failed
+    assert (
+        "identical to" in reports[2].notes[0] and "written once as raise-memory.yaml" in reports[2].notes[0]
+    )
     assert any("identical copy in" in note for note in reports[0].notes)
     assert reports[4].failed and "also defined, with other content" in reports[4].refused[0]
 

@@ -100,7 +100,8 @@ def import_kubernaut(
             continue
         pending.extend(found)
         refused[source].extend(refusals)
-    kept = _assign_names(pending, refused)
+    copies: dict[Path, list[str]] = {}
+    kept = _assign_names(pending, refused, copies)
     written: dict[Path, list[_Pending]] = {}
     for item in kept:
         target = out / f"{item.name}.yaml"
@@ -111,11 +112,14 @@ def import_kubernaut(
         target.write_text(_HEADER.format(source=item.source) + text, encoding="utf-8")
         written.setdefault(item.source, []).append(item)
     return [
-        _report(source, written.get(source, []), refused[source], failed.get(source)) for source in sources
+        _report(source, written.get(source, []), refused[source], failed.get(source), copies.get(source, []))
+        for source in sources
     ]
 
 
-def _assign_names(pending: Sequence[_Pending], refused: dict[Path, list[str]]) -> list[_Pending]:
+def _assign_names(
+    pending: Sequence[_Pending], refused: dict[Path, list[str]], copies: dict[Path, list[str]]
+) -> list[_Pending]:
     """The conversions to write, each under a distinct object name (see the module rules)."""
     kept: list[_Pending] = []
     by_name: dict[str, _Pending] = {}
@@ -126,6 +130,9 @@ def _assign_names(pending: Sequence[_Pending], refused: dict[Path, list[str]]) -
         twin = next((other for other in same if other.spec == item.spec), None)
         if twin is not None:
             twin.conversion.notes.append(f"identical copy in {item.where} not written again")
+            copies.setdefault(item.source, []).append(
+                f"{item.where}: identical to {twin.where}, written once as {twin.name}.yaml"
+            )
             continue
         engine = str((item.spec.get("execution") or {}).get("engine") or "job")
         if same:
@@ -154,14 +161,16 @@ def _name(text: str) -> str:
     return _NOT_NAME.sub("-", text.lower()).strip("-")[:253]
 
 
-def _report(source: Path, items: list[_Pending], refused: list[str], error: str | None) -> FileReport:
+def _report(
+    source: Path, items: list[_Pending], refused: list[str], error: str | None, copies: list[str]
+) -> FileReport:
     if error is not None:
         return FileReport(source=source, error=error)
     return FileReport(
         source=source,
         written=[Path(item.name + ".yaml") for item in items],
         dropped=[d for item in items for d in _named(item.conversion, item.conversion.dropped)],
-        notes=[n for item in items for n in _named(item.conversion, item.conversion.notes)],
+        notes=[*copies, *(n for item in items for n in _named(item.conversion, item.conversion.notes))],
         refused=refused,
     )
 
@@ -176,7 +185,8 @@ def render(reports: Sequence[FileReport]) -> str:
         if report.failed:
             lines.append(f"{report.source}: FAILED: nothing imported")
         else:
-            written = ", ".join(str(p) for p in report.written) or "no Kubernaut RemediationWorkflow found"
+            nothing = "an identical copy only" if report.notes else "no Kubernaut RemediationWorkflow found"
+            written = ", ".join(str(p) for p in report.written) or nothing
             lines.append(f"{report.source}: imported -> {written}")
         lines.extend(f"  refused {line}" for line in report.refused)
         lines.extend(f"  dropped {line}" for line in report.dropped)
