@@ -41,7 +41,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
             spec, catalog=found, provider=llm.make_provider(config), reader=None, settings=config
         )
     )
-    now = pipeline.utcnow()
+    now = resources.utcnow()
     marked = status.investigating(previous=resources.AIAnalysisStatus(), attempt=1, now=now, generation=1)
     final = status.completed(previous=marked, decision=decision, now=now, generation=1)
     assert final.selected_workflow is not None, "the bench catalog must solve the bench analysis"

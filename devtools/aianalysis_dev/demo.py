@@ -1,11 +1,14 @@
 """``aianalysis demo``: the whole product on a throw-away local control plane.
 
 Starts etcd + kube-apiserver + kube-controller-manager (the Job controller), installs the CRDs and
-the example catalog, runs the operator and the executor as separate processes (exactly as
-``aianalysis run`` and ``aianalysis executor``), applies the example incidents, then closes the loop
-for one incident: approve → Job → its Pod is OOMKilled → execution Failed (``OOMKilled``) →
+the example catalog, creates the workloads the demo's incidents name with the failure state a real
+cluster would show (``examples/demo/``, written by :mod:`aianalysis_dev.world` as a kubelet and the
+controllers would: crash-looping Pods of a new ReplicaSet, OOM-killed containers, an HPA at its
+ceiling, a Node under disk pressure...), runs the operator and the executor as separate processes
+(exactly as ``aianalysis run`` and ``aianalysis executor``), creates the incidents, then closes the
+loop for one incident: approve → Job → its Pod is OOMKilled → execution Failed (``OOMKilled``) →
 recovery analysis → approve the different workflow it chose → Job succeeds → execution Completed.
-There is no kubelet: the demo writes the Pod status a kubelet would. Nothing is left running.
+It ends with ``kubectl get aia`` and a short "what just happened". Nothing is left running.
 """
 
 from __future__ import annotations
@@ -22,10 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from aianalysis import errors, settings
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, world
 
 NAMESPACE = "demo"
 #: The example incident whose execution the demo runs (and fails), to show recovery closing the loop.
@@ -66,17 +67,25 @@ def run(
         with _operator(cluster, root) as log_file, _operator(cluster, root, command="executor") as exec_log:
             step(f"operator running (provider: {_provider()}; log: {log_file})")
             step(f"executor running (runs approved WorkflowExecutions as Jobs; log: {exec_log})")
-            cluster.kubectl("apply", "-n", NAMESPACE, "-f", str(root / "examples" / "incidents"))
-            incidents = len(_items(cluster, "aianalyses", NAMESPACE))
-            step(f"applied {incidents} example incidents; waiting for the analyses")
-            analyses = _wait_terminal(cluster, incidents, timeout_seconds, step)
+            incidents = world.load(root / "examples" / "demo", namespace=NAMESPACE)
+            with cluster.api_client() as api:
+                written = world.stage(api, incidents)
+            step(
+                f"created the {written} objects the {len(incidents)} incidents name (Deployments, "
+                "ReplicaSets, Pods, Nodes, an HPA) with the status a kubelet and controllers would write"
+            )
+            for incident in incidents:
+                cluster.kubectl(
+                    "apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(world.analysis(incident))
+                )
+            step(f"created {len(incidents)} AIAnalyses (the incidents); waiting for the analyses")
+            analyses = _wait_terminal(cluster, len(incidents), timeout_seconds, step)
             shown = _close_the_loop(cluster, analyses, timeout_seconds, step, out)
             out("")
-            out(cluster.kubectl("get", "aianalyses", "-n", NAMESPACE, "-o", "wide").stdout)
-            out(cluster.kubectl("get", "workflowexecutions", "-n", NAMESPACE, "-o", "wide").stdout)
-            shown = shown or analyses[0]["metadata"]["name"]
-            out(f"status of aianalysis/{shown}:")
-            out(_yaml_status(cluster, shown))
+            out(cluster.kubectl("get", "aianalyses", "-n", NAMESPACE).stdout)
+            out(cluster.kubectl("get", "workflowexecutions", "-n", NAMESPACE).stdout)
+            final = sorted(_items(cluster, "aianalyses", NAMESPACE), key=lambda i: i["metadata"]["name"])
+            out(summary(final, incidents, recovery=shown))
         step("operator and executor stopped")
     step("control plane stopped; nothing left running")
     return 0
@@ -193,8 +202,8 @@ def _approve(
     step: Callable[[str], None],
     out: Callable[[str], None],
 ) -> str:
-    """``aianalysis approve`` as a person runs it; the offline provider's picks are flagged for review
-    (low confidence), so the demo overrides that — a person would read the selection first."""
+    """``aianalysis approve`` as a person runs it (a selection flagged for review would need
+    ``--override-review``: a person reads it first)."""
     name = analysis["metadata"]["name"]
     review = (analysis.get("status") or {}).get("needsHumanReview")
     argv = [sys.executable, "-m", "aianalysis", "approve", name, "-n", NAMESPACE]
@@ -279,6 +288,49 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _yaml_status(cluster: devcluster.DevCluster, name: str) -> str:
-    body = json.loads(cluster.kubectl("get", "aianalysis", name, "-n", NAMESPACE, "-o", "json").stdout)
-    return str(yaml.safe_dump({"status": body.get("status")}, sort_keys=False, width=110))
+def summary(analyses: list[dict[str, Any]], incidents: list[world.Incident], *, recovery: str | None) -> str:
+    """The demo's closing words: what each analysis concluded, checked against what the incident's
+    file expects, and the commands to look closer."""
+    expected = {i.name: i.expect for i in incidents}
+    picked, declined, wrong = [], [], []
+    for item in analyses:
+        name, st = item["metadata"]["name"], item.get("status") or {}
+        selected = (st.get("selectedWorkflow") or {}).get("workflowId")
+        expect = expected.get(name)
+        if expect is None:
+            continue
+        if selected and selected in expect.get("workflowIds", []):
+            picked.append(f"{name} -> {selected} (confidence {st['selectedWorkflow']['confidence']})")
+        elif not selected and not expect.get("workflowIds") and st.get("needsHumanReview"):
+            why = (st.get("rootCause") or {}).get("summary", "")
+            declined.append(f"{name} ({st.get('humanReviewReason')}): {_first_sentence(why)}")
+        else:
+            wrong.append(f"{name}: got {selected or st.get('humanReviewReason')}")
+    lines = [
+        "",
+        "What just happened",
+        f"  The offline provider (no API key) investigated {len(incidents)} incidents through the read-only",
+        "  tools an LLM gets (owner chain, Pods, rollout revisions, events, Nodes, HPA), ran its analyzers",
+        "  and picked only what the evidence supports, with parameters read from the cluster:",
+        *(f"    + {line}" for line in picked),
+        "  Declined, with the reason (a person decides):",
+        *(f"    - {line}" for line in declined),
+        *(f"    ! unexpected: {line}" for line in wrong),
+    ]
+    if recovery:
+        lines.append(
+            f"  {DEMO_RECOVERY_INCIDENT}'s execution then failed (OOMKilled); the recovery analysis "
+            f"{recovery} chose a different workflow, which ran."
+        )
+    lines += [
+        "Next",
+        f"  kubectl get aia -n {NAMESPACE} {DEMO_RECOVERY_INCIDENT} -o yaml  # rationale, evidence",
+        "  aianalysis eval --scenarios examples/demo --catalog examples/catalog  # the same, scored",
+        "  ANTHROPIC_API_KEY=... make demo  # the same demo with Claude doing the analyses",
+    ]
+    return "\n".join(lines)
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    sentence = text.split(". ", maxsplit=1)[0].rstrip(".") + "."
+    return sentence if len(sentence) <= limit else sentence[: limit - 3] + "..."

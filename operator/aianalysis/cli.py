@@ -488,13 +488,15 @@ def approve_analysis(args: argparse.Namespace) -> int:
 
     namespace = args.namespace or kube.current_namespace()
     with kube.api_client() as api:
-        result = submit.approve(
-            api,
-            namespace=namespace,
-            name=args.name,
-            override_review=args.override_review,
-            again=args.again,
-            approver=_approver(),
+        result = asyncio.run(
+            submit.approve(
+                api,
+                namespace=namespace,
+                name=args.name,
+                override_review=args.override_review,
+                again=args.again,
+                approver=_approver(),
+            )
         )
     if result.created is None:
         print(f"aianalysis: refused: {result.message}", file=sys.stderr)

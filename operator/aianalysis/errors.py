@@ -1,5 +1,5 @@
 """The operator's own exception tree. Classified once, where the fault happens; only
-``handlers`` turns them into kopf's Temporary/Permanent errors."""
+the processes' ``handlers`` turn them into kopf's Temporary/Permanent errors."""
 
 from __future__ import annotations
 
@@ -46,24 +46,29 @@ class ProviderUnavailableError(ProviderError):
 
 
 class ClusterError(AIAnalysisError):
-    """A Kubernetes API call failed in a way that may pass."""
+    """A Kubernetes API call failed in a way that may pass (``kube.errors`` classifies)."""
 
     retryable = True
     reason = "ClusterUnavailable"
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.detail = detail
+        """The API server's own words (its ``Status`` message), when it answered."""
 
 
 class ClusterRejectedError(AIAnalysisError):
-    """The API server refused a request for good (400/403/404/422): retrying cannot help."""
+    """The API server refused a request for good (a 4xx other than 401/408/409/429): retrying
+    cannot help."""
 
     reason = "ClusterRejected"
 
-    def __init__(self, message: str, *, status: int) -> None:
+    def __init__(self, message: str, *, status: int, detail: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.detail = detail
+        """The API server's own words (its ``Status`` message)."""
         self.reason = _REJECTION_REASONS.get(status, "ClusterRejected")
 
 

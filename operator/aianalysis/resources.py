@@ -8,8 +8,9 @@ Wire names are camelCase (aliases); Python attribute names are snake_case.
 
 from __future__ import annotations
 
+import datetime
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -18,6 +19,17 @@ from pydantic.alias_generators import to_camel
 GROUP = "kubernaut.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+
+TERMINAL_PHASES = ("Completed", "Failed")
+"""The phases an AIAnalysis or a WorkflowExecution does not leave."""
+
+Clock = Callable[[], datetime.datetime]
+"""Wall-clock time, passed in: pure code takes ``now``, the processes pass :func:`utcnow`."""
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
 
 AIANALYSIS_PLURAL = "aianalyses"
 WORKFLOWEXECUTION_PLURAL = "workflowexecutions"
@@ -37,7 +49,7 @@ AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
 ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
-#: Closed vocabulary of reasons a person must look at an analysis (architecture §4).
+#: Closed vocabulary of reasons a person must look at an analysis (docs/architecture.md §5).
 HumanReviewReason = Literal[
     "no_eligible_workflow",
     "validation_failed",
@@ -50,7 +62,7 @@ HumanReviewReason = Literal[
     "investigation_failed",
 ]
 
-#: Canonical Kubernetes reason codes of a failed execution (DD-RECOVERY-003). Other codes are
+#: Canonical Kubernetes reason codes of a failed execution (``executor.reasons``). Other codes are
 #: accepted (clusters invent new ones) and get generic recovery guidance.
 CANONICAL_REASON_CODES: tuple[str, ...] = (
     "OOMKilled",
@@ -363,7 +375,7 @@ class RemediationWorkflowStatus(Model):
 
 
 class AffectedResource(Model):
-    """The remediation target, validated in scope (architecture §4 rule 6a)."""
+    """The remediation target, validated in scope (docs/architecture.md §4)."""
 
     kind: str
     name: str
@@ -509,11 +521,14 @@ __all__ = [
     "API_VERSION",
     "CANONICAL_REASON_CODES",
     "GROUP",
+    "TERMINAL_PHASES",
     "VERSION",
     "AIAnalysisSpec",
     "AIAnalysisStatus",
+    "Clock",
     "RemediationWorkflowSpec",
     "RemediationWorkflowStatus",
     "WorkflowExecutionSpec",
     "WorkflowExecutionStatus",
+    "utcnow",
 ]

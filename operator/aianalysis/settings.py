@@ -22,8 +22,8 @@ class Settings:
     provider: Provider = "offline"
     """Which LLM answers: ``anthropic`` (Claude through the SDK), ``bedrock`` / ``vertex`` (Claude
     through AWS Bedrock / Google Vertex AI, with the SDK's own clients), ``openai`` (any
-    OpenAI-compatible Chat Completions endpoint) or ``offline`` (deterministic, catalog-ranked, no
-    network). Defaults to ``anthropic`` when an API key is configured."""
+    OpenAI-compatible Chat Completions endpoint) or ``offline`` (deterministic analyzers, then the
+    catalog; no network). Defaults to ``anthropic`` when an API key is configured."""
 
     model: str = "claude-sonnet-4-6"
     """The model id as the provider names it (a Bedrock model or inference-profile id, a Vertex

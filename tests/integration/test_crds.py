@@ -868,8 +868,9 @@ def test_kubectl_get_kubernaut_lists_every_kind(cluster: Any, objects: Objects) 
 
 
 def _explain(cluster: Any, field: str) -> str:
-    """kubectl explain reads the published OpenAPI v3, which lags the CRD becoming Established a little."""
-    deadline = time.monotonic() + 30
+    """kubectl explain reads the published OpenAPI v3, which lags the CRD becoming Established a
+    little (more on a loaded machine)."""
+    deadline = time.monotonic() + 90
     while True:
         result = cluster.kubectl("explain", field, check=False)
         if result.returncode == 0 or time.monotonic() > deadline:

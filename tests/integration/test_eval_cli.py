@@ -61,7 +61,8 @@ def test_min_accuracy_turns_a_weak_result_into_exit_code_1(
 ) -> None:
     code = run_eval(
         "--scenarios",
-        str(CORPUS / "incidents" / "image-resizer-oomkilled.yaml"),
+        # a Role name nothing in the incident or the cluster names: offline ends parameters_incomplete
+        str(CORPUS / "incidents" / "report-exporter-forbidden.yaml"),
         "--provider",
         "offline",
         "--out",

@@ -81,7 +81,7 @@ async def test_when_every_cluster_read_fails_the_analysis_asks_for_review(
     written = status.completed(
         previous=resources.AIAnalysisStatus(phase="Investigating", attempt=1),
         decision=decision,
-        now=pipeline.utcnow(),
+        now=resources.utcnow(),
         generation=1,
     )
     assert written.needs_human_review and written.reason == "NeedsHumanReview"

@@ -254,7 +254,7 @@ def test_image_holds_the_locked_distributions_and_no_dev_tooling(image: Image) -
     ).stdout.split()  # fmt: skip
     assert found[0] == "True", "the development package must not be in the image"
     modules = found[1:]
-    assert "handlers.py" in modules and "cli.py" in modules
+    assert "controller/handlers.py" in modules and "cli.py" in modules
     assert not [m for m in modules if re.match(r"(devcluster|demo)\b", m)], modules
     assert not {"pytest", "mypy", "ruff", "import-linter", "deptry", "httpx", "matplotlib"} & installed.keys()
 

@@ -10,7 +10,6 @@ from kubernetes import client
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, tools
-from aianalysis.analysis.tools import _scope
 from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
 from tests.integration.test_k8s_reader import Chain, create
@@ -26,7 +25,7 @@ def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
 
 def ref(kind: str, name: str, namespace: str | None) -> scope.ObjectRef:
     return scope.Scope.of(
-        resources.ResourceRef(kind="Namespace", name="x"), cluster=True, kinds=_scope.kinds()
+        resources.ResourceRef(kind="Namespace", name="x"), cluster=True, kinds=tools.target_kinds()
     ).resolve(kind=kind, name=name, namespace=namespace)
 
 

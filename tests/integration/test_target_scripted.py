@@ -149,7 +149,7 @@ async def run(
             await provider.aclose()
         assert server.remaining == 0, "the script was not played to the end"
     started = resources.AIAnalysisStatus(phase="Investigating", attempt=1)
-    final = status.completed(previous=started, decision=decision, now=pipeline.utcnow(), generation=None)
+    final = status.completed(previous=started, decision=decision, now=resources.utcnow(), generation=None)
     return final, decision, server
 
 

@@ -68,13 +68,13 @@ def test_zero_limit_never_frees_up() -> None:
 
 
 async def test_unlimited_gate_never_waits() -> None:
-    gate = budget.Gate(budget.Limits(), clock=ManualClock())
+    gate = budget.BudgetGate(budget.Limits(), clock=ManualClock())
     assert [await gate.acquire(ticket(i), on_wait=no_op) for i in range(50)] == [False] * 50
 
 
 async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_moves() -> None:
     clock = ManualClock()
-    gate = budget.Gate(budget.Limits(conversations_per_hour=2), clock=clock)
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=2), clock=clock)
     shown: list[str] = []
 
     async def show(message: str) -> None:
@@ -100,7 +100,7 @@ async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_mov
 
 async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
     clock = ManualClock()
-    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(0), on_wait=no_op)
     order: list[str] = []
 
@@ -127,7 +127,7 @@ async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
 
 
 async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
-    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=ManualClock())
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=ManualClock())
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert gate.ledger.used(gate.clock.now())["conversations"] == 1
@@ -135,7 +135,7 @@ async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
 
 async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> None:
     clock = ManualClock()
-    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -149,7 +149,7 @@ async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> Non
 
 async def test_a_cancelled_waiter_leaves_the_queue() -> None:
     clock = ManualClock()
-    gate = budget.Gate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -162,7 +162,7 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
 
 async def test_billed_tokens_exhaust_the_daily_budget() -> None:
     clock = ManualClock()
-    gate = budget.Gate(budget.Limits(tokens_per_day=1000), clock=clock)
+    gate = budget.BudgetGate(budget.Limits(tokens_per_day=1000), clock=clock)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     gate.observe(
         llm.RequestRecord(

@@ -1,4 +1,4 @@
-"""catalog_admission.Gate: the catalog holds exactly the accepted objects, and every object's
+"""catalog_admission.AdmissionGate: the catalog holds exactly the accepted objects, and every object's
 verdict is reported as objects come, change and go (the cluster side is tested against a real API
 server in tests/integration/test_catalog_admission.py)."""
 
@@ -43,9 +43,9 @@ def obj(
     return {"metadata": {"name": name, "creationTimestamp": created}, "spec": body}
 
 
-def gate() -> tuple[catalog_admission.Gate, catalog.Catalog, Recorder]:
+def gate() -> tuple[catalog_admission.AdmissionGate, catalog.Catalog, Recorder]:
     found, recorder = catalog.Catalog(), Recorder()
-    return catalog_admission.Gate(catalog=found, reporter=recorder), found, recorder
+    return catalog_admission.AdmissionGate(catalog=found, reporter=recorder), found, recorder
 
 
 def test_a_conflict_refuses_the_newcomer_until_the_holder_goes() -> None:

@@ -94,7 +94,7 @@ def node(name: str, ready: str, message: str) -> dict[str, Any]:
 
 
 def test_oomkilled_container_reports_oomkilled_with_exit_code_137() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded", message="Job has reached the specified backoff limit"),
         pods=[pod(phase="Failed", state=terminated("OOMKilled", 137))],
     )
@@ -105,7 +105,7 @@ def test_oomkilled_container_reports_oomkilled_with_exit_code_137() -> None:
 
 
 def test_error_exit_reports_error_and_the_exit_code() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded"),
         pods=[pod(phase="Failed", state=terminated("Error", 3, "kubectl rollout failed: timed out"))],
     )
@@ -114,7 +114,7 @@ def test_error_exit_reports_error_and_the_exit_code() -> None:
 
 
 def test_retried_generic_failures_are_backoff_limit_exceeded() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded", backoff_limit=2),
         pods=[pod(phase="Failed", state=terminated("Error", 1))],
     )
@@ -123,7 +123,7 @@ def test_retried_generic_failures_are_backoff_limit_exceeded() -> None:
 
 
 def test_backoff_limit_exceeded_without_pods_left() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded", message="Job has reached the limit"), pods=[]
     )
     assert failed.reason == "BackoffLimitExceeded"
@@ -142,7 +142,7 @@ def test_backoff_limit_exceeded_without_pods_left() -> None:
     ],
 )
 def test_api_refusals_reported_by_the_workflow(termination: str, code: str) -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded"),
         pods=[pod(phase="Failed", state=terminated("Error", 1, termination))],
     )
@@ -151,7 +151,7 @@ def test_api_refusals_reported_by_the_workflow(termination: str, code: str) -> N
 
 
 def test_other_termination_reasons_are_error_naming_the_original() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded"),
         pods=[pod(phase="Failed", state=terminated("ContainerCannotRun", 128, "exec: not found"))],
     )
@@ -160,7 +160,7 @@ def test_other_termination_reasons_are_error_naming_the_original() -> None:
 
 
 def test_deadline_exceeded_while_running() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="DeadlineExceeded", message="Job was active longer than specified deadline"),
         pods=[pod(phase="Running", state={"running": {"startedAt": "2026-11-20T10:00:05Z"}})],
     )
@@ -185,12 +185,12 @@ def test_err_image_pull_is_retried_but_named_if_the_deadline_hits() -> None:
     pulling = pod(state={"waiting": {"reason": "ErrImagePull", "message": "rpc error: not found"}})
     assert reasons.early_failure([pulling]) is None
     assert plan.observe(job=job(), pods=[pulling]).phase == "Pending"
-    failed = reasons.classify(job=job(reason="DeadlineExceeded"), pods=[pulling])
+    failed = reasons.failure_of(job=job(reason="DeadlineExceeded"), pods=[pulling])
     assert failed.reason == "ErrImagePull"
 
 
 def test_evicted_pod() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded"),
         pods=[pod(phase="Failed", reason="Evicted", message="The node was low on resource: memory.")],
     )
@@ -219,13 +219,13 @@ def test_scheduling_failures_from_the_schedulers_message(message: str, code: str
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         ]
     )
-    failed = reasons.classify(job=job(reason="DeadlineExceeded"), pods=[unscheduled])
+    failed = reasons.failure_of(job=job(reason="DeadlineExceeded"), pods=[unscheduled])
     assert failed.reason == code
     assert message[:20] in failed.message
 
 
 def test_failed_scheduling_event_when_the_pod_condition_is_gone() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="DeadlineExceeded"),
         pods=[pod()],
         events=[event("FailedScheduling", "0/3 nodes are available: 3 Insufficient memory.")],
@@ -243,7 +243,7 @@ def test_failed_scheduling_event_when_the_pod_condition_is_gone() -> None:
 )
 def test_volume_and_network_events_on_the_pod(reason: str, message: str) -> None:
     creating = pod(state={"waiting": {"reason": "ContainerCreating"}})
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="DeadlineExceeded"), pods=[creating], events=[event(reason, message)]
     )
     assert failed.reason == reason
@@ -254,7 +254,7 @@ def test_events_about_other_objects_do_not_count() -> None:
     creating = pod(state={"waiting": {"reason": "ContainerCreating"}})
     other = event("FailedMount", "not ours", name="someone-else")
     assert (
-        reasons.classify(job=job(reason="DeadlineExceeded"), pods=[creating], events=[other]).reason
+        reasons.failure_of(job=job(reason="DeadlineExceeded"), pods=[creating], events=[other]).reason
         == "DeadlineExceeded"
     )
 
@@ -263,7 +263,7 @@ def test_events_about_other_objects_do_not_count() -> None:
 def test_node_problems_from_the_pods_node(ready: str, code: str) -> None:
     running = pod(phase="Running", state={"running": {"startedAt": "2026-11-20T10:00:05Z"}}, node="worker-2")
     nodes = {"worker-2": node("worker-2", ready, "Kubelet stopped posting node status.")}
-    failed = reasons.classify(job=job(reason="DeadlineExceeded"), pods=[running], nodes=nodes)
+    failed = reasons.failure_of(job=job(reason="DeadlineExceeded"), pods=[running], nodes=nodes)
     assert failed.reason == code
     assert "worker-2" in failed.message
 
@@ -272,7 +272,7 @@ def test_node_lost_and_taint_manager_evictions() -> None:
     lost = pod(
         phase="Failed", reason="NodeLost", message="Node worker-2 which was running pod is unresponsive"
     )
-    assert reasons.classify(job=job(reason="BackoffLimitExceeded"), pods=[lost]).reason == "NodeUnreachable"
+    assert reasons.failure_of(job=job(reason="BackoffLimitExceeded"), pods=[lost]).reason == "NodeUnreachable"
     disrupted = pod(
         phase="Failed",
         conditions=[
@@ -284,12 +284,14 @@ def test_node_lost_and_taint_manager_evictions() -> None:
             }
         ],
     )
-    assert reasons.classify(job=job(reason="BackoffLimitExceeded"), pods=[disrupted]).reason == "NodeNotReady"
+    assert (
+        reasons.failure_of(job=job(reason="BackoffLimitExceeded"), pods=[disrupted]).reason == "NodeNotReady"
+    )
 
 
 def test_node_not_ready_event() -> None:
     running = pod(phase="Running", state={"running": {"startedAt": "2026-11-20T10:00:05Z"}})
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="DeadlineExceeded"),
         pods=[running],
         events=[event("NodeNotReady", "Node is not ready")],
@@ -298,7 +300,7 @@ def test_node_not_ready_event() -> None:
 
 
 def test_unknown_job_failure_is_error_with_the_original_reason() -> None:
-    failed = reasons.classify(
+    failed = reasons.failure_of(
         job=job(reason="PodFailurePolicy", message="Container failed with exit code 42"), pods=[]
     )
     assert failed.reason == "Error"

@@ -9,7 +9,6 @@ import pytest
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, tools
-from aianalysis.analysis.tools import _scope
 from aianalysis.evaluation.cluster import InMemoryCluster
 
 NS = "shop"
@@ -40,7 +39,7 @@ DENY_ALL = obj("NetworkPolicy", "deny-all", "networking.k8s.io/v1", spec={"podSe
 
 
 def ref(kind: str, name: str, namespace: str | None = NS) -> scope.ObjectRef:
-    table = _scope.kinds()
+    table = tools.target_kinds()
     info = table[kind.casefold()]
     return scope.ObjectRef(
         kind=info.kind,

@@ -1,15 +1,19 @@
-"""The offline provider: deterministic catalog-ranked answers that pass (or knowingly fail) the
+"""The offline provider: deterministic evidence-first answers that pass (or knowingly fail) the
 real validator, through the same catalog tools the LLM uses."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aianalysis import catalog, resources, settings
 from aianalysis.analysis import answer, tools, validation
 from aianalysis.analysis.llm import base, make_provider, offline
+from aianalysis.evaluation import runner, scenario
 from aianalysis.evaluation.cluster import InMemoryCluster
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def workflow(
@@ -207,12 +211,14 @@ async def test_a_workflow_that_does_not_act_on_the_targets_kind_is_skipped() -> 
     assert verdict(submission, index=index, toolbox=toolbox, incident=incident).valid
 
 
-async def test_searches_with_signal_type_and_alert_words_then_reads_details() -> None:
+async def test_without_a_cluster_it_tries_to_investigate_then_searches_with_the_alert_words() -> None:
     conversation, toolbox = converse(catalog.Catalog([RESTART]), spec())
 
     await conversation.answer()
 
     assert toolbox.calls == [
+        # the investigation starts with the incident's object (no cluster here: nothing to read)
+        ("get_resource", {"kind": "Deployment", "name": "payment-api", "namespace": "production"}),
         (
             "search_workflow_catalog",
             {
@@ -221,11 +227,11 @@ async def test_searches_with_signal_type_and_alert_words_then_reads_details() ->
                 "top_k": 10,
             },
         ),
-        # the owner chain, for workflows that act on a controller (no cluster here: just the resource)
-        ("get_resource", {"kind": "Deployment", "name": "payment-api", "namespace": "production"}),
         ("get_workflow_details", {"workflow_id": "oomkill-restart-deployment", "version": "1.0.0"}),
     ]
-    assert conversation.usage == resources.LLMUsage(provider="offline", model="catalog-rank-v1", tool_calls=3)
+    assert conversation.usage == resources.LLMUsage(
+        provider="offline", model=offline.MODEL_NAME, tool_calls=3
+    )
 
 
 async def test_kind_specific_names_are_filled_only_for_that_kind() -> None:
@@ -364,7 +370,7 @@ async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_wh
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
     provider = make_provider(settings.Settings(provider="offline"))
 
-    assert (provider.name, provider.model) == ("offline", "catalog-rank-v1")
+    assert (provider.name, provider.model) == ("offline", offline.MODEL_NAME)
     await provider.aclose()
 
 
@@ -410,3 +416,26 @@ async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_
         "namespace": "production",
     }
     assert selected(submission)["parameters"]["TARGET_RESOURCE_NAME"] == "payment-api"
+
+
+async def test_the_demo_incidents_are_picked_confidently_and_correctly_from_the_cluster_evidence() -> None:
+    """examples/demo: each incident with the cluster state the demo writes; what a newcomer sees."""
+    scenarios = scenario.load([ROOT / "examples" / "demo"])
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    results = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert [r.scenario for r in results if not r.correct] == []
+    selections = [r for r in results if r.selected_workflow]
+    assert len(selections) >= len(results) - 2
+    assert all(
+        r.confidence is not None and r.confidence >= 0.7 and not r.needs_human_review for r in selections
+    )
+    assert all(r.parameters_matched is not False for r in results)
+    declined = [r for r in results if not r.selected_workflow]
+    assert {r.human_review_reason for r in declined} == {"inconclusive", "no_eligible_workflow"}
+    why = {r.human_review_reason: (r.status or {})["rootCause"]["summary"] for r in declined}
+    assert "contradicts" in why["inconclusive"] or "OOM-killed" in why["inconclusive"]
+    assert "risk_tolerance=low" in why["no_eligible_workflow"], "a policy decline says which policy"

@@ -61,7 +61,7 @@ def execution(
 
 
 def test_first_failure_creates_attempt_one_with_full_context() -> None:
-    plan = recovery.plan(execution=execution(), analysis=analysis(), max_attempts=3)
+    plan = recovery.decide(execution=execution(), analysis=analysis(), max_attempts=3)
 
     assert isinstance(plan, recovery.Create)
     assert plan.name == "payment-oom-recovery-1"
@@ -79,10 +79,10 @@ def test_first_failure_creates_attempt_one_with_full_context() -> None:
 
 
 def test_later_failures_extend_the_history_in_order() -> None:
-    first = recovery.plan(execution=execution(), analysis=analysis(), max_attempts=3)
+    first = recovery.decide(execution=execution(), analysis=analysis(), max_attempts=3)
     assert isinstance(first, recovery.Create)
     second_analysis = analysis(first.name, spec=first.body["spec"])
-    second = recovery.plan(
+    second = recovery.decide(
         execution=execution("exec-2", first.name, "DeadlineExceeded"),
         analysis=second_analysis,
         max_attempts=3,
@@ -115,7 +115,7 @@ def test_the_attempt_beyond_the_limit_gives_up_for_human_review() -> None:
         "previousExecutions": history,
     }
 
-    plan = recovery.plan(
+    plan = recovery.decide(
         execution=execution("exec-3", "payment-oom-recovery-2"),
         analysis=analysis("payment-oom-recovery-2", spec),
         max_attempts=2,
@@ -126,12 +126,12 @@ def test_the_attempt_beyond_the_limit_gives_up_for_human_review() -> None:
 
 
 def test_missing_analysis_or_failure_details_is_explained_not_raised() -> None:
-    no_analysis = recovery.plan(execution=execution(ref="gone"), analysis=None, max_attempts=3)
+    no_analysis = recovery.decide(execution=execution(ref="gone"), analysis=None, max_attempts=3)
     assert isinstance(no_analysis, recovery.Unusable) and "gone" in no_analysis.message
 
     bare = execution()
     del bare["status"]["failureDetails"]
-    no_details = recovery.plan(execution=bare, analysis=analysis(), max_attempts=3)
+    no_details = recovery.decide(execution=bare, analysis=analysis(), max_attempts=3)
     assert isinstance(no_details, recovery.Unusable) and no_details.reason == "NoFailureDetails"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from aianalysis import resources
-from aianalysis.analysis.validation import _parameters
+from aianalysis.analysis import validation
 
 
 def param(pattern: str) -> resources.WorkflowParameter:
@@ -19,7 +19,7 @@ def test_a_catastrophic_pattern_fails_the_value_within_its_time_bound() -> None:
     evil = "a" * 40 + "!"  # (a|aa)+$ backtracks ~fib(40) times on this with an unbounded engine
 
     started = time.monotonic()
-    checked = _parameters.check_parameters([param("(a|aa)+$")], {"TARGET": evil})
+    checked = validation.check_parameters([param("(a|aa)+$")], {"TARGET": evil})
     elapsed = time.monotonic() - started
 
     assert checked.canonical == {}
@@ -30,6 +30,6 @@ def test_a_catastrophic_pattern_fails_the_value_within_its_time_bound() -> None:
 
 
 def test_the_same_pattern_still_accepts_a_matching_value() -> None:
-    checked = _parameters.check_parameters([param("(a+)+$")], {"TARGET": "aaaa"})
+    checked = validation.check_parameters([param("(a+)+$")], {"TARGET": "aaaa"})
 
     assert checked.errors == [] and checked.canonical == {"TARGET": "aaaa"}

@@ -9,12 +9,12 @@ import pytest
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope, tools
-from aianalysis.analysis.tools import _args, _cluster_tools, _scope
+from aianalysis.analysis.tools import _args, _cluster_tools
 from aianalysis.evaluation.cluster import InMemoryCluster
 
 DEPLOYMENT = resources.ResourceRef(kind="Deployment", name="checkout", namespace="shop")
 POD = resources.ResourceRef(kind="Pod", name="checkout-7d9f-abcde", namespace="shop")
-NO_CLUSTER = scope.Scope.of(DEPLOYMENT, cluster=False, kinds=_scope.kinds())
+NO_CLUSTER = scope.Scope.of(DEPLOYMENT, cluster=False, kinds=tools.target_kinds())
 
 
 def ref(kind: str, name: str, namespace: str | None = "shop") -> scope.ObjectRef:
@@ -167,7 +167,7 @@ async def test_failed_reads_leave_only_the_incident_in_scope_and_facts_unknown()
 
 
 async def facts_of(objects: list[dict[str, Any]], target: resources.ResourceRef = POD) -> catalog.TargetFacts:
-    where = scope.Scope.of(target, cluster=True, kinds=_scope.kinds())
+    where = scope.Scope.of(target, cluster=True, kinds=tools.target_kinds())
     return await tools.detect_facts(InMemoryCluster(objects), where.incident)
 
 
@@ -251,7 +251,7 @@ async def test_flux_and_istio_are_detected_and_a_pdb_for_other_pods_does_not_cou
     ],
 )
 def test_label_selectors(selector: dict[str, Any] | None, selected: bool) -> None:
-    assert _scope.selects(selector, {"app": "checkout"}) is selected
+    assert tools.selects(selector, {"app": "checkout"}) is selected
 
 
 # ---- what the incident concerns beyond its owner chain -------------------------------------------

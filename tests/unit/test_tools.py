@@ -13,7 +13,6 @@ from kubernetes import client
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import tools
-from aianalysis.analysis.tools import _redact as tools_redact
 from aianalysis.kube import api_reader as k8s
 from aianalysis.kube import kinds as _kinds
 
@@ -629,7 +628,7 @@ def test_label_selector_translation() -> None:
 def test_api_errors_are_classified(status: int, expected: type[Exception]) -> None:
     exc = client.ApiException(status=status, reason="r")
     exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
-    classified = k8s.classify(exc, what="Pod ns/x")
+    classified = k8s.reader_error(exc, what="Pod ns/x")
     assert type(classified) is expected
     if status != 404:
         assert f"server says {status}" in str(classified)
@@ -652,7 +651,7 @@ def test_api_errors_are_classified(status: int, expected: type[Exception]) -> No
 def test_redaction_stays_fast_on_hostile_text(hostile: str) -> None:
     # Cluster text is attacker-controlled; a backtracking regex here would stall every analysis.
     for _ in range(20):
-        tools_redact.redact_text(hostile)
+        tools.redact_text(hostile)
 
 
 async def test_empty_logs_say_why(reader: FakeReader) -> None:

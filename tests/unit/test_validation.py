@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import scope, validation
-from aianalysis.analysis.tools import _scope
+from aianalysis.analysis import scope, tools, validation
 
 OOM = "oomkill-increase-memory"
 RESTART = "restart-deployment"
@@ -632,7 +631,7 @@ def test_every_check_reports_at_once_and_messages_stay_short() -> None:
 
 def target_scope() -> scope.Scope:
     incident = resources.ResourceRef(kind="Deployment", name="payment-api", namespace="production")
-    return scope.Scope.of(incident, cluster=False, kinds=_scope.kinds())
+    return scope.Scope.of(incident, cluster=False, kinds=tools.target_kinds())
 
 
 def run_target(
@@ -755,10 +754,10 @@ def test_detected_labels_unmet_or_unknown_make_the_workflow_ineligible(
 
 def node_scope() -> tuple[scope.Scope, scope.ObjectRef]:
     incident = resources.ResourceRef(kind="Deployment", name="payment-api", namespace="production")
-    bare = scope.Scope.of(incident, cluster=True, kinds=_scope.kinds())
+    bare = scope.Scope.of(incident, cluster=True, kinds=tools.target_kinds())
     node = bare.resolve(kind="Node", name="worker-2")
     return scope.Scope.of(
-        incident, cluster=True, kinds=_scope.kinds(), related={node.key: "Node worker-2"}
+        incident, cluster=True, kinds=tools.target_kinds(), related={node.key: "Node worker-2"}
     ), node
 
 

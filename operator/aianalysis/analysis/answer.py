@@ -1,6 +1,6 @@
-"""The LLM's answer (ADR-038 v2.0 §4 + ADR-041 + DD-RECOVERY-003), delivered as the input of the
-``submit_selection`` tool. The same model generates that tool's ``input_schema`` and parses the
-answer, so the schema the LLM sees and the one we validate can never drift apart.
+"""The LLM's answer (one workflow, its root cause and, for a recovery, its strategy), delivered as
+the input of the ``submit_selection`` tool. The same model generates that tool's ``input_schema``
+and parses the answer, so the schema the LLM sees and the one we validate can never drift apart.
 
 Wire names are snake_case, as in the ADRs.
 """

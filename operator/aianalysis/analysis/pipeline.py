@@ -1,6 +1,6 @@
 """The use case: an AIAnalysis spec → incident prompt → LLM tool loop → validation → a decision.
 
-No kopf here and no status I/O: the caller (``handlers`` in the operator, ``cli`` for
+No kopf here and no status I/O: the caller (``controller.analysis_reconciler`` in the operator, ``cli`` for
 ``aianalysis analyze``) persists what :func:`analyze` returns.
 """
 
@@ -9,19 +9,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-from collections.abc import Callable
 
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import answer as answer_mod
 from aianalysis.analysis import llm, prompts, scope, status, tools, validation
-
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
 
 
 async def analyze(
@@ -31,7 +24,7 @@ async def analyze(
     provider: llm.Provider,
     reader: tools.ClusterReader | None,
     settings: settings_mod.Settings,
-    now: Clock = utcnow,
+    now: resources.Clock = resources.utcnow,
     namespace: str | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
@@ -167,7 +160,7 @@ async def analyze_without_cluster(
         decision = await analyze(spec, catalog=catalog, provider=provider, reader=None, settings=settings)
     finally:
         await provider.aclose()
-    now = utcnow()
+    now = resources.utcnow()
     started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
     return status.completed(previous=started, decision=decision, now=now, generation=None)
 

@@ -1,4 +1,4 @@
-"""The remediation target of one analysis and what it may be (architecture §4 rule 6a).
+"""The remediation target of one analysis and what it may be (docs/architecture.md §4).
 
 Pure: the analysis gathers the facts (``tools.gather_scope`` reads the incident's owner chain,
 the Nodes its Pods run on and the PVCs they mount, once per analysis) and this module decides.

@@ -1,7 +1,7 @@
 """The RemediationWorkflow catalog: storage, business-context policy, search and loading.
 
 - ``Catalog`` — thread-safe in-memory catalog keyed by Kubernetes object name (``store``).
-- ``policy`` — DD-CONTEXT-005: the incident's business context decides eligibility, never the LLM.
+- ``policy`` — the incident's business context decides eligibility, never the LLM.
 - ``index`` — the search index; its docstring defines what a hit's ``confidence`` means.
 - ``load_paths`` — YAML files/directories → Catalog (``loader``).
 - ``target`` — what a workflow may act on: target parameters, component scope, detected labels.

@@ -2,7 +2,7 @@
 
 ``review`` decides for one object; ``settle`` decides between objects claiming the same
 workflowId + version. The operator writes the verdict to the object's ``Accepted`` condition
-(``catalog_admission``); file catalogs (``--catalog``) refuse to load with the same message.
+(``catalog.gate``); file catalogs (``--catalog``) refuse to load with the same message.
 
 Reasons (condition reason when ``Accepted=False``):
 

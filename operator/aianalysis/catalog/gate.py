@@ -1,6 +1,6 @@
 """The admission gate between the cluster's RemediationWorkflows and the operator's catalog.
 
-``Gate`` decides (``catalog.admission``) which objects the catalog offers and hands each verdict to
+``AdmissionGate`` decides (``catalog.admission``) which objects the catalog offers and hands each verdict to
 a ``Reporter``, which makes it visible: the object's ``Accepted`` condition (written only when it
 changes, so a restart or a re-list writes nothing), a Warning Event when an object is refused, and
 the metrics ``aianalysis_catalog_workflows_refused`` / ``aianalysis_catalog_refusals_total``.
@@ -16,17 +16,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-import urllib3
-from kubernetes import client as k8s
-
-from aianalysis import catalog, metrics, resources
-from aianalysis.catalog import admission
+from aianalysis import errors, kube, metrics, resources
+from aianalysis.catalog import admission, store
+from aianalysis.kube import events, objects
 
 log = logging.getLogger(__name__)
 
 CONDITION = "Accepted"
-#: Events about cluster-scoped objects are namespaced; kubectl finds them with --all-namespaces.
-EVENT_NAMESPACE = "default"
 _Key = tuple[str, str]
 
 
@@ -36,10 +32,10 @@ class Reporter(Protocol):
     def report(self, name: str, verdict: admission.Verdict) -> None: ...
 
 
-class Gate:
+class AdmissionGate:
     """Keeps ``catalog`` equal to the accepted objects and reports every verdict."""
 
-    def __init__(self, *, catalog: catalog.Catalog, reporter: Reporter) -> None:
+    def __init__(self, *, catalog: store.Catalog, reporter: Reporter) -> None:
         self._catalog = catalog
         self._reporter = reporter
         self._claims: dict[str, tuple[_Key, admission.Claim]] = {}
@@ -105,6 +101,9 @@ class ReadOnlyReporter:
 class _Seen:
     generation: int | None
     uid: str | None
+    resource_version: str | None
+    status: Mapping[str, Any] | None
+    """The status as observed: a verdict is written onto that version of the object only."""
     condition: tuple[str, str, str, int | None] | None
     """(status, reason, message, observedGeneration) of the object's Accepted condition."""
 
@@ -113,9 +112,8 @@ class ClusterReporter:
     """Writes verdicts to the cluster (status, Events) and the metrics. API failures are logged
     and dropped: the verdict is written again the next time the object changes or is re-listed."""
 
-    def __init__(self, api: k8s.ApiClient, *, now: Callable[[], datetime.datetime] | None = None) -> None:
-        self._custom = k8s.CustomObjectsApi(api)
-        self._core = k8s.CoreV1Api(api)
+    def __init__(self, api: kube.ApiClient, *, now: Callable[[], datetime.datetime] | None = None) -> None:
+        self._api = api
         self._now = now or (lambda: datetime.datetime.now(datetime.UTC))
         self._seen: dict[str, _Seen] = {}
         self._refused: dict[str, str] = {}
@@ -125,6 +123,8 @@ class ClusterReporter:
         self._seen[str(metadata.get("name"))] = _Seen(
             generation=metadata.get("generation"),
             uid=metadata.get("uid"),
+            resource_version=metadata.get("resourceVersion"),
+            status=obj.get("status") if isinstance(obj.get("status"), Mapping) else None,
             condition=_accepted_condition(obj.get("status")),
         )
 
@@ -162,35 +162,40 @@ class ClusterReporter:
             last_transition_time=_stamp(self._now()),
             observed_generation=generation,
         )
-        body = {"status": resources.RemediationWorkflowStatus(conditions=[condition]).wire()}
+        fields = resources.RemediationWorkflowStatus(conditions=[condition]).wire()
+        if not seen.uid:
+            return False
         try:
-            self._custom.patch_cluster_custom_object_status(
-                resources.GROUP, resources.VERSION, resources.REMEDIATIONWORKFLOW_PLURAL, name, body
+            written = objects.write_status_blocking(
+                self._api,
+                namespace="",
+                plural=resources.REMEDIATIONWORKFLOW_PLURAL,
+                name=name,
+                uid=seen.uid,
+                fields=fields,
+                current=seen.status,
+                resource_version=seen.resource_version,
             )
-        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except errors.AIAnalysisError as exc:
             log.warning("could not write the Accepted condition of RemediationWorkflow %s: %s", name, exc)
             return False
-        return True
+        # Changed or gone since observed: the watch brings the newer version, and it is reported then.
+        return written is objects.Written.OK
 
     def _event(self, name: str, seen: _Seen, verdict: admission.Verdict) -> None:
-        stamp = self._now()
-        event = k8s.CoreV1Event(
-            metadata=k8s.V1ObjectMeta(generate_name=f"{name}.", namespace=EVENT_NAMESPACE),
-            involved_object=k8s.V1ObjectReference(
-                api_version=resources.API_VERSION, kind="RemediationWorkflow", name=name, uid=seen.uid
-            ),
+        about = {
+            "apiVersion": resources.API_VERSION,
+            "kind": "RemediationWorkflow",
+            "metadata": {"name": name, "uid": seen.uid},
+        }
+        events.post(
+            self._api,
+            about=about,
             type="Warning",
             reason=verdict.reason,
             message=verdict.message,
-            first_timestamp=stamp,
-            last_timestamp=stamp,
-            count=1,
-            source=k8s.V1EventSource(component="aianalysis-operator"),
+            now=self._now(),
         )
-        try:
-            self._core.create_namespaced_event(EVENT_NAMESPACE, event)
-        except (k8s.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            log.warning("could not post the refusal Event of RemediationWorkflow %s: %s", name, exc)
 
 
 def _accepted_condition(status: object) -> tuple[str, str, str, int | None] | None:

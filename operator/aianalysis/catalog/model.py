@@ -31,7 +31,7 @@ class SearchQuery:
     """What the caller (usually the LLM, through the search tool) asks for.
 
     ``environment``, ``priority``, ``business_category`` and ``risk_tolerance`` can only
-    NARROW the incident's business context (DD-CONTEXT-005): a value that contradicts the
+    NARROW the incident's business context (the system's, never the LLM's): a value that contradicts the
     incident matches nothing, and a risk tolerance above the incident's is capped at it.
     ``signal_type``, ``action_type``, ``severity`` and ``component`` are hard filters when given
     (``signal_type`` also admits workflows that declare no signal types; they are classified by
@@ -62,7 +62,7 @@ class SearchQuery:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SearchHit:
-    """One search result in the minimal DD-CONTEXT-005 shape (plus the title, for people).
+    """One search result in the minimal shape the LLM needs to choose (plus the title, for people).
 
     ``confidence`` is in 0..1; see ``aianalysis.catalog.index`` for exactly what it means.
     """

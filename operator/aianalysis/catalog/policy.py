@@ -1,4 +1,4 @@
-"""Business-context policy (DD-CONTEXT-005, architecture §3): which workflows an incident may use.
+"""Business-context policy (docs/architecture.md §6 rule 4): which workflows an incident may use.
 
 Business context is a fact about the incident, never the LLM's choice. The search tool applies
 this policy before ranking, whatever the LLM passes, and the validator applies it again to the

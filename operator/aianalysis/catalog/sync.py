@@ -17,20 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import urllib3
-from kubernetes import client as k8s
-from kubernetes import watch
-
 from aianalysis import catalog as catalog_mod
-from aianalysis import resources
+from aianalysis import errors, kube, resources
 from aianalysis.catalog import gate as catalog_admission
+from aianalysis.kube import watching
 
 log = logging.getLogger(__name__)
 
-GONE = 410
-_TRANSIENT = (k8s.ApiException, urllib3.exceptions.HTTPError, OSError)
-TRANSIENT = _TRANSIENT
-"""What a LIST or WATCH may raise when the API server is unreachable or refuses."""
+PLURAL = resources.REMEDIATIONWORKFLOW_PLURAL
 
 
 class CatalogSync:
@@ -39,7 +33,7 @@ class CatalogSync:
     def __init__(
         self,
         *,
-        api: k8s.ApiClient,
+        api: kube.ApiClient,
         catalog: catalog_mod.Catalog,
         on_change: Callable[[], None] = lambda: None,
         on_heard: Callable[[float], None] = lambda _: None,
@@ -48,9 +42,9 @@ class CatalogSync:
         retry_delay_seconds: float = 5.0,
         reporter: catalog_admission.Reporter | None = None,
     ) -> None:
-        self._custom = k8s.CustomObjectsApi(api)
+        self._api = api
         self._catalog = catalog
-        self._gate = catalog_admission.Gate(
+        self._gate = catalog_admission.AdmissionGate(
             catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
         )
         self._on_change = on_change
@@ -69,24 +63,15 @@ class CatalogSync:
         """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
         Returns how many objects were listed."""
         listed: set[str] = set()
-        token: str | None = None
-        while True:
-            page: Any = self._custom.list_cluster_custom_object(
-                resources.GROUP,
-                resources.VERSION,
-                resources.REMEDIATIONWORKFLOW_PLURAL,
-                limit=self._page_size,
-                _continue=token,
-            )
-            for obj in page["items"]:
+        version = ""
+        for page in watching.pages(self._api, plural=PLURAL, page_size=self._page_size):
+            for obj in page.items:
                 listed.add(obj["metadata"]["name"])
                 self._upsert(obj)
-            token = page["metadata"].get("continue")
-            if not token:
-                break
+            version = page.resource_version
         for name in self._names - listed:
             self._remove(name)
-        self._version = page["metadata"]["resourceVersion"]
+        self._version = version
         self._on_change()
         self._heard()
         return len(listed)
@@ -129,12 +114,10 @@ class CatalogSync:
         while not self._stopping.is_set():
             try:
                 self._watch()
-            except k8s.ApiException as exc:
-                if exc.status == GONE:
+            except errors.AIAnalysisError as exc:  # kube.errors mapped it
+                if getattr(exc, "status", None) == watching.GONE:
                     self._relist()
                     continue
-                self._pause(f"watching RemediationWorkflows failed ({exc.status} {exc.reason})")
-            except _TRANSIENT as exc:
                 self._pause(f"watching RemediationWorkflows failed ({exc})")
             except Exception:  # supervised: a bug in one event must not end the sync silently
                 log.exception("catalog sync: unexpected error; re-listing")
@@ -142,28 +125,22 @@ class CatalogSync:
                 self._relist()
 
     def _watch(self) -> None:
-        stream = watch.Watch()  # type: ignore[no-untyped-call]  # kubernetes is untyped
-        for event in stream.stream(  # type: ignore[no-untyped-call]  # kubernetes is untyped
-            self._custom.list_cluster_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            resources.REMEDIATIONWORKFLOW_PLURAL,
+        for event_type, obj, version in watching.watch(
+            self._api,
+            plural=PLURAL,
             resource_version=self._version,
             timeout_seconds=self._watch_timeout,
-            allow_watch_bookmarks=True,
+            stopping=self._stopping,
         ):
-            if self._stopping.is_set():
-                stream.stop()  # type: ignore[no-untyped-call]  # kubernetes is untyped
-                return
-            self.apply(event["type"], event["raw_object"])
-            self._version = stream.resource_version or self._version
+            self.apply(event_type, obj)
+            self._version = version or self._version
             self._heard()
         self._heard()  # the server ended the watch at its timeout: it is alive
 
     def _relist(self) -> None:
         try:
             self.load()
-        except _TRANSIENT as exc:
+        except errors.AIAnalysisError as exc:
             self._pause(f"re-listing RemediationWorkflows failed ({exc})")
 
     def _pause(self, why: str) -> None:

@@ -1,4 +1,4 @@
-"""Reconciliation of one AIAnalysis (the resource), without kopf: ``handlers`` starts :func:`drive`
+"""Reconciliation of one AIAnalysis (the resource), without kopf: ``controller.handlers`` starts :func:`drive`
 for each object that is not terminal; it runs the pipeline (:mod:`aianalysis.analysis.pipeline`), writes
 the status and returns the :class:`runtime.Transition` to announce.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import errors, metrics, resources
+from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, status
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
@@ -37,8 +37,6 @@ from aianalysis.kube import objects as custom_objects
 
 log = logging.getLogger(__name__)
 
-TERMINAL = ("Completed", "Failed")
-MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -48,7 +46,7 @@ Ref = custom_objects.Ref
 def settled(body: dict[str, Any]) -> bool:
     """Terminal as far as this (possibly stale) body says: no task needed."""
     phase = (body.get("status") or {}).get("phase")
-    return isinstance(phase, str) and phase in TERMINAL
+    return isinstance(phase, str) and phase in resources.TERMINAL_PHASES
 
 
 class _Gone(Exception):
@@ -64,7 +62,7 @@ class _Finished:
 
 async def drive(
     runtime: runtime_mod.Runtime, ref: Ref, *, sleep: Sleep = asyncio.sleep
-) -> runtime_mod.Transition | None:
+) -> kit.Transition | None:
     """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
     run = _Run(runtime, ref)
     retries: dict[str, int] = {}
@@ -76,7 +74,7 @@ async def drive(
         except _Unreadable as exc:  # fail closed: leave it as it is, say why, do not analyse it again
             metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
             log.warning("%s/%s: left alone: %s", ref.namespace, ref.name, exc)
-            return runtime_mod.Transition(
+            return kit.Transition(
                 type="Warning", reason="UnreadableStatus", message=f"not analysed: {exc}"[:1024]
             )
         except errors.AIAnalysisError as exc:
@@ -89,17 +87,18 @@ async def drive(
             failure.reason = "InternalError"
         run.last_error = failure
         retries[cause] = retries.get(cause, 0) + 1
-        limit = (
-            runtime.settings.provider_retry_limit - 1
-            if cause == "provider"
-            else runtime.settings.max_reconcile_retries
+        backoff = kit.Backoff.of_reconciles(
+            first_seconds=runtime.settings.provider_retry_delay_seconds,
+            retries=(
+                runtime.settings.provider_retry_limit - 1
+                if cause == "provider"
+                else runtime.settings.max_reconcile_retries
+            ),
         )
-        if retries[cause] > limit:
+        if not backoff.allows(retries[cause]):
             return await run.fail(failure.reason, f"{failure.reason}: {failure}", review=_review(failure))
         metrics.INTERNAL_RETRIES.labels(cause=cause).inc()
-        delay = min(
-            MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (retries[cause] - 1)
-        )
+        delay = backoff.delay(retries[cause])
         log.warning("%s/%s: %s; trying again in %.0f s", ref.namespace, ref.name, failure, delay)
         await sleep(delay)
 
@@ -126,13 +125,13 @@ class _Run:
         self.unbilled = False
         """The last conversation failed before any billed response: the next one takes its number."""
 
-    async def step(self) -> runtime_mod.Transition | None:
+    async def step(self) -> kit.Transition | None:
         body = await self._read()
         if self.finished is not None:  # never run a finished conversation again: write it again
             if self.previous == self.finished.final:  # the last write landed; its answer was lost
                 return self._finished_transition(self.finished)
             return await self._finish(self.finished)
-        if self.previous.phase in TERMINAL:
+        if self.previous.phase in resources.TERMINAL_PHASES:
             return None
         try:
             spec = resources.AIAnalysisSpec.model_validate(body.get("spec") or {})
@@ -144,14 +143,14 @@ class _Run:
             return await self._limit_reached()
         async with self._conversation_slot(body, spec):
             body = await self._read()
-            if self.previous.phase in TERMINAL:
+            if self.previous.phase in resources.TERMINAL_PHASES:
                 return None
             if self._over_limit():
                 return await self._limit_reached()
             reuse = self.unbilled and bool(self.previous.attempt)
             attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
             marked = status.investigating(
-                previous=self.previous, attempt=attempt, now=pipeline.utcnow(), generation=self.generation
+                previous=self.previous, attempt=attempt, now=resources.utcnow(), generation=self.generation
             )
             version = (body.get("metadata") or {}).get("resourceVersion")
             written = await self._write(marked, resource_version=version)
@@ -179,7 +178,7 @@ class _Run:
             finally:
                 metrics.IN_FLIGHT.dec()
         final = status.completed(
-            previous=marked, decision=decision, now=pipeline.utcnow(), generation=self.generation
+            previous=marked, decision=decision, now=resources.utcnow(), generation=self.generation
         )
         self.finished = _Finished(final=final, decision=decision, seconds=time.monotonic() - started)
         return await self._finish(self.finished)
@@ -198,7 +197,7 @@ class _Run:
                 previous=self.previous,
                 reason="ConcurrencyLimit",
                 message=f"waiting for a free slot ({slots} run at once)",
-                now=pipeline.utcnow(),
+                now=resources.utcnow(),
                 generation=self.generation,
             )
             await self._write(waiting)
@@ -227,7 +226,7 @@ class _Run:
                 previous=self.previous,
                 reason="BudgetExhausted",
                 message=message,
-                now=pipeline.utcnow(),
+                now=resources.utcnow(),
                 generation=self.generation,
             )
             await self._write(waiting)
@@ -240,7 +239,7 @@ class _Run:
         started = self.previous.attempt or 0
         return started >= self.runtime.settings.max_conversations and not (self.unbilled and started)
 
-    async def _limit_reached(self) -> runtime_mod.Transition | None:
+    async def _limit_reached(self) -> kit.Transition | None:
         cap = self.runtime.settings.max_conversations
         last = self.last_error
         if last is not None:
@@ -288,28 +287,26 @@ class _Run:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
         return written
 
-    async def _finish(self, finished: _Finished) -> runtime_mod.Transition:
+    async def _finish(self, finished: _Finished) -> kit.Transition:
         await self._write(finished.final)
         return self._finished_transition(finished)
 
-    def _finished_transition(self, finished: _Finished) -> runtime_mod.Transition:
+    def _finished_transition(self, finished: _Finished) -> kit.Transition:
         decision = finished.decision
         metrics.record_decision(decision, provider=self.runtime.provider.name, seconds=finished.seconds)
         kind = "Normal" if decision.review_reason is None else "Warning"
         final = finished.final
-        return runtime_mod.Transition(
-            type=kind, reason=final.reason or "Completed", message=final.message or ""
-        )
+        return kit.Transition(type=kind, reason=final.reason or "Completed", message=final.message or "")
 
     async def fail(
         self, reason: str, message: str, *, review: resources.HumanReviewReason | None
-    ) -> runtime_mod.Transition | None:
+    ) -> kit.Transition | None:
         """End ``Failed``. If even that write cannot be made, the Event and a metric still say why."""
         failed = status.failed(
             previous=self.previous,
             reason=reason,
             message=message[:4096],
-            now=pipeline.utcnow(),
+            now=resources.utcnow(),
             generation=self.generation,
             review_reason=review,
         )
@@ -326,7 +323,7 @@ class _Run:
             ).inc()
             message = f"{message} (and the status could not be written: {exc})"
         metrics.record_failure(review)
-        return runtime_mod.Transition(type="Warning", reason=reason, message=message)
+        return kit.Transition(type="Warning", reason=reason, message=message)
 
 
 class _Unreadable(Exception):

@@ -2,8 +2,8 @@
 billed per rolling day. Over budget, analyses wait (``Pending``, ``BudgetExhausted``) and start when
 the window moves, most severe first, then oldest first; none is dropped or failed.
 
-:class:`Ledger` is pure (values and a ``now`` in, values out). :class:`Gate` adds the waiting: an
-ordered queue of tickets and one timer task that sleeps on an injectable :class:`Clock` until the
+:class:`Ledger` is pure (values and a ``now`` in, values out). :class:`BudgetGate` adds the waiting: an
+ordered queue of tickets and one timer task that sleeps on an injectable :class:`Timer` until the
 ledger frees up, so tests move the window by advancing a clock instead of sleeping an hour.
 """
 
@@ -30,7 +30,7 @@ Kind = Literal["conversations", "tokens"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
-class Clock(Protocol):
+class Timer(Protocol):
     """Wall-clock seconds and a way to wait for them (the gate's only notion of time)."""
 
     def now(self) -> float: ...
@@ -38,7 +38,7 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
-class SystemClock:
+class SystemTimer:
     def now(self) -> float:
         return time.time()
 
@@ -149,12 +149,12 @@ class Ticket:
 OnWait = Callable[[str], Awaitable[None]]
 
 
-class Gate:
+class BudgetGate:
     """Admits conversations within the ledger's limits; the rest wait in severity-then-age order."""
 
-    def __init__(self, limits: Limits, *, clock: Clock | None = None) -> None:
+    def __init__(self, limits: Limits, *, clock: Timer | None = None) -> None:
         self.ledger = Ledger(limits)
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Timer = clock or SystemTimer()
         self._granted: dict[str, float] = {}
         self._waiting: list[tuple[tuple[int, str], int, Ticket, asyncio.Future[bool]]] = []
         self._seq = itertools.count()

@@ -17,8 +17,8 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import errors, metrics, resources
-from aianalysis.analysis import pipeline, status
+from aianalysis import errors, kit, metrics, resources
+from aianalysis.analysis import status
 from aianalysis.controller import recovery
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
@@ -26,7 +26,6 @@ from aianalysis.kube import objects as custom_objects
 log = logging.getLogger(__name__)
 
 RECOVERY_CONDITION = "RecoveryStarted"
-MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -44,32 +43,34 @@ def needs_recovery(body: dict[str, Any]) -> bool:
 
 async def drive(
     runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
-) -> runtime_mod.Transition | None:
+) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
-    limit = runtime.settings.max_reconcile_retries
+    backoff = kit.Backoff.of_reconciles(
+        first_seconds=runtime.settings.provider_retry_delay_seconds,
+        retries=runtime.settings.max_reconcile_retries,
+    )
+    limit = backoff.retries
     failure: Exception | None = None
     for tried in range(limit + 1):
         if tried:
             metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
-            await sleep(
-                min(MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (tried - 1))
-            )
+            await sleep(backoff.delay(tried))
         try:
             return await reconcile(runtime, ref)
         except errors.AIAnalysisError as exc:
             if not exc.retryable:
-                return runtime_mod.Transition(type="Warning", reason=exc.reason, message=str(exc))
+                return kit.Transition(type="Warning", reason=exc.reason, message=str(exc))
             failure = exc
         except Exception as exc:  # the task boundary: a bug is retried, boundedly, then reported
             log.exception("%s/%s: unexpected error", ref.namespace, ref.name)
             failure = exc
         log.warning("recovery of %s/%s postponed: %s", ref.namespace, ref.name, failure)
-    return runtime_mod.Transition(
+    return kit.Transition(
         type="Warning", reason="RecoveryFailed", message=f"gave up after {limit + 1} tries: {failure}"[:1024]
     )
 
 
-async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> runtime_mod.Transition | None:
+async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
     body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
     if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_recovery(body):
@@ -78,7 +79,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
     except pydantic.ValidationError as exc:  # fail closed: reported once (per version), never in a loop
         metrics.UNREADABLE.labels(kind="WorkflowExecution").inc()
-        return runtime_mod.Transition(
+        return kit.Transition(
             type="Warning",
             reason="UnreadableStatus",
             message=f"no recovery started: the status cannot be read ({exc.errors()[0]['msg']})"[:1024],
@@ -89,12 +90,13 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         if isinstance(ref_name, str)
         else None
     )
-    decided = recovery.plan(
+    decided = recovery.decide(
         execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
     )
-    now = pipeline.utcnow()
+    now = resources.utcnow()
     if isinstance(decided, recovery.Create):
-        created = await custom_objects.create_aianalysis(runtime.api, ref.namespace, decided.body)
+        plural = resources.AIANALYSIS_PLURAL
+        created = await custom_objects.create(runtime.api, decided.body, plural=plural) is not None
         await _write_execution(
             runtime,
             body,
@@ -106,7 +108,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         )
         if created:
             metrics.RECOVERIES.labels(outcome="created").inc()
-        return runtime_mod.Transition(
+        return kit.Transition(
             type="Normal",
             reason="RecoveryCreated",
             message=f"created recovery analysis {decided.name} (attempt {decided.attempt})",
@@ -124,7 +126,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         if analysed is not None:
             await _mark_analysis_given_up(runtime, analysed, decided, now=now)
         metrics.RECOVERIES.labels(outcome="max_attempts").inc()
-        return runtime_mod.Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
+        return kit.Transition(type="Warning", reason="MaxRecoveryAttempts", message=decided.message)
     await _write_execution(
         runtime,
         body,
@@ -135,7 +137,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ru
         extra={},
     )
     metrics.RECOVERIES.labels(outcome="no_reference").inc()
-    return runtime_mod.Transition(
+    return kit.Transition(
         type="Warning", reason=decided.reason, message=f"no recovery started: {decided.message}"
     )
 
@@ -191,15 +193,7 @@ async def _write_execution(
     patch = {**extra, "conditions": [*previous, condition.wire()]}
     resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
     ref = custom_objects.Ref.of(body)
-    written = await custom_objects.write_status(
-        runtime.api,
-        namespace=ref.namespace,
-        plural=resources.WORKFLOWEXECUTION_PLURAL,
-        name=ref.name,
-        uid=ref.uid,
-        fields=patch,
-        current=body.get("status") or None,
-        resource_version=body["metadata"].get("resourceVersion"),
-    )
+    plural = resources.WORKFLOWEXECUTION_PLURAL
+    written = await custom_objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
     if written is custom_objects.Written.CONFLICT:
         raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

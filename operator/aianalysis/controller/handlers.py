@@ -1,5 +1,5 @@
 """kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
-(``aianalysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
+(``analysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
 
 Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``).
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, cast
+from typing import Any
 
 import kopf
 
-from aianalysis import intake, kube, metrics, resources
+from aianalysis import intake, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
 from aianalysis.controller import execution_reconciler
@@ -99,7 +99,7 @@ async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) 
 async def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
     transition = await aianalysis_reconciler.drive(runtime, ref)
     if transition is not None:
-        _announce(body, transition)
+        await kit.announce(runtime.api, transition, about=body)
 
 
 @kopf.on.event(G, V, WFE, id="recover")
@@ -117,27 +117,12 @@ async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) 
 async def _recover(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
     transition = await execution_reconciler.drive(runtime, ref)
     if transition is not None:
-        _announce(body, transition)
+        await kit.announce(runtime.api, transition, about=body)
 
 
 def _version(body: dict[str, Any]) -> str | None:
     version = (body.get("metadata") or {}).get("resourceVersion")
     return version if isinstance(version, str) else None
-
-
-def _announce(body: dict[str, Any], transition: runtime_mod.Transition) -> None:
-    """A terminal transition: a Kubernetes Event for kubectl users, a log line for log pipelines."""
-    kopf.event(
-        kopf.Body(cast(kopf.RawBody, body)),
-        type=transition.type,
-        reason=transition.reason,
-        message=transition.message,
-    )
-    level = logging.INFO if transition.type == "Normal" else logging.WARNING
-    meta = body.get("metadata", {})
-    log.log(
-        level, "%s/%s: %s: %s", meta.get("namespace"), meta.get("name"), transition.reason, transition.message
-    )
 
 
 def _runtime(memo: kopf.Memo) -> runtime_mod.Runtime:

@@ -1,5 +1,5 @@
 """One active operator among replicas: a ``coordination.k8s.io`` Lease, the way client-go's leader
-election does it. The standby waits in :meth:`Lease.acquire` (its handlers do not run, its
+election does it. The standby waits in :meth:`LeaderElection.acquire` (its handlers do not run, its
 ``/readyz`` says why); the leader renews every ``renew_seconds``; a leader that cannot renew
 within the lease's duration stops (``on_lost``), and a standby takes over once the lease has
 expired — at most ``duration_seconds`` + ``retry_seconds`` after the leader died. Writes are
@@ -13,29 +13,23 @@ import dataclasses
 import datetime
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from kubernetes import client as k8s
+from aianalysis import errors, kube, resources
+from aianalysis.kube import leases
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
 
 @dataclasses.dataclass(kw_only=True)
-class Lease:
-    api: k8s.ApiClient
+class LeaderElection:
+    api: kube.ApiClient
     namespace: str
     name: str
     identity: str
     duration_seconds: int = 15
     renew_seconds: float = 5.0
     retry_seconds: float = 2.0
-    clock: Clock = utcnow
+    clock: resources.Clock = resources.utcnow
     leading: bool = False
 
     async def acquire(self) -> None:
@@ -75,75 +69,39 @@ class Lease:
             return
         self.leading = False
         try:
-            lease: Any = await asyncio.to_thread(
-                self._coordination().read_namespaced_lease, self.name, self.namespace
-            )
-            if lease.spec.holder_identity == self.identity:
-                lease.spec.holder_identity = None
-                lease.spec.renew_time = None
-                await asyncio.to_thread(
-                    self._coordination().replace_namespaced_lease, self.name, self.namespace, lease
-                )
-        except (k8s.ApiException, OSError) as exc:
+            lease = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=self.name)
+            if lease is not None and lease.holder_identity == self.identity:
+                lease.holder_identity = None
+                lease.renew_time = None
+                await asyncio.to_thread(leases.write, self.api, lease)
+        except errors.AIAnalysisError as exc:
             log.warning("releasing lease %s/%s failed (it will expire): %s", self.namespace, self.name, exc)
-
-    def _coordination(self) -> k8s.CoordinationV1Api:
-        return k8s.CoordinationV1Api(self.api)
 
     async def _try(self) -> bool:
         return await asyncio.to_thread(self._try_sync)
 
     def _try_sync(self) -> bool:
         """One attempt to take or renew the lease; False when another live holder has it or a
-        concurrent writer won the race (409)."""
-        api, now = self._coordination(), self.clock()
-        try:
-            lease: Any = api.read_namespaced_lease(self.name, self.namespace)
-        except k8s.ApiException as exc:
-            if exc.status != 404:
-                raise
-            return self._create(api, now)
-        spec = lease.spec
-        mine = spec.holder_identity == self.identity
-        if not mine and spec.holder_identity and not _expired(spec, now):
+        concurrent writer won the race."""
+        now = self.clock()
+        lease = leases.read(self.api, namespace=self.namespace, name=self.name)
+        if lease is None:
+            lease = leases.Lease(
+                namespace=self.namespace, name=self.name, acquire_time=now, lease_transitions=0
+            )
+        mine = lease.holder_identity == self.identity
+        if not mine and lease.holder_identity and not _expired(lease, now):
             return False
-        if not mine:
-            spec.lease_transitions = (spec.lease_transitions or 0) + 1
-            spec.acquire_time = now
-        spec.holder_identity = self.identity
-        spec.lease_duration_seconds = self.duration_seconds
-        spec.renew_time = now
-        try:
-            api.replace_namespaced_lease(
-                self.name, self.namespace, lease
-            )  # conditional on its resourceVersion
-        except k8s.ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
-        return True
-
-    def _create(self, api: k8s.CoordinationV1Api, now: datetime.datetime) -> bool:
-        body = k8s.V1Lease(
-            metadata=k8s.V1ObjectMeta(name=self.name, namespace=self.namespace),
-            spec=k8s.V1LeaseSpec(
-                holder_identity=self.identity,
-                lease_duration_seconds=self.duration_seconds,
-                acquire_time=now,
-                renew_time=now,
-                lease_transitions=0,
-            ),
-        )
-        try:
-            api.create_namespaced_lease(self.namespace, body)
-        except k8s.ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
-        return True
+        if not mine and lease.resource_version is not None:
+            lease.lease_transitions = (lease.lease_transitions or 0) + 1
+            lease.acquire_time = now
+        lease.holder_identity = self.identity
+        lease.lease_duration_seconds = self.duration_seconds
+        lease.renew_time = now
+        return leases.write(self.api, lease)  # conditional on the version read
 
 
-def _expired(spec: Any, now: datetime.datetime) -> bool:
+def _expired(spec: leases.Lease, now: datetime.datetime) -> bool:
     renewed = spec.renew_time or spec.acquire_time
     if renewed is None:
         return True

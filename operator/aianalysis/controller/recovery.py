@@ -2,7 +2,7 @@
 
 The recovery analysis is named ``<original>-recovery-<n>``: the name is the idempotency key, so
 repeated events and operator restarts can never create a second one for the same attempt.
-Its history holds every earlier attempt (DD-RECOVERY-003), walking back through recoveries.
+Its history holds every earlier attempt, walking back through recoveries.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ class Unusable:
     message: str
 
 
-Plan = Create | GiveUp | Unusable
+Decision = Create | GiveUp | Unusable
 
 
-def plan(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Plan:
+def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Decision:
     """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies)."""
     wfe_name = execution["metadata"]["name"]
     try:

@@ -1,5 +1,5 @@
 """The composition root: everything one operator process shares, opened at startup and closed at
-cleanup, and the :class:`Transition` a reconciler hands back for ``handlers`` to announce."""
+cleanup."""
 
 from __future__ import annotations
 
@@ -9,54 +9,39 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from kubernetes import client as k8s
-
 from aianalysis import catalog as catalog_mod
-from aianalysis import metrics
+from aianalysis import kube, metrics
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import llm, tools
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import leadership
 from aianalysis.kit import health, workers
+from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader as k8s_tools
 
 log = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Transition:
-    """A terminal transition the caller announces as a Kubernetes Event."""
-
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-
-
 @dataclasses.dataclass(kw_only=True)
-class Runtime:
+class Runtime(kit_runtime.ProcessRuntime):
     """Everything one operator process shares: opened at startup, closed at cleanup."""
 
-    settings: settings_mod.Settings
-    catalog: catalog_mod.Catalog
     provider: llm.Provider
-    api: k8s.ApiClient
     reader: tools.ClusterReader
     semaphore: asyncio.Semaphore
-    catalog_sync: catalog_sync_mod.CatalogSync
-    budget: budget_mod.Gate
+    budget: budget_mod.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     health_server: health.HealthServer | None = None
-    catalog_loaded: bool = False
-    lease: leadership.Lease | None = None
+    lease: leadership.LeaderElection | None = None
     _holding: asyncio.Task[None] | None = None
 
     @classmethod
     def create(
-        cls, settings: settings_mod.Settings, api: k8s.ApiClient, *, clock: budget_mod.Clock | None = None
+        cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Timer | None = None
     ) -> Runtime:
         catalog = catalog_mod.Catalog()
-        gate = budget_mod.Gate(budget_mod.Limits.from_settings(settings), clock=clock)
+        gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock)
         observe = metrics.llm_observer(settings.provider)
 
         def on_request(request: llm.RequestRecord) -> None:
@@ -79,22 +64,13 @@ class Runtime:
             ),
         )
 
-    async def load_catalog(self) -> None:
-        """Fill the catalog from the cluster, then keep following it (before any analysis runs).
-        Idempotent: a retried startup loads again only if the first load did not finish."""
-        if not self.catalog_loaded:
-            count = await asyncio.to_thread(self.catalog_sync.load)
-            log.info("catalog loaded: %d RemediationWorkflow objects, %d entries", count, len(self.catalog))
-            self.catalog_loaded = True
-        self.catalog_sync.start()
-
     async def lead(self, *, on_lost: Callable[[], None]) -> None:
         """With leader election configured: wait until this replica holds the Lease, then keep it
         (``on_lost`` if it cannot). Once per process."""
         namespace = self.settings.leader_election_namespace
         if not namespace or self.lease is not None:
             return
-        self.lease = leadership.Lease(
+        self.lease = leadership.LeaderElection(
             api=self.api,
             namespace=namespace,
             name="aianalysis-operator",
@@ -141,7 +117,7 @@ class Runtime:
         return None
 
     def _version(self) -> None:
-        k8s.VersionApi(self.api).get_code(_request_timeout=5)
+        kube.server_version(self.api, timeout_seconds=5.0)
 
     async def aclose(self) -> None:
         await self.workers.aclose()
@@ -152,6 +128,5 @@ class Runtime:
             await self.lease.release()
         if self.health_server is not None:
             await self.health_server.stop()
-        self.catalog_sync.stop()
         await self.provider.aclose()
-        await asyncio.to_thread(self.api.close)
+        await self.close_shared()

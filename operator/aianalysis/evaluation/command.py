@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from aianalysis import catalog, settings
-from aianalysis.analysis import llm, pipeline, status
+from aianalysis import catalog, resources, settings
+from aianalysis.analysis import llm, status
 from aianalysis.evaluation import chart, progress, report, runner, scoring
 from aianalysis.evaluation import scenario as scenario_mod
 from aianalysis.evaluation import summary as summary_mod
@@ -60,7 +60,7 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
     warning = asyncio.run(llm.check_model(config))  # a retired model stops here, before any paid run
     if warning:
         print(f"aianalysis eval: warning: {warning}", file=stderr)
-    started = pipeline.utcnow()
+    started = resources.utcnow()
     out = options.out or DEFAULT_OUT / f"{started:%Y%m%dT%H%M%SZ}-{config.provider}"
     concurrency = options.concurrency or config.max_concurrent_analyses
     bar = progress.Progress(len(scenarios) * options.repeat, stream=stderr)

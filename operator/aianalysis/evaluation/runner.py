@@ -44,7 +44,7 @@ async def run_all(
     concurrency: int = 4,
     on_result: OnResult = lambda result: None,
     timer: Timer = time.perf_counter,
-    now: pipeline.Clock = pipeline.utcnow,
+    now: resources.Clock = resources.utcnow,
 ) -> list[scoring.RunResult]:
     """Every run's result, ordered by scenario then run number."""
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -83,7 +83,7 @@ async def run_one(
     provider: llm.Provider,
     settings: settings_mod.Settings,
     timer: Timer = time.perf_counter,
-    now: pipeline.Clock = pipeline.utcnow,
+    now: resources.Clock = resources.utcnow,
 ) -> scoring.RunResult:
     """One analysis of one scenario, scored; latency covers the whole pipeline."""
     started = timer()

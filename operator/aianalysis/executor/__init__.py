@@ -1,5 +1,5 @@
 """The executor: runs the workflow an analysis selected, as a Kubernetes Job, and reports how it
-ended with a Kubernetes reason code (DD-RECOVERY-003). A separate, opt-in process
+ended with a Kubernetes reason code (``reasons``). A separate, opt-in process
 (``aianalysis executor``); the analysing operator never imports it.
 
 - ``reasons`` — pure: Job/Pod/Event/Node state → canonical reason code (the one table).

@@ -21,7 +21,6 @@ from aianalysis import resources
 LABEL_ANALYSIS = "kubernaut.io/analysis"
 LABEL_APPROVED_BY = "kubernaut.io/approved-by"
 MAX_NAME = 253
-TERMINAL = ("Completed", "Failed")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,7 +87,11 @@ def approve(
         return Refuse(
             message=f"aianalysis/{name} already has an execution ({names}); use --again for another"
         )
-    running = [e["metadata"]["name"] for e in mine if (e.get("status") or {}).get("phase") not in TERMINAL]
+    running = [
+        e["metadata"]["name"]
+        for e in mine
+        if (e.get("status") or {}).get("phase") not in resources.TERMINAL_PHASES
+    ]
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
     exec_name = execution_name(name, _next_number(name, mine))

@@ -9,19 +9,19 @@ each pass starts from a fresh read, so nothing is lost in between.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 import kopf
 
-from aianalysis import errors, kube, metrics, resources
+from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.executor import plan, runner, submit
 
 G, V = resources.GROUP, resources.VERSION
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
-RETRY_DELAYS_SECONDS = (2, 4, 8, 16, 32, 64)
+RETRIES = kit.Backoff(first_seconds=2.0, max_seconds=64.0, retries=6)
+"""Watch events are not retried by kopf: a pass that failed transiently is, after 2, 4 … 64 s."""
 OURS = {"app.kubernetes.io/managed-by": plan.MANAGED_BY}
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     config = settings_mod.from_env()
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
-    memo.runtime = runner.Runtime.create(config, kube.api_client())
+    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
     log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
@@ -40,13 +40,13 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runner.ExecutorRuntime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()
 
 
 def _open(body: kopf.Body, **_: Any) -> bool:
-    return (body.get("status") or {}).get("phase") not in plan.TERMINAL
+    return (body.get("status") or {}).get("phase") not in resources.TERMINAL_PHASES
 
 
 @kopf.on.event(G, V, WFE, id="execute", when=_open)
@@ -71,34 +71,28 @@ async def _pass(
     a restart picks the execution up again from a fresh read)."""
     if not namespace or not name:
         return
-    runtime: runner.Runtime = memo.runtime
+    runtime: runner.ExecutorRuntime = memo.runtime
     try:
         transition = await runner.reconcile(runtime, namespace=namespace, name=name)
-    except (
-        errors.ClusterError
-    ) as exc:  # watch events are not retried by kopf: retry here, a bounded number of times
-        if attempt >= len(RETRY_DELAYS_SECONDS):
+    except errors.ClusterRejectedError as exc:  # asking again cannot help: the next event may
+        logger.error("workflowexecution %s/%s: the API server refused: %s", namespace, name, exc)
+        return
+    except errors.ClusterError as exc:  # watch events are not retried by kopf: retry here, boundedly
+        if not RETRIES.allows(attempt + 1):
             logger.error(
                 "workflowexecution %s/%s: giving up after %d tries: %s", namespace, name, attempt + 1, exc
             )
             return
-        delay = RETRY_DELAYS_SECONDS[attempt]
-        logger.warning("workflowexecution %s/%s postponed %ds: %s", namespace, name, delay, exc)
+        delay = RETRIES.delay(attempt + 1)
+        logger.warning("workflowexecution %s/%s postponed %.0fs: %s", namespace, name, delay, exc)
         runtime.later(delay, _pass(memo, logger, namespace=namespace, name=name, attempt=attempt + 1))
         return
     if transition is not None:
-        kopf.event(
-            kopf.Body(transition.about),  # type: ignore[arg-type]  # an API body is a RawBody
-            type=transition.type,
-            reason=transition.reason,
-            message=transition.message,
-        )
-        level = logging.INFO if transition.type == "Normal" else logging.WARNING
-        log.log(level, "%s/%s: %s: %s", namespace, name, transition.reason, transition.message)
+        await kit.announce(runtime.api, transition)
 
 
 def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
-    runtime: runner.Runtime | None = getattr(memo, "runtime", None)
+    runtime: runner.ExecutorRuntime | None = getattr(memo, "runtime", None)
     st = body.get("status") or {}
     return bool(
         runtime
@@ -111,22 +105,21 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
 async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
-    runtime: runner.Runtime = memo.runtime
+    runtime: runner.ExecutorRuntime = memo.runtime
     try:
-        created = await asyncio.to_thread(
-            submit.auto_execute, runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
+        created = await submit.auto_execute(
+            runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
         )
     except errors.ClusterError as exc:
         logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
     if created:
-        kopf.event(
-            body,
-            type="Normal",
-            reason="AutoExecuted",
-            message=f"workflowexecution/{created} created by autoExecute",
+        message = f"workflowexecution/{created} created by autoExecute"
+        await kit.announce(
+            runtime.api,
+            kit.Transition(type="Normal", reason="AutoExecuted", message=message),
+            about=dict(body),
         )
-        log.info("autoExecute: workflowexecution %s created", created)
 
 
 def run(*, namespaces: list[str], log_format: str, verbose: bool, liveness_port: int) -> None:

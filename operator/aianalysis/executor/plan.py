@@ -29,7 +29,6 @@ MANAGED_BY = "aianalysis-executor"
 STEP_NAME = "workflow"
 """The one step (container) of a ``job`` workflow: ``failureDetails.failedStepIndex`` is 0."""
 MAX_JOB_NAME = 63  # the Job controller copies the name into a label value
-TERMINAL = ("Completed", "Failed")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -183,7 +182,7 @@ def observe(
         return Observation(phase="Completed")
     if finished == "Failed":
         return Observation(
-            phase="Failed", failure=reasons.classify(job=job, pods=pods, events=events, nodes=nodes)
+            phase="Failed", failure=reasons.failure_of(job=job, pods=pods, events=events, nodes=nodes)
         )
     early = reasons.early_failure(pods)
     if early is not None:
@@ -226,7 +225,7 @@ def next_status(
     (other writers' conditions, such as the operator's ``RecoveryStarted``, are kept)."""
     stamp = _timestamp(now)
     started = current.started_at or started_at or (stamp if phase != "Pending" else None)
-    finished = stamp if phase in TERMINAL else None
+    finished = stamp if phase in resources.TERMINAL_PHASES else None
     details = None
     if failure is not None:
         details = resources.ExecutionFailure(

@@ -1,4 +1,4 @@
-"""Pure: what Kubernetes reports about a workflow's Job → one canonical reason code (DD-RECOVERY-003).
+"""Pure: what Kubernetes reports about a workflow's Job → one canonical reason code.
 
 The codes are the structured contract between a WorkflowExecution's ``failureDetails.reason`` and
 the recovery prompt, so they come from real object state, never from free text we invent:
@@ -89,7 +89,7 @@ def early_failure(pods: Sequence[Obj]) -> Failure | None:
     return None
 
 
-def classify(
+def failure_of(
     *, job: Obj, pods: Sequence[Obj], events: Sequence[Obj] = (), nodes: Mapping[str, Obj] | None = None
 ) -> Failure:
     """The reason code of a Job that failed (``job_finished(job) == "Failed"``). ``events`` are the

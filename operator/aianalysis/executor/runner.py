@@ -12,66 +12,45 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
-import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import pydantic
-import urllib3
-from kubernetes import client as k8s
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import errors, metrics, resources
+from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.executor import approval, plan, reasons
+from aianalysis.kit import runtime as kit_runtime
+from aianalysis.kube import api_reader, objects, reader
 
 log = logging.getLogger(__name__)
-G, V = resources.GROUP, resources.VERSION
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
 
 ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 """On Jobs and Pods: the full name of their WorkflowExecution (labels are capped at 63 characters)."""
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Transition:
-    """What the caller announces as a Kubernetes Event on the execution."""
-
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-    about: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The execution's body as read (the Event's involved object)."""
 
 
 @dataclasses.dataclass(kw_only=True)
-class Runtime:
+class ExecutorRuntime(kit_runtime.ProcessRuntime):
     """What one executor process shares: opened at startup, closed at cleanup."""
 
-    settings: settings_mod.Settings
-    api: k8s.ApiClient
-    catalog: catalog_mod.Catalog
-    catalog_sync: catalog_sync_mod.CatalogSync
+    reader: api_reader.KubernetesReader
     locks: dict[tuple[str, str], asyncio.Lock] = dataclasses.field(default_factory=dict)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
-    now: Clock = utcnow
+    now: resources.Clock = resources.utcnow
 
     @classmethod
-    def create(cls, settings: settings_mod.Settings, api: k8s.ApiClient) -> Runtime:
+    def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> ExecutorRuntime:
         catalog = catalog_mod.Catalog()
         return cls(
             settings=settings,
             api=api,
+            reader=api_reader.KubernetesReader(api, timeout_seconds=30.0),
             catalog=catalog,
             catalog_sync=catalog_sync_mod.CatalogSync(
                 api=api, catalog=catalog, reporter=catalog_admission.ReadOnlyReporter()
@@ -97,16 +76,10 @@ class Runtime:
             max_age_seconds=s.executor_auto_execute_max_age_seconds,
         )
 
-    async def load_catalog(self) -> None:
-        count = await asyncio.to_thread(self.catalog_sync.load)
-        log.info("catalog loaded: %d RemediationWorkflow objects", count)
-        self.catalog_sync.start()
-
     async def aclose(self) -> None:
         for task in self.pending:
             task.cancel()
-        self.catalog_sync.stop()
-        await asyncio.to_thread(self.api.close)
+        await self.close_shared()
 
     def later(self, delay_seconds: float, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` after a delay, holding a reference so the task is not collected."""
@@ -123,19 +96,19 @@ class Runtime:
         return self.locks.setdefault((namespace, name), asyncio.Lock())
 
 
-async def reconcile(runtime: Runtime, *, namespace: str, name: str) -> Transition | None:
+async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> kit.Transition | None:
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
-        body = await _get(runtime, _custom(runtime).get_namespaced_custom_object, G, V, namespace, WFE, name)
-        if body is None or (body.get("status") or {}).get("phase") in plan.TERMINAL:
+        body = await objects.get(runtime.api, namespace, WFE, name)
+        if body is None or (body.get("status") or {}).get("phase") in resources.TERMINAL_PHASES:
             runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
 
 
-async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | None:
+async def _reconcile(runtime: ExecutorRuntime, body: dict[str, Any]) -> kit.Transition | None:
     current = _status(body)
-    if current is None or current.phase in plan.TERMINAL or _left_to_others(current):
+    if current is None or current.phase in resources.TERMINAL_PHASES or _left_to_others(current):
         return None
     try:
         spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
@@ -143,7 +116,7 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | Non
         return await _refuse(runtime, body, current, [f"spec cannot be read: {exc.errors()[0]['msg']}"])
     meta = body["metadata"]
     job_name = plan.job_name(meta["name"])
-    job = await _get(runtime, k8s.BatchV1Api(runtime.api).read_namespaced_job, job_name, meta["namespace"])
+    job = await _read(runtime, kind="Job", name=job_name, namespace=meta["namespace"])
     if job is None and (current.phase == "Running" or _job_was_created(current)):
         failure = reasons.Failure(reason="Error", message="Error: the Job of this execution was deleted")
         return await _write(runtime, body, current, phase="Failed", reason="JobDeleted", failure=failure)
@@ -159,9 +132,9 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | Non
 
 
 async def _start(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus,
+    runtime: ExecutorRuntime, body: dict[str, Any], current: resources.WorkflowExecutionStatus,
     spec: resources.WorkflowExecutionSpec,
-) -> Transition | None:  # fmt: skip
+) -> kit.Transition | None:  # fmt: skip
     workflow = await _current_workflow(runtime, spec.workflow_ref)
     if workflow is not None and workflow.spec.execution.engine != "job":
         engine = workflow.spec.execution.engine
@@ -185,7 +158,7 @@ async def _start(
     await _write(
         runtime, body, current, phase="Pending", reason="JobCreated", message=f"job/{job_name} created"
     )
-    return Transition(
+    return kit.Transition(
         about=body,
         type="Normal",
         reason="JobCreated",
@@ -194,12 +167,17 @@ async def _start(
 
 
 async def _follow(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, job: dict[str, Any]
-) -> Transition | None:
+    runtime: ExecutorRuntime,
+    body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
+    job: dict[str, Any],
+) -> kit.Transition | None:
     namespace = body["metadata"]["namespace"]
     pods = [p for p in await _pods(runtime, namespace, job) if plan.owned_by(p, job)]
     events = await _events(
-        runtime, namespace, [job["metadata"]["name"], *(p["metadata"]["name"] for p in pods)]
+        runtime,
+        namespace,
+        [("Job", job["metadata"]["name"]), *(("Pod", p["metadata"]["name"]) for p in pods)],
     )
     nodes = await _nodes(runtime, pods)
     seen = plan.observe(job=job, pods=pods, events=events, nodes=nodes)
@@ -228,15 +206,18 @@ async def _follow(
 
 
 async def _refuse(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, problems: list[str]
-) -> Transition | None:
+    runtime: ExecutorRuntime,
+    body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
+    problems: list[str],
+) -> kit.Transition | None:
     message = "not executed: the selection is no longer valid: " + "; ".join(problems)
     failure = reasons.Failure(reason="SelectionInvalid", message=message[:1024])
     return await _write(runtime, body, current, phase="Failed", reason="SelectionInvalid", failure=failure)
 
 
 async def _write(
-    runtime: Runtime,
+    runtime: ExecutorRuntime,
     body: dict[str, Any],
     current: resources.WorkflowExecutionStatus,
     *,
@@ -245,7 +226,7 @@ async def _write(
     message: str | None = None,
     failure: reasons.Failure | None = None,
     started_at: str | None = None,
-) -> Transition | None:
+) -> kit.Transition | None:
     """Write the next status if the execution is still what we read; a terminal write that lands is
     counted and announced (exactly once: a conflicting write is dropped and the next pass re-reads)."""
     meta = body["metadata"]
@@ -254,36 +235,28 @@ async def _write(
         current, phase=phase, now=runtime.now(), reason=reason, message=text,
         generation=meta.get("generation"), failure=failure, started_at=started_at,
     )  # fmt: skip
-    patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status.merge_patch(new)}
-    try:
-        await asyncio.to_thread(
-            k8s.CustomObjectsApi(runtime.api).patch_namespaced_custom_object_status,
-            resources.GROUP, resources.VERSION, meta["namespace"], resources.WORKFLOWEXECUTION_PLURAL,
-            meta["name"], patch,
-        )  # fmt: skip
-    except k8s.ApiException as exc:
-        if exc.status in (404, 409):  # deleted, or changed since we read it: the next pass re-reads
-            return None
-        raise errors.ClusterError(
-            f"status write of workflowexecution {meta['name']} failed: {exc.status}"
-        ) from exc
-    if phase not in plan.TERMINAL:
+    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
+    if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
+        return None
+    if phase not in resources.TERMINAL_PHASES:
         return None
     if reason == "SelectionInvalid":
         metrics.record_execution("refused", "SelectionInvalid")
-        return Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
+        return kit.Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
     if phase == "Completed":
         metrics.record_execution("completed")
-        return Transition(about=body, type="Normal", reason="Completed", message=text)
+        return kit.Transition(about=body, type="Normal", reason="Completed", message=text)
     code = failure.reason if failure else "Error"
     metrics.record_execution("failed", code)
-    return Transition(about=body, type="Warning", reason=code, message=text)
+    return kit.Transition(about=body, type="Warning", reason=code, message=text)
 
 
 # ---- reads ----------------------------------------------------------------------------------------------
 
 
-async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> catalog_mod.Workflow | None:
+async def _current_workflow(
+    runtime: ExecutorRuntime, ref: resources.WorkflowRef
+) -> catalog_mod.Workflow | None:
     """The catalog's entry, confirmed by a fresh read of its object: the catalog follows a watch that
     may lag behind a deletion by a moment, and a refused workflow (condition ``Accepted=False``) is
     never run."""
@@ -291,7 +264,7 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
     if entry is None:
         return None
     rw_plural = resources.REMEDIATIONWORKFLOW_PLURAL
-    fresh = await _get(runtime, _custom(runtime).get_cluster_custom_object, G, V, rw_plural, entry.name)
+    fresh = await objects.get(runtime.api, "", rw_plural, entry.name)
     if fresh is None or not plan.accepted(fresh):
         return None
     try:
@@ -304,12 +277,10 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
 
 
 async def _business_context(
-    runtime: Runtime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
+    runtime: ExecutorRuntime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
 ) -> resources.BusinessContext | None:
     namespace = body["metadata"]["namespace"]
-    analysis = await _get(
-        runtime, _custom(runtime).get_namespaced_custom_object, G, V, namespace, AIA, spec.analysis_ref
-    )
+    analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
     if analysis is None:
         return None
     try:
@@ -318,82 +289,54 @@ async def _business_context(
         return None
 
 
-async def _pods(runtime: Runtime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
     selector = f"{plan.LABEL_EXECUTION}={job['metadata']['labels'][plan.LABEL_EXECUTION]}"
-    found = await _get(
-        runtime, k8s.CoreV1Api(runtime.api).list_namespaced_pod, namespace, label_selector=selector
-    )
-    return list((found or {}).get("items") or [])
+    try:
+        return await runtime.reader.list_objects(kind="Pod", namespace=namespace, label_selector=selector)
+    except reader.Unavailable as exc:
+        raise errors.ClusterError(f"listing the Pods of job {job['metadata']['name']}: {exc}") from exc
 
 
-async def _events(runtime: Runtime, namespace: str, names: list[str]) -> list[dict[str, Any]]:
+async def _events(
+    runtime: ExecutorRuntime, namespace: str, about: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for name in names:
-        found = await _get(
-            runtime,
-            k8s.CoreV1Api(runtime.api).list_namespaced_event,
-            namespace,
-            field_selector=f"involvedObject.name={name}",
-        )
-        out.extend((found or {}).get("items") or [])
+    for kind, name in about:
+        try:
+            out.extend(await runtime.reader.list_events(kind=kind, name=name, namespace=namespace))
+        except reader.Unavailable as exc:
+            raise errors.ClusterError(f"listing the Events of {kind} {name}: {exc}") from exc
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
 
-async def _nodes(runtime: Runtime, pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+async def _nodes(runtime: ExecutorRuntime, pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The Nodes the Pods were placed on (reading them is optional: without the permission, node
     problems are still seen through the Pods' own status and Events)."""
     names = {(p.get("spec") or {}).get("nodeName") for p in pods} - {None, ""}
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(str(n) for n in names):
         try:
-            node = await _get(runtime, k8s.CoreV1Api(runtime.api).read_node, name)
-        except errors.ClusterError:
+            out[name] = await runtime.reader.get_object(kind="Node", name=name, namespace=None)
+        except (reader.Unavailable, errors.ClusterError):
             continue
-        if node is not None:
-            out[name] = node
     return out
 
 
-async def _create_job(runtime: Runtime, manifest: dict[str, Any]) -> None:
+async def _create_job(runtime: ExecutorRuntime, manifest: dict[str, Any]) -> None:
     """Create the Job; one that exists already (a pass before a restart made it) is fine: the next
     pass checks it is ours and follows it."""
+    await objects.create(runtime.api, manifest, plural="jobs")
+
+
+async def _read(runtime: ExecutorRuntime, *, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+    """One object as the API server's plain JSON (the camelCase shape the pure core reads); None
+    when there is none."""
     try:
-        await asyncio.to_thread(
-            k8s.BatchV1Api(runtime.api).create_namespaced_job,
-            manifest["metadata"]["namespace"],
-            manifest,  # type: ignore[arg-type]  # a plain manifest; the client serialises dicts as they are
-        )
-    except k8s.ApiException as exc:
-        if exc.status == 409:
-            return
-        raise errors.ClusterError(
-            f"creating job {manifest['metadata']['name']} failed: {exc.status} {exc.reason}"
-        ) from exc
-
-
-async def _get(
-    runtime: Runtime, method: Callable[..., Any], *args: Any, **kwargs: Any
-) -> dict[str, Any] | None:
-    """One typed read as the API server's plain JSON (the camelCase shape the pure core reads);
-    None on 404."""
-
-    def call() -> bytes:
-        response = method(*args, _preload_content=False, _request_timeout=30, **kwargs)
-        try:
-            return bytes(response.data)
-        finally:
-            response.release_conn()
-
-    try:
-        raw = await asyncio.to_thread(call)
-    except k8s.ApiException as exc:
+        return await runtime.reader.get_object(kind=kind, name=name, namespace=namespace)
+    except reader.Unavailable as exc:
         if exc.status == 404:
             return None
-        raise errors.ClusterError(f"reading {args[-1]} failed: {exc.status} {exc.reason}") from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"cannot reach the Kubernetes API reading {args[-1]}: {exc}") from exc
-    found: dict[str, Any] = json.loads(raw)
-    return found
+        raise errors.ClusterError(f"reading {kind} {namespace}/{name}: {exc}") from exc
 
 
 def _status(body: dict[str, Any]) -> resources.WorkflowExecutionStatus | None:
@@ -412,7 +355,3 @@ def _job_was_created(current: resources.WorkflowExecutionStatus) -> bool:
 
 def _left_to_others(current: resources.WorkflowExecutionStatus) -> bool:
     return any(c.type == plan.CONDITION and c.reason == "EngineNotHandled" for c in current.conditions or [])
-
-
-def _custom(runtime: Runtime) -> k8s.CustomObjectsApi:
-    return k8s.CustomObjectsApi(runtime.api)

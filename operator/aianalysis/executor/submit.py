@@ -1,5 +1,6 @@
 """Creating WorkflowExecutions: ``aianalysis approve`` (a person) and ``autoExecute`` (the policy).
-Blocking Kubernetes calls; the decisions themselves are in the pure ``approval`` module."""
+The Kubernetes calls go through :mod:`aianalysis.kube`; the decisions themselves are in the pure
+``approval`` module."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client as k8s
-
-from aianalysis import errors, resources
+from aianalysis import kube, resources
 from aianalysis.executor import approval
+from aianalysis.kube import objects
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -21,53 +21,35 @@ class Submitted:
     message: str
 
 
-def approve(
-    api: k8s.ApiClient, *, namespace: str, name: str, override_review: bool, again: bool, approver: str
+async def approve(
+    api: kube.ApiClient, *, namespace: str, name: str, override_review: bool, again: bool, approver: str
 ) -> Submitted:
-    custom = k8s.CustomObjectsApi(api)
-    try:
-        analysis: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]  # a JSON object
-            resources.GROUP, resources.VERSION, namespace, resources.AIANALYSIS_PLURAL, name
-        )
-    except k8s.ApiException as exc:
-        if exc.status == 404:
-            return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
-        raise errors.ClusterError(f"reading aianalysis/{name} failed: {exc.status} {exc.reason}") from exc
-    listed: dict[str, Any] = custom.list_namespaced_custom_object(  # type: ignore[assignment]  # a JSON object
-        resources.GROUP, resources.VERSION, namespace, resources.WORKFLOWEXECUTION_PLURAL
+    analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
+    if analysis is None:
+        return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
+    executions = await objects.list_objects(
+        api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
     )
     decided = approval.approve(
-        analysis, executions=listed["items"], override_review=override_review, again=again, approver=approver
+        analysis, executions=executions, override_review=override_review, again=again, approver=approver
     )
     if isinstance(decided, approval.Refuse):
         return Submitted(created=None, message=decided.message)
-    if not create(api, decided.body):
+    if not await create(api, decided.body):
         return Submitted(created=None, message=f"workflowexecution/{decided.name} exists already")
     return Submitted(created=decided.name, message=f"workflowexecution/{decided.name} created")
 
 
-def auto_execute(
-    api: k8s.ApiClient, analysis: Mapping[str, Any], *, policy: approval.AutoPolicy, now: datetime.datetime
+async def auto_execute(
+    api: kube.ApiClient, analysis: Mapping[str, Any], *, policy: approval.AutoPolicy, now: datetime.datetime
 ) -> str | None:
     """The execution the policy created for ``analysis``; None when it declined or one exists."""
     decided = approval.auto_execute(analysis, policy=policy, now=now)
-    if isinstance(decided, approval.Refuse) or not create(api, decided.body):
+    if isinstance(decided, approval.Refuse) or not await create(api, decided.body):
         return None
     return decided.name
 
 
-def create(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
+async def create(api: kube.ApiClient, body: dict[str, Any]) -> bool:
     """False when an execution of that name exists (the name is the idempotency key)."""
-    try:
-        k8s.CustomObjectsApi(api).create_namespaced_custom_object(
-            resources.GROUP,
-            resources.VERSION,
-            body["metadata"]["namespace"],
-            resources.WORKFLOWEXECUTION_PLURAL,
-            body,
-        )
-    except k8s.ApiException as exc:
-        if exc.status == 409:
-            return False
-        raise errors.ClusterError(f"creating workflowexecution failed: {exc.status} {exc.reason}") from exc
-    return True
+    return await objects.create(api, body, plural=resources.WORKFLOWEXECUTION_PLURAL) is not None

@@ -25,15 +25,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from kubernetes import client as k8s
-
-from aianalysis import errors, resources
+from aianalysis import errors, kube, resources
 from aianalysis.analysis import status
 from aianalysis.intake import mapping
+from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
 
-G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
+AIA = resources.AIANALYSIS_PLURAL
 INCIDENT_LABEL = "kubernaut.io/incident"
 FINGERPRINT_LABEL = "kubernaut.io/alert-fingerprint"
 ALERT_NAME_LABEL = "kubernaut.io/alert-name"
@@ -97,13 +96,13 @@ class Incoming:
 class Tracker:
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: kube.ApiClient,
         *,
         cooldown_seconds: float,
         clock: Callable[[], float] = time.time,
         on_cancelled: Callable[[str], object] = lambda uid: None,
     ) -> None:
-        self._api = k8s.CustomObjectsApi(api)
+        self._api = api
         self._cooldown = cooldown_seconds
         self._clock = clock
         self._on_cancelled = on_cancelled
@@ -159,20 +158,17 @@ class Tracker:
     async def _load(self, incident: Incident) -> None:
         """The latest analysis of this incident in the cluster (after a restart, or the first time)."""
         selector = f"{INCIDENT_LABEL}={incident_hash(incident.key)}"
-        found: Any = await self._call(
-            self._api.list_namespaced_custom_object, G, V, incident.namespace, AIA, label_selector=selector
+        found = await objects.list_objects(
+            self._api, plural=AIA, namespace=incident.namespace, label_selector=selector
         )
-        items = [i for i in found.get("items", []) if _seq(i) is not None]
+        items = [i for i in found if _seq(i) is not None]
         if items:
             self._adopt(incident, max(items, key=lambda i: _seq(i) or 0))
 
     async def _refresh(self, incident: Incident) -> None:
         assert incident.name is not None
-        try:
-            body = await self._call(
-                self._api.get_namespaced_custom_object, G, V, incident.namespace, AIA, incident.name
-            )
-        except _NotFound:
+        body = await objects.get(self._api, incident.namespace, AIA, incident.name)
+        if body is None:
             self._forget_analysis(incident)
             return
         self._adopt(incident, body)
@@ -211,6 +207,7 @@ class Tracker:
             "kind": "AIAnalysis",
             "metadata": {
                 "name": name,
+                "namespace": incident.namespace,
                 "labels": {
                     INCIDENT_LABEL: key_hash,
                     FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
@@ -230,11 +227,8 @@ class Tracker:
                 business_context=incoming.business,
             ).wire(),
         }
-        try:
-            created = await self._call(
-                self._api.create_namespaced_custom_object, G, V, incident.namespace, AIA, body
-            )
-        except _Conflict:
+        created = await objects.create(self._api, body, plural=AIA)
+        if created is None:
             # Someone (an earlier life of this process) created it: adopt it as the open analysis.
             await self._load(incident)
             self._count(incident, incoming)
@@ -252,11 +246,8 @@ class Tracker:
         if incident.name is None or incident.ended_at is not None or incident.firing:
             return "resolved"
         for _ in range(3):  # each retry follows a conflicting write by someone else
-            try:
-                body = await self._call(
-                    self._api.get_namespaced_custom_object, G, V, incident.namespace, AIA, incident.name
-                )
-            except _NotFound:
+            body = await objects.get(self._api, incident.namespace, AIA, incident.name)
+            if body is None:
                 self._forget_analysis(incident)
                 return "resolved"
             phase = (body.get("status") or {}).get("phase") or "Pending"
@@ -288,21 +279,8 @@ class Tracker:
                 )
             ],
         )
-        patch = {
-            "metadata": {"resourceVersion": meta["resourceVersion"]},
-            "status": status.merge_patch(ended),
-        }
-        try:
-            await self._call(
-                self._api.patch_namespaced_custom_object_status,
-                G,
-                V,
-                incident.namespace,
-                AIA,
-                meta["name"],
-                patch,
-            )
-        except _Conflict:
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields=status.merge_patch(ended))
+        if written is not objects.Written.OK:  # changed or gone since read: the caller reads again
             return False
         incident.ended_at, incident.cools_down = self._clock(), False
         log.info("AIAnalysis %s/%s: %s", incident.namespace, meta["name"], message)
@@ -328,57 +306,37 @@ class Tracker:
                 await self._write_occurrences(incident)
                 if incident.dirty:
                     await asyncio.sleep(FLUSH_SECONDS)
-        except errors.ClusterError as exc:
+        except errors.AIAnalysisError as exc:
             log.warning("occurrences of %s/%s not written: %s", incident.namespace, incident.name, exc)
         finally:
             incident.flushing = False
 
     async def _write_occurrences(self, incident: Incident) -> None:
-        name = incident.name
+        """The counters, written onto the analysis they were counted for (its uid) as it is now
+        (its resourceVersion): read, then write; a write that lost a race is tried again."""
+        name, uid = incident.name, incident.uid
         assert name is not None
         intake = resources.IntakeStatus(
             occurrences=incident.occurrences,
             first_seen_at=incident.first_seen,
             last_seen_at=incident.last_seen,
         )
-        try:
-            body = await self._call(
-                self._api.patch_namespaced_custom_object_status,
-                G,
-                V,
-                incident.namespace,
-                AIA,
-                name,
-                {"status": {"intake": intake.wire()}},
-            )
-        except _NotFound:
+        body = await objects.get(self._api, incident.namespace, AIA, name)
+        if body is None or (uid is not None and body["metadata"].get("uid") != uid):
             if incident.name == name:
                 self._forget_analysis(incident)
             return
-        if incident.name != name:  # a new analysis of the incident was created meanwhile
-            incident.dirty = True
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields={"intake": intake.wire()})
+        if written is objects.Written.DROPPED:
+            if incident.name == name:
+                self._forget_analysis(incident)
+            return
+        if incident.name != name or written is objects.Written.CONFLICT:
+            incident.dirty = True  # a new analysis of the incident meanwhile, or a race lost: again
             return
         if (body.get("status") or {}).get("phase") in ("Completed", "Failed"):
             self._adopt(incident, body)
         incident.checked = self._clock()
-
-    async def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await asyncio.to_thread(method, *args, **kwargs)
-        except k8s.ApiException as exc:
-            if exc.status == 404:
-                raise _NotFound from exc
-            if exc.status == 409:
-                raise _Conflict from exc
-            raise errors.ClusterError(f"{method.__name__}: {exc.status} {exc.reason}") from exc
-
-
-class _NotFound(Exception):
-    pass
-
-
-class _Conflict(Exception):
-    pass
 
 
 def _seq(body: dict[str, Any]) -> int | None:

@@ -6,27 +6,20 @@ storm asks the same questions a thousand times."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubernetes import client as k8s
-
-from aianalysis import errors, resources
+from aianalysis import errors, kube, resources
 from aianalysis.catalog import business
 from aianalysis.intake import mapping
+from aianalysis.kube import api_reader, owners, reader
 
 CACHE_SECONDS = 30.0
 MAX_OWNER_DEPTH = 4
-#: Kinds whose controller owner we follow (and how to read them).
-_READERS: dict[str, tuple[str, str]] = {
-    "Pod": ("CoreV1Api", "read_namespaced_pod"),
-    "ReplicaSet": ("AppsV1Api", "read_namespaced_replica_set"),
-    "Job": ("BatchV1Api", "read_namespaced_job"),
-}
+#: Kinds whose controller owner we follow.
+_FOLLOWED = frozenset({"Pod", "ReplicaSet", "Job"})
 
 
 class NamespaceMissingError(errors.AIAnalysisError):
@@ -42,12 +35,12 @@ class _Cached:
 class Resolver:
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: kube.ApiClient,
         *,
         clock: Callable[[], float] = time.monotonic,
         prefixes: tuple[str, ...] = business.DEFAULT_PREFIXES,
     ) -> None:
-        self._api = api
+        self._reader = api_reader.KubernetesReader(api)
         self._prefixes = prefixes
         self._clock = clock
         self._owners: dict[tuple[str, str, str], _Cached] = {}
@@ -55,19 +48,19 @@ class Resolver:
 
     async def workload(self, target: mapping.Target) -> mapping.Target:
         """The top controller owner of ``target`` (itself when it has none or cannot be read)."""
-        if target.namespace is None or target.kind not in _READERS:
+        if target.namespace is None or target.kind not in _FOLLOWED:
             return target
         key = (target.namespace, target.kind, target.name)
         hit = self._owners.get(key)
         if hit is not None and hit.until > self._clock():
             found: mapping.Target = hit.value
             return found
-        resolved = target
-        for _ in range(MAX_OWNER_DEPTH):
-            owner = await self._controller_of(resolved)
-            if owner is None:
-                break
-            resolved = owner
+        start = owners.Owner(kind=target.kind, name=target.name, namespace=target.namespace)
+        chain = await owners.owner_chain(
+            start, read=self._read, max_depth=MAX_OWNER_DEPTH + 1, controller_only=True
+        )
+        top = chain[-1][0]
+        resolved = mapping.Target(kind=top.kind, name=top.name, namespace=target.namespace)
         self._owners[key] = _Cached(resolved, self._clock() + CACHE_SECONDS)
         return resolved
 
@@ -93,34 +86,23 @@ class Resolver:
             # conservative defaults win rather than the alert being lost.
             return resources.BusinessContext.model_validate(defaults.model_dump())
 
-    async def _controller_of(self, target: mapping.Target) -> mapping.Target | None:
-        reader = _READERS.get(target.kind)
-        if reader is None or target.namespace is None:
+    async def _read(self, ref: owners.Owner) -> Mapping[str, Any] | None:
+        """An object whose controller we follow; None for other kinds, or when absent or forbidden."""
+        if ref.kind not in _FOLLOWED or ref.namespace is None:
             return None
-        api_class, method = reader
-        api = getattr(k8s, api_class)(self._api)
         try:
-            # Raw JSON: only the owner references are needed, and building the client's typed Pod
-            # model costs more CPU than the request itself (a storm asks this a hundred times).
-            raw = await asyncio.to_thread(
-                getattr(api, method), target.name, target.namespace, _preload_content=False
-            )
-        except k8s.ApiException as exc:
+            return await self._reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
+        except reader.Unavailable as exc:
             if exc.status in (403, 404):
                 return None
-            raise errors.ClusterError(f"reading {target.kind} {target.name}: {exc.status}") from exc
-        meta = json.loads(raw.data).get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") and ref.get("name"):
-                return mapping.Target(kind=ref["kind"], name=ref["name"], namespace=target.namespace)
-        return None
+            raise errors.ClusterError(f"reading {ref.kind} {ref.name}: {exc}") from exc
 
     async def _namespace_labels(self, namespace: str) -> tuple[dict[str, str], dict[str, str]] | None:
         try:
-            ns = await asyncio.to_thread(k8s.CoreV1Api(self._api).read_namespace, namespace)
-        except k8s.ApiException as exc:
+            found = await self._reader.get_object(kind="Namespace", name=namespace, namespace=None)
+        except reader.Unavailable as exc:
             if exc.status == 404:
                 return None
-            raise errors.ClusterError(f"reading namespace {namespace}: {exc.status}") from exc
-        meta = ns.metadata
-        return dict((meta.labels if meta else None) or {}), dict((meta.annotations if meta else None) or {})
+            raise errors.ClusterError(f"reading namespace {namespace}: {exc}") from exc
+        meta = found.get("metadata") or {}
+        return dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})

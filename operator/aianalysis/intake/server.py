@@ -18,9 +18,8 @@ from collections.abc import Callable
 
 import pydantic
 from aiohttp import web
-from kubernetes import client as k8s
 
-from aianalysis import errors, metrics, settings
+from aianalysis import errors, kube, metrics, settings
 from aianalysis.analysis import status
 from aianalysis.intake import dedup, mapping, payload, resolve
 
@@ -56,7 +55,7 @@ class Intake:
 
     @classmethod
     def create(
-        cls, config: settings.Settings, api: k8s.ApiClient, *, on_cancelled: Callable[[str], object]
+        cls, config: settings.Settings, api: kube.ApiClient, *, on_cancelled: Callable[[str], object]
     ) -> Intake:
         assert config.intake_token, "settings require a token when the intake is on"
         return cls(

@@ -7,6 +7,11 @@ cluster reads the investigation tools use.
 
 from __future__ import annotations
 
-from aianalysis.kube.client import CONNECTION_POOL_SIZE, api_client, current_namespace
+from aianalysis.kube.client import (
+    ApiClient,
+    api_client,
+    current_namespace,
+    server_version,
+)
 
-__all__ = ["CONNECTION_POOL_SIZE", "api_client", "current_namespace"]
+__all__ = ["ApiClient", "api_client", "current_namespace", "server_version"]

@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import urllib3
 from kubernetes import client
 
 from aianalysis import errors
+from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import kinds, reader
 
 _APIS: dict[str, Callable[[client.ApiClient], Any]] = {
@@ -95,8 +95,10 @@ class KubernetesReader:
         pods = await self._list("Pod", namespace, selector)
         return [pod for pod in pods if _owned_by(pod, parents)]
 
-    async def list_objects(self, *, kind: str, namespace: str) -> list[reader.JSONObject]:
-        return await self._list(kind, namespace, None)
+    async def list_objects(
+        self, *, kind: str, namespace: str, label_selector: str | None = None
+    ) -> list[reader.JSONObject]:
+        return await self._list(kind, namespace, label_selector)
 
     # ---- plumbing ----------------------------------------------------------------------------
 
@@ -144,25 +146,30 @@ class KubernetesReader:
                     return bytes(response.data)
                 finally:
                     response.release_conn()
-            except client.ApiException as exc:
-                raise classify(exc, what=what) from None
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise errors.ClusterError(f"cannot reach the Kubernetes API reading {what}: {exc}") from None
+            except (client.ApiException, *kube_errors.UNREACHABLE) as exc:
+                raise reader_error(exc, what=what) from exc
 
         return await asyncio.to_thread(call)
 
 
-def classify(exc: client.ApiException, *, what: str) -> errors.AIAnalysisError:
-    """The API server's refusal as ``Unavailable`` (definitive) or ``ClusterError`` (may pass)."""
-    status = int(exc.status or 0)
-    message = _status_message(exc)
-    if status == 404:
-        return reader.Unavailable(f"{what} not found")
-    if status == 403:
-        return reader.Unavailable(f"the operator is not allowed to read {what} (forbidden): {message}")
-    if status in (0, 401, 408, 429) or status >= 500:
-        return errors.ClusterError(f"the Kubernetes API failed reading {what} (HTTP {status}): {message}")
-    return reader.Unavailable(f"{what} cannot be read: {message}")
+def reader_error(exc: BaseException, *, what: str) -> errors.AIAnalysisError:
+    """A failed read, classified by :mod:`kube.errors`, in the reader's terms: a refusal for good is
+    ``Unavailable`` (its text is meant for the LLM), anything that may pass ``ClusterError``."""
+    found = kube_errors.classify(exc, what=what)
+    if isinstance(found, errors.ClusterRejectedError):
+        if found.status == kube_errors.NOT_FOUND:
+            return reader.Unavailable(f"{what} not found", status=found.status)
+        if found.status == kube_errors.FORBIDDEN:
+            why = found.detail
+            return reader.Unavailable(
+                f"the operator is not allowed to read {what} (forbidden): {why}", status=found.status
+            )
+        return reader.Unavailable(f"{what} cannot be read: {found.detail}", status=found.status)
+    if found.status is None:
+        return errors.ClusterError(f"cannot reach the Kubernetes API reading {what}: {exc}")
+    return errors.ClusterError(
+        f"the Kubernetes API failed reading {what} (HTTP {found.status}): {found.detail}", status=found.status
+    )
 
 
 def label_selector(selector: dict[str, Any] | None) -> str | None:
@@ -204,16 +211,3 @@ def _kind(kind: str) -> kinds.Kind:
 def _owned_by(obj: reader.JSONObject, uids: set[str]) -> bool:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return any(ref.get("uid") in uids for ref in refs)
-
-
-def _status_message(exc: client.ApiException) -> str:
-    body = exc.body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", errors="replace")
-    try:
-        status = json.loads(body) if body else {}
-    except ValueError:
-        status = {}
-    if isinstance(status, dict) and status.get("message"):
-        return str(status["message"])
-    return str(exc.reason or body or "no details")

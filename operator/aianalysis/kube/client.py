@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from kubernetes import client, config
 
+from aianalysis import errors
+
+ApiClient = client.ApiClient
+"""The type of the process' API client: other packages name it as ``kube.ApiClient``."""
+
 #: Parallel status writes and investigation reads run in threads; the client's default pool (4)
 #: would serialise them and log "connection pool is full".
 CONNECTION_POOL_SIZE = 32
 
 
 def api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    """The in-cluster service account's client, else the kubeconfig's; :class:`errors.ConfigError`
+    when there is neither."""
+    try:
+        return _api_client(kubeconfig)
+    except config.ConfigException as exc:
+        raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
+
+
+def _api_client(kubeconfig: str | None) -> client.ApiClient:
     configuration = client.Configuration()
     if kubeconfig is None:
         try:
@@ -31,3 +45,8 @@ def current_namespace(kubeconfig: str | None = None) -> str:
     except (config.ConfigException, OSError):
         return "default"
     return str((context or {}).get("context", {}).get("namespace") or "default")
+
+
+def server_version(api: client.ApiClient, *, timeout_seconds: float = 5.0) -> str:
+    """The API server's version: the cheapest request that proves it answers (blocking)."""
+    return str(client.VersionApi(api).get_code(_request_timeout=timeout_seconds).git_version)

@@ -1,7 +1,8 @@
-"""Raw I/O on the operator's custom objects (AIAnalysis, WorkflowExecution) through the API
-server: read, create, write status. Failures are classified here, once: a refusal that cannot pass
-(400/403/404/422) is :class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped
-connection while the API server restarts — :class:`errors.ClusterError` (retryable).
+"""Raw I/O on the product's custom objects (AIAnalysis, WorkflowExecution, RemediationWorkflow)
+through the API server: read, list, create, delete, write status. Failures are classified by
+:mod:`aianalysis.kube.errors` (one map): a refusal that cannot pass is
+:class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped connection while the API
+server restarts — :class:`errors.ClusterError` (retryable).
 
 Every status write names the object it was computed for: its ``uid`` (and, where the write must
 not race another, its ``resourceVersion``) travel in the patch's metadata, so the API server
@@ -13,18 +14,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client as k8s
 
 from aianalysis import errors, metrics, resources
+from aianalysis.kube import errors as kube_errors
 
 log = logging.getLogger(__name__)
-
-_PERMANENT = frozenset({400, 403, 404, 422})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,66 +53,72 @@ class Written(enum.Enum):
     """The object it was computed for is gone (deleted, or replaced by another under its name)."""
 
 
-async def _call(what: str, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
-    try:
-        return await asyncio.to_thread(function, *args, **options)
-    except k8s.ApiException as exc:
-        if exc.status in _PERMANENT:
-            raise errors.ClusterRejectedError(
-                f"{what}: {exc.status} {exc.reason}", status=exc.status
-            ) from exc
-        raise errors.ClusterError(f"{what}: {exc.status} {exc.reason}", status=exc.status) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__})") from exc
-
-
 async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
-    """The object as the API server has it now; None when there is none under that name."""
-    custom = k8s.CustomObjectsApi(api)
+    """The object as the API server has it now; None when there is none under that name
+    (``namespace`` empty: a cluster-scoped object)."""
+    return await asyncio.to_thread(get_blocking, api, namespace, plural, name)
+
+
+def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+    """:func:`get` for callers on a thread of their own (the catalog sync)."""
+    what = f"reading {plural} {_where(namespace, name)}"
     try:
-        found: Any = await _call(
-            f"reading {plural} {namespace}/{name}",
-            custom.get_namespaced_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            plural,
-            name,
-        )
+        read = _method(api, "get", namespace=namespace)
+        found: Any = kube_errors.blocking(what, read, resources.GROUP, resources.VERSION, plural, name)
     except errors.ClusterRejectedError as exc:
-        if exc.status == 404:
+        if exc.status == kube_errors.NOT_FOUND:
             return None
         raise
     return dict(found)
+
+
+async def list_objects(
+    api: k8s.ApiClient,
+    *,
+    plural: str,
+    namespace: str,
+    label_selector: str | None = None,
+    page_size: int = 500,
+) -> list[dict[str, Any]]:
+    """Every object of ``plural`` in ``namespace`` (matching ``label_selector``), page by page."""
+    custom = k8s.CustomObjectsApi(api)
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        options: dict[str, Any] = {"limit": page_size, "_continue": token}
+        if label_selector:
+            options["label_selector"] = label_selector
+        page: Any = await kube_errors.call(
+            f"listing {plural} in {namespace}", custom.list_namespaced_custom_object,
+            resources.GROUP, resources.VERSION, namespace, plural, **options,
+        )  # fmt: skip
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
 
 
 async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
     return await get(api, namespace, resources.AIANALYSIS_PLURAL, name)
 
 
-async def create_aianalysis(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> bool:
-    """Creates it; False when it exists already (the name is the idempotency key)."""
-    custom = k8s.CustomObjectsApi(api)
+async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) -> dict[str, Any] | None:
+    """The product's one create: ``body`` (namespaced when its metadata names a namespace; of any
+    named API group — ``batch/v1`` Jobs too — its ``apiVersion`` says which, ours by default) as
+    created, or None when one of that name exists (the name is the idempotency key)."""
+    group, _, version = str(body.get("apiVersion") or resources.API_VERSION).rpartition("/")
+    assert group, "the core API group has no custom-object path"
+    meta = body.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    what = f"creating {plural} {_where(namespace, meta.get('name'))}"
     try:
-        await asyncio.to_thread(
-            custom.create_namespaced_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            resources.AIANALYSIS_PLURAL,
-            body,
-        )
-    except k8s.ApiException as exc:
-        if exc.status == 409:
-            return False
-        if exc.status in _PERMANENT:
-            raise errors.ClusterRejectedError(
-                f"creating recovery analysis failed: {exc.status} {exc.reason}", status=exc.status
-            ) from exc
-        raise errors.ClusterError(f"creating recovery analysis failed: {exc.status} {exc.reason}") from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"creating recovery analysis failed: {type(exc).__name__}") from exc
-    return True
+        create = _method(api, "create", namespace=namespace)
+        created: Any = await kube_errors.call(what, create, group, version, plural, dict(body))
+    except errors.ClusterError as exc:
+        if exc.status == kube_errors.CONFLICT:
+            return None
+        raise
+    return dict(created)
 
 
 async def write_status(
@@ -126,35 +132,63 @@ async def write_status(
     current: Mapping[str, Any] | None,
     resource_version: str | None = None,
 ) -> Written:
+    """The product's one status writer (:func:`write_status_blocking`), on a thread."""
+    return await asyncio.to_thread(
+        functools.partial(
+            write_status_blocking, api, namespace=namespace, plural=plural, name=name, uid=uid,
+            fields=fields, current=current, resource_version=resource_version,
+        )
+    )  # fmt: skip
+
+
+async def write_status_at(
+    api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str, fields: Mapping[str, Any]
+) -> Written:
+    """:func:`write_status` onto the object ``body`` as the caller read it — its uid, its
+    resourceVersion and its status — so no read is needed before the write."""
+    meta = body["metadata"]
+    return await write_status(
+        api, namespace=meta.get("namespace") or "", plural=plural, name=meta["name"], uid=meta["uid"],
+        fields=fields, current=body.get("status") or None, resource_version=meta["resourceVersion"],
+    )  # fmt: skip
+
+
+def write_status_blocking(
+    api: k8s.ApiClient,
+    *,
+    namespace: str,
+    plural: str,
+    name: str,
+    uid: str,
+    fields: Mapping[str, Any],
+    current: Mapping[str, Any] | None,
+    resource_version: str | None = None,
+) -> Written:
     """Merge ``fields`` into the status (``None`` removes a field) of the object ``uid`` — never of
     another one under its name — and, with ``resource_version``, only if it is still at that
-    version. ``current`` is the status as last read (None: it had none).
+    version. ``current`` is the status as last read (None: it had none); ``namespace`` empty: a
+    cluster-scoped object. A caller holding a fresh body passes its resourceVersion and status:
+    no read before the write.
 
     A JSON patch whose first operation tests ``/metadata/uid`` (a merge patch's metadata is ignored
     on the status subresource); a failed test is refused with 422, so a refusal is told apart by
-    reading the object again."""
-    custom = k8s.CustomObjectsApi(api)
+    reading the object again: :attr:`Written.DROPPED` (gone or replaced), :attr:`Written.CONFLICT`
+    (changed since read), else the refusal is raised."""
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if resource_version is not None:
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
     ops.extend(status_operations(current, fields))
-    what = f"status write of {plural} {namespace}/{name}"
+    what = f"status write of {plural} {_where(namespace, name)}"
     try:
-        await _call(
-            what,
-            custom.patch_namespaced_custom_object_status,
-            resources.GROUP,
-            resources.VERSION,
-            namespace,
-            plural,
-            name,
-            ops,
+        patch = _method(api, "patch", namespace=namespace, subresource="_status")
+        kube_errors.blocking(
+            what, patch, resources.GROUP, resources.VERSION, plural, name, ops,
             _content_type="application/json-patch+json",
-        )
+        )  # fmt: skip
     except errors.ClusterRejectedError as exc:
-        if exc.status not in (404, 422):
+        if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
             raise
-        now = await get(api, namespace, plural, name)
+        now = get_blocking(api, namespace, plural, name)
         if now is None or (now.get("metadata") or {}).get("uid") != uid:
             return _dropped(what, "object_deleted" if now is None else "object_replaced")
         moved = resource_version is not None and now["metadata"].get("resourceVersion") != resource_version
@@ -162,6 +196,22 @@ async def write_status(
             return Written.CONFLICT  # changed since it was read: read again and decide again
         raise
     return Written.OK
+
+
+def _method(api: k8s.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
+    """The client's ``verb`` of a custom object — namespaced (``namespace`` bound) or cluster-scoped
+    — taking ``(group, version, plural, …)`` either way."""
+    custom = k8s.CustomObjectsApi(api)
+    if not namespace:
+        return getattr(custom, f"{verb}_cluster_custom_object{subresource}")  # type: ignore[no-any-return]  # untyped client
+    method = getattr(custom, f"{verb}_namespaced_custom_object{subresource}")
+    return lambda group, version, plural, *rest, **options: method(
+        group, version, namespace, plural, *rest, **options
+    )
+
+
+def _where(namespace: str, name: object) -> str:
+    return f"{namespace}/{name}" if namespace else str(name)
 
 
 def merged(current: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:

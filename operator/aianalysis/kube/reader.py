@@ -1,4 +1,4 @@
-"""What the investigation tools need from a cluster, as a protocol (the real one is ``tools.k8s``).
+"""What the investigation tools need from a cluster, as a protocol (the real one is ``kube.api_reader``).
 
 A reader returns plain JSON-like data, exactly as the API server sent it; the tool box redacts,
 summarises, fences and caps it. Outcomes a reader must distinguish:
@@ -22,6 +22,11 @@ class Unavailable(errors.AIAnalysisError):
     tool's error text; not an operator fault, and asking again would not help."""
 
     reason = "NotAvailable"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The API server's HTTP status (None: refused before asking, e.g. a kind not in the table)."""
 
 
 class ClusterReader(Protocol):

@@ -1,4 +1,4 @@
-"""``aianalysis mcp``: the workflow catalog as an MCP server (DD-PLAYBOOK-002), for other agents.
+"""``aianalysis mcp``: the workflow catalog as an MCP server, for other agents.
 
 It serves exactly the catalog tools the operator's LLM gets — the names, descriptions and input
 schemas ``tools.ToolBox`` defines (``tools.CATALOG_TOOL_NAMES``), dispatched through a ToolBox — so
@@ -10,7 +10,7 @@ when the server starts (``--environment`` ...; risk tolerance ``low`` unless con
 to every call; a caller's business filters can only narrow it, never widen it, as for the LLM.
 
 Read-only: the catalog comes from files (``--catalog``) or from the cluster's RemediationWorkflows
-with the operator's list-then-watch (``catalog_sync``); no other object, and never a Secret.
+with the operator's list-then-watch (``catalog.sync``); no other object, and never a Secret.
 Transports: stdio (the default, for local MCP clients) and streamable HTTP.
 """
 
@@ -131,8 +131,6 @@ def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, h
 @contextlib.contextmanager
 def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
-    from kubernetes import config as kube_config  # noqa: PLC0415
-
     from aianalysis import kube  # noqa: PLC0415  # kubernetes client: cluster mode only
     from aianalysis.catalog import gate as catalog_admission  # noqa: PLC0415
     from aianalysis.catalog import sync as catalog_sync  # noqa: PLC0415
@@ -140,7 +138,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     index = catalog_mod.Catalog()
     try:
         api = kube.api_client()
-    except kube_config.ConfigException as exc:
+    except errors.ConfigError as exc:
         raise errors.ConfigError(
             f"no cluster to read the catalog from ({exc}); pass --catalog PATH"
         ) from None
@@ -148,7 +146,7 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
     try:
         try:
             sync.load()
-        except catalog_sync.TRANSIENT as exc:
+        except errors.AIAnalysisError as exc:
             raise errors.ClusterError(f"cannot list RemediationWorkflows: {exc}") from None
         sync.start()
         yield index

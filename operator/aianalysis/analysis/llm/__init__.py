@@ -12,15 +12,7 @@ from __future__ import annotations
 
 from aianalysis import settings as settings_module
 from aianalysis.analysis.llm import base, offline
-from aianalysis.analysis.llm.base import (
-    Conversation,
-    Provider,
-    RequestObserver,
-    RequestRecord,
-    Submission,
-    ToolOutcome,
-    Tools,
-)
+from aianalysis.analysis.llm.base import Provider, RequestRecord, Submission
 
 
 def make_provider(
@@ -61,13 +53,9 @@ async def check_model(settings: settings_module.Settings) -> str | None:
 
 
 __all__ = [
-    "Conversation",
     "Provider",
-    "RequestObserver",
     "RequestRecord",
     "Submission",
-    "ToolOutcome",
-    "Tools",
     "check_model",
     "make_provider",
 ]

@@ -95,15 +95,15 @@ class AnthropicProvider:
         try:
             await self._probe()
         except anthropic.AnthropicError as err:
-            failure = self._classify(err)
+            failure = self._provider_error(err)
             status = err.status_code if isinstance(err, anthropic.APIStatusError) else None
             return model_check.judge(self.name, self.model, status=status, failure=failure)
         return None
 
-    def _classify(self, err: anthropic.AnthropicError | json.JSONDecodeError) -> errors.ProviderError:
+    def _provider_error(self, err: anthropic.AnthropicError | json.JSONDecodeError) -> errors.ProviderError:
         """:func:`classify`, plus the message of platforms whose error bodies are not the Messages
         API's ``{"error": {...}}`` (Bedrock answers ``{"message": ...}``)."""
-        failure = classify(
+        failure = provider_error(
             err,
             secret=self._secret,
             timeout_seconds=self._settings.llm_timeout_seconds,
@@ -184,13 +184,13 @@ class AnthropicProvider:
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
         except (anthropic.AnthropicError, json.JSONDecodeError) as err:
-            failure = self._classify(err)
+            failure = self._provider_error(err)
             outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
             self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
         if not isinstance(message, atypes.Message):  # a 200 that is not JSON (a proxy's page)
-            failure = classify(
+            failure = provider_error(
                 json.JSONDecodeError("not a Message", str(message)[:64], 0),
                 secret=self._secret,
                 timeout_seconds=self._settings.llm_timeout_seconds,
@@ -384,7 +384,7 @@ class _BoundedRetryAfter(anthropic.AsyncAnthropic):
         return super()._should_retry(response)
 
 
-def classify(
+def provider_error(
     err: anthropic.AnthropicError | json.JSONDecodeError,
     *,
     secret: str,
@@ -442,4 +442,4 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-__all__ = ["AnthropicConversation", "AnthropicProvider", "classify", "correction_text", "tool_params"]
+__all__ = ["AnthropicConversation", "AnthropicProvider", "correction_text", "provider_error", "tool_params"]

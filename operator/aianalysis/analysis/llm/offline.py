@@ -1,74 +1,53 @@
-"""A deterministic, network-free stand-in for the LLM: it ranks the catalog for the signal and
-submits the best-ranked workflow that is eligible for the incident's resource.
+"""A deterministic, network-free stand-in for the LLM: it investigates the incident through the
+same read-only tools, runs the analyzers on what it saw, and submits the best eligible catalog
+workflow for the refined signal.
 
-It investigates nothing, so its answers say so (warnings, rationale). It goes through the same
-toolbox as the model (``search_workflow_catalog`` then ``get_workflow_details``), so the
-validator's rule "only workflows a catalog tool showed in this conversation" holds for it too.
+**Evidence first.** With a cluster attached, :mod:`evidence` reads the incident's surroundings
+(owner chain, Pods, rollout revisions, events, Nodes, HPA/PDB, referenced ConfigMaps and PVCs)
+and :mod:`analyzers` turns that into findings: a refined signal, an action type, the object to
+act on and the parameter values the evidence supports. A finding that contradicts the alert (a
+red herring) or that no workflow can fix ends in human review, with the reason in the answer.
 
-**Rank first.** Hits in search order, without the workflows that already failed on this incident
-(recovery: the offline provider would fill the same parameters again, which is a known repeat)
-and without those the details tool refuses or whose ``acts_on`` (``labels.component``) does not
-admit the target's kind: the first remaining one is THE choice. Its parameters come from the
-target (the incident's resource; the validator fills the system-filled ones) and the defaults.
-When a required value is unknowable it is submitted anyway with that parameter omitted, so the
-validator reports exactly what is missing and the pipeline lists it first in
-``alternativeWorkflows`` (``parameters_incomplete``): a lower-ranked workflow is never chosen
-because its parameters are easier to fill. ``correct()`` re-submits the same answer when only
-parameters were rejected, and moves to the next eligible hit for any other rejection (the choice
-was not eligible after all); when they are exhausted the last answer is submitted again.
+**Then the catalog.** It searches with the finding's action type when the catalog has it, else
+with its refined signal type and words (and, without a finding, with the alert's). Hits are
+taken in search order, without the workflows that already failed on this incident and without
+those whose ``acts_on`` does not admit the target; the first remaining one is THE choice. Its
+parameters come from the target, the finding's values and the defaults — never guessed: a
+required value nothing supports is left out so the validator reports it and a person completes
+it (``parameters_incomplete``). ``correct()`` re-submits the same answer when only parameters
+were rejected, and moves to the next eligible hit for any other rejection.
+
+**Confidence** is derived from the evidence: how many independent facts back the finding and
+how well the workflow matches it. Without evidence it is the catalog match score, scaled down
+(an unexamined match is never confident).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
 from aianalysis import catalog, resources
-from aianalysis.analysis.llm import base
+from aianalysis.analysis.llm import analyzers, base, evidence
 
 PROVIDER_NAME = "offline"
-MODEL_NAME = "catalog-rank-v1"
+MODEL_NAME = "offline-analyzers-v2"
 SEARCH_TOOL = "search_workflow_catalog"
 DETAILS_TOOL = "get_workflow_details"
-RESOURCE_TOOL = "get_resource"
-MAX_OWNERS = 3
+ACTION_TYPES_TOOL = "list_action_types"
 SEARCH_TOP_K = 10
 MAX_CONFIDENCE = 0.95
-"""An unexamined catalog match never claims certainty."""
+_POLICY = re.compile(r"\(environment=[^)]*\)")
+UNEXAMINED = 0.8
+"""Scale of the catalog score when nothing was investigated (stays below the default 0.7 floor
+unless the match is near perfect)."""
 MAX_ALTERNATIVES = 3
 PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
 """Rejections that re-submitting the same choice answers (a person completes the parameters)."""
 
-_Infer = Callable[[resources.ResourceRef], str | None]
-
-
-def _namespace(ref: resources.ResourceRef) -> str | None:
-    return ref.namespace
-
-
-def _name(ref: resources.ResourceRef) -> str:
-    return ref.name
-
-
-def _kind(ref: resources.ResourceRef) -> str:
-    return ref.kind
-
-
-#: Parameters the incident itself answers. The resource named in the spec is the object to act
-#: on (upstream #751: never the symptom); kind-specific names apply only to that kind.
-INFERABLE: dict[str, _Infer] = {
-    "TARGET_NAMESPACE": _namespace,
-    "NAMESPACE": _namespace,
-    "TARGET_RESOURCE_KIND": _kind,
-    "RESOURCE_KIND": _kind,
-    "TARGET_RESOURCE_NAME": _name,
-    "RESOURCE_NAME": _name,
-}
 KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
     "Deployment": ("DEPLOYMENT_NAME", "DEPLOYMENT"),
     "StatefulSet": ("STATEFULSET_NAME", "STATEFULSET"),
@@ -77,6 +56,19 @@ KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
     "Node": ("NODE_NAME", "NODE"),
     "Service": ("SERVICE_NAME",),
     "PersistentVolumeClaim": ("PVC_NAME",),
+    "HorizontalPodAutoscaler": ("HPA_NAME",),
+    "PodDisruptionBudget": ("PDB_NAME",),
+}
+_TARGET_PARAMETERS: dict[str, str] = {
+    "TARGET_NAMESPACE": "namespace",
+    "NAMESPACE": "namespace",
+    "TARGET_RESOURCE_NAMESPACE": "namespace",
+    "TARGET_RESOURCE_KIND": "kind",
+    "RESOURCE_KIND": "kind",
+    "TARGET_KIND": "kind",
+    "TARGET_RESOURCE_NAME": "name",
+    "RESOURCE_NAME": "name",
+    "TARGET_NAME": "name",
 }
 
 
@@ -86,6 +78,7 @@ class Hit:
     version: str | None
     confidence: float
     title: str = ""
+    action_type: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +94,7 @@ class Param:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A candidate with the parameters the incident fills and those nobody can."""
+    """A candidate with the parameters the evidence fills and those nobody can."""
 
     hit: Hit
     parameters: dict[str, str]
@@ -109,20 +102,19 @@ class Plan:
     target: resources.ResourceRef | None = None
     """The object the workflow acts on (None = the incident's resource)."""
 
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
 
 class OfflineProvider:
     name = PROVIDER_NAME
     model = MODEL_NAME
 
+    def __init__(self, *, rules: Sequence[analyzers.Rule] | None = None) -> None:
+        self._rules = tuple(analyzers.RULES if rules is None else rules)
+
     def open(
         self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
     ) -> OfflineConversation:
-        """The prompts are ignored: this provider reads the structured spec directly."""
-        return OfflineConversation(toolbox=toolbox, spec=spec)
+        """The prompts are ignored: this provider reads the structured spec and the cluster."""
+        return OfflineConversation(toolbox=toolbox, spec=spec, rules=self._rules)
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -133,24 +125,47 @@ class OfflineProvider:
 
 
 class OfflineConversation:
-    def __init__(self, *, toolbox: base.Tools, spec: resources.AIAnalysisSpec) -> None:
+    def __init__(
+        self,
+        *,
+        toolbox: base.Tools,
+        spec: resources.AIAnalysisSpec,
+        rules: Sequence[analyzers.Rule] = analyzers.RULES,
+    ) -> None:
         self._toolbox = toolbox
         self._spec = spec
+        self._rules = rules
         self._queue: list[Hit] | None = None
         self._chain: list[resources.ResourceRef] = [spec.resource]
+        self._evidence: analyzers.Evidence | None = None
+        self._findings: list[analyzers.Finding] = []
         self._cursor = 0
         self._last: dict[str, Any] | None = None
         self._counter = base.UsageCounter()
+        self._note = ""
+        self._top: str | None = None
+        """The workflow the search ranked first: the one the evidence backs."""
+        """What the search tool said when it found nothing (the business-context policy)."""
 
     @property
     def usage(self) -> resources.LLMUsage:
         return self._counter.snapshot(provider=PROVIDER_NAME, model=MODEL_NAME)
 
+    @property
+    def finding(self) -> analyzers.Finding | None:
+        return self._findings[0] if self._findings else None
+
     async def answer(self) -> base.Submission:
         if self._queue is None:
-            self._queue = rank(await self._search(), recovery=self._spec.recovery)
-            if self._queue:
-                self._chain = await self._owner_chain()
+            await self._investigate()
+            finding = self.finding
+            if finding is not None and finding.decline:
+                self._queue = []
+                self._last = build_declined(self._spec, finding, others=self._findings[1:])
+                return base.Submission(raw=self._last)
+            hits = await self._search(finding)
+            self._top = hits[0].workflow_id if hits else None
+            self._queue = rank(hits, recovery=self._spec.recovery)
         return await self._submit_next()
 
     async def correct(self, errors: list[str]) -> base.Submission:
@@ -158,18 +173,33 @@ class OfflineConversation:
         (re-submitted as is); any other moves on to the next eligible candidate."""
         if self._last is not None and rules(errors) <= PARAMETER_RULES:
             return base.Submission(raw=self._last)
+        if self._queue == [] and self._last is not None:
+            return base.Submission(raw=self._last)
         return await self.answer()
+
+    async def _investigate(self) -> None:
+        names = [str(d.get("name")) for d in self._toolbox.definitions()]
+        investigation = evidence.Investigation(self._tool, tool_names=names, spec=self._spec)
+        self._evidence = await investigation.gather()
+        self._chain = _chain_with(investigation.chain, self._evidence)
+        self._findings = analyzers.analyze(self._evidence, self._rules) if self._evidence.cluster else []
 
     async def _submit_next(self) -> base.Submission:
         plan = await self._choose()
         if plan is not None:
-            self._last = build_answer(plan, spec=self._spec, others=self._queue or [])
+            self._last = build_answer(
+                plan,
+                spec=self._spec,
+                others=self._queue or [],
+                findings=self._findings,
+                evidence=self._evidence,
+                backed=plan.hit.workflow_id == self._top,
+            )
         elif self._last is None:
-            self._last = build_empty_answer(self._spec)
+            self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
         return base.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
-        """The next hit, in rank order, whose details are available and that acts on the target."""
         queue = self._queue or []
         while self._cursor < len(queue):
             hit = queue[self._cursor]
@@ -179,83 +209,80 @@ class OfflineConversation:
                 return plan
         return None
 
-    async def _search(self) -> list[Hit]:
+    async def _search(self, finding: analyzers.Finding | None) -> list[Hit]:
         signal = self._spec.signal
-        query = " ".join(part for part in (signal.type, signal.alert_name, signal.error_message) if part)
-        arguments = {"signal_type": signal.type, "query": query, "top_k": SEARCH_TOP_K}
-        result = await self._call(SEARCH_TOOL, arguments)
+        alert = " ".join(part for part in (signal.type, signal.alert_name, signal.error_message) if part)
+        if finding is None:
+            return await self._hits({"signal_type": signal.type, "query": alert})
+        # The business category's words favour a workflow written for it (a guarded payments variant).
+        query = " ".join(filter(None, (finding.query, self._spec.business_context.business_category)))
+        if finding.action_type and finding.action_type in await self._action_types():
+            hits = await self._hits({"action_type": finding.action_type, "query": query})
+            if hits:
+                return hits
+        hits = await self._hits({"signal_type": finding.signal_type, "query": query})
+        if hits or finding.signal_type == signal.type:
+            return hits
+        return await self._hits({"signal_type": signal.type, "query": query})
+
+    async def _action_types(self) -> set[str]:
+        result = await self._json(ACTION_TYPES_TOOL, {})
+        rows = result.get("action_types") if isinstance(result, dict) else None
+        return {str(r.get("action_type")) for r in rows or () if isinstance(r, dict)}
+
+    async def _hits(self, arguments: dict[str, Any]) -> list[Hit]:
+        result = await self._json(SEARCH_TOOL, arguments | {"top_k": SEARCH_TOP_K})
+        if isinstance(result, dict) and isinstance(result.get("note"), str):
+            self._note = result["note"]
         return [] if result is None else parse_hits(result)
 
     async def _plan(self, hit: Hit) -> Plan | None:
         arguments: dict[str, Any] = {"workflow_id": hit.workflow_id}
         if hit.version:
             arguments["version"] = hit.version
-        result = await self._call(DETAILS_TOOL, arguments)
-        target = (
-            None if result is None else next((r for r in self._chain if acts_on(result, resource=r)), None)
-        )
+        details = await self._json(DETAILS_TOOL, arguments)
+        if details is None:
+            return None
+        finding = self.finding
+        candidates = [finding.target] if finding is not None and finding.target is not None else []
+        candidates += self._chain
+        target = next((r for r in candidates if acts_on(details, resource=r)), None)
         if target is None:
             return None
-        plan = plan_parameters(hit, parse_parameters(result), resource=target)
+        values = dict(finding.values) if finding is not None else {}
+        plan = plan_parameters(hit, parse_parameters(details), resource=target, values=values)
+        if isinstance(details, dict) and isinstance(details.get("action_type"), str):
+            plan = dataclasses.replace(plan, hit=dataclasses.replace(hit, action_type=details["action_type"]))
         return dataclasses.replace(plan, target=target)
 
-    async def _owner_chain(self) -> list[resources.ResourceRef]:
-        """The incident's resource and its controllers (Pod → ReplicaSet → Deployment), read with
-        ``get_resource`` when a cluster is attached; without one, just the resource."""
-        chain = [self._spec.resource]
-        while len(chain) <= MAX_OWNERS:
-            current = chain[-1]
-            obj = await self._call(
-                RESOURCE_TOOL, {"kind": current.kind, "name": current.name, "namespace": current.namespace}
-            )
-            owner = controller_of(obj, namespace=current.namespace)
-            if owner is None:
-                break
-            chain.append(owner)
-        return chain
-
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """The tool's answer (JSON, or for ``get_resource`` the fenced YAML parsed), or None when
-        the tool failed or answered something else."""
+    async def _tool(self, name: str, arguments: dict[str, Any]) -> evidence.Outcome:
         self._counter.tool_calls += 1
         outcome = await self._toolbox.call(name, arguments)
+        return evidence.Outcome(outcome.text, is_error=outcome.is_error)
+
+    async def _json(self, name: str, arguments: dict[str, Any]) -> Any:
+        outcome = await self._tool(name, arguments)
         if outcome.is_error:
             return None
-        if name == RESOURCE_TOOL:
-            return fenced_yaml(outcome.text)
         try:
             return json.loads(outcome.text)
         except ValueError:
             return None
 
 
-def fenced_yaml(text: str) -> Any:
-    """The YAML document inside the investigation tool's ``<untrusted-data>`` fence (the header
-    line, the opening tag, the escaped body, the closing tag); None when it is not one."""
-    lines = text.splitlines()
-    opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
-    closing = next(
-        (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None
-    )
-    if opening is None or closing is None or closing <= opening:
-        return None
-    try:
-        return yaml.safe_load(html.unescape("\n".join(lines[opening + 1 : closing])))
-    except yaml.YAMLError:
-        return None
-
-
-def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef | None:
-    """The controlling owner of an object read from the cluster (else its first owner), if any."""
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    if not isinstance(refs, list):
-        return None
-    owners = [r for r in refs if isinstance(r, dict)]
-    owner = next((r for r in owners if r.get("controller")), owners[0] if owners else None)
-    if owner is None or not isinstance(owner.get("kind"), str) or not isinstance(owner.get("name"), str):
-        return None
-    return resources.ResourceRef(kind=owner["kind"], name=owner["name"], namespace=namespace)
+def _chain_with(chain: list[resources.ResourceRef], found: analyzers.Evidence) -> list[resources.ResourceRef]:
+    """The owner chain, plus the workload when it was found another way (an HPA's scale target)
+    and the PVCs its Pods mount: the objects a workflow may act on, nearest first."""
+    out = list(chain)
+    extra = [found.workload] if found.workload is not None else []
+    extra += [
+        resources.ResourceRef(kind="PersistentVolumeClaim", name=name, namespace=found.incident.namespace)
+        for name in found.claims
+    ]
+    for ref in extra:
+        if all((r.kind, r.name) != (ref.kind, ref.name) for r in out):
+            out.append(ref)
+    return out
 
 
 def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hit]:
@@ -278,27 +305,32 @@ def acts_on(details: Any, *, resource: resources.ResourceRef) -> bool:
     return catalog.component_admits([str(c) for c in components], kind=resource.kind, api_version=None)
 
 
-def plan_parameters(hit: Hit, params: list[Param], *, resource: resources.ResourceRef) -> Plan:
-    """Fill what the resource answers; defaults and system-filled parameters are left to the
-    validator, which applies them."""
-    values: dict[str, str] = {}
+def plan_parameters(
+    hit: Hit, params: list[Param], *, resource: resources.ResourceRef, values: dict[str, str] | None = None
+) -> Plan:
+    """Fill what the target and the evidence answer; defaults and system-filled parameters are
+    left to the validator, which applies them."""
+    filled: dict[str, str] = {}
     missing: list[str] = []
     for param in params:
-        value = infer(param, resource)
+        value = infer(param, resource, values or {})
         if value is not None:
-            values[param.name] = value
+            filled[param.name] = value
         elif param.required and param.default is None and not param.system:
             missing.append(param.name)
-    return Plan(hit=hit, parameters=values, missing=tuple(missing))
+    return Plan(hit=hit, parameters=filled, missing=tuple(missing))
 
 
-def infer(param: Param, resource: resources.ResourceRef) -> str | None:
-    """The value of ``param`` the incident's resource implies, if it fits the declared enum."""
-    if param.type != "string":
+def infer(param: Param, resource: resources.ResourceRef, values: dict[str, str]) -> str | None:
+    """The value of ``param`` the target or the evidence supports, if it fits the declared enum."""
+    if param.name in values:
+        value: str | None = values[param.name]
+        if param.type in ("integer", "number") and not str(value).lstrip("-").isdigit():
+            return None
+    elif param.type != "string":
         return None
-    source = INFERABLE.get(param.name)
-    if source is not None:
-        value = source(resource)
+    elif param.name in _TARGET_PARAMETERS:
+        value = _field(resource, _TARGET_PARAMETERS[param.name])
     elif param.name in KIND_NAME_PARAMETERS.get(resource.kind, ()):
         value = resource.name
     else:
@@ -306,35 +338,75 @@ def infer(param: Param, resource: resources.ResourceRef) -> str | None:
     if value is None or not param.enum:
         return value
     # Catalogs spell kinds differently ("deployment", "Deployment"): use the enum's spelling.
-    return next((option for option in param.enum if option.lower() == value.lower()), None)
+    return next((option for option in param.enum if option.lower() == str(value).lower()), None)
 
 
-def build_answer(plan: Plan, *, spec: resources.AIAnalysisSpec, others: list[Hit]) -> dict[str, Any]:
-    """A :class:`answer.SelectionAnswer`-shaped dict selecting ``plan``."""
+def _field(resource: resources.ResourceRef, name: str) -> str | None:
+    return {"kind": resource.kind, "name": resource.name, "namespace": resource.namespace}.get(name)
+
+
+def confidence(hit: Hit, finding: analyzers.Finding | None, *, backed: bool = True) -> float:
+    """From the evidence: half for having a finding, up to a third more for the facts behind it,
+    the rest for how well the workflow matches it (its action type, else the catalog score).
+
+    The finding backs the workflow its search ranked first (or one of its action type); any other
+    (a recovery's alternative after that one failed) is rated like an unexamined catalog match."""
+    same_action = bool(finding and finding.action_type and hit.action_type == finding.action_type)
+    if finding is None or not (backed or same_action):
+        return round(min(hit.confidence * UNEXAMINED, MAX_CONFIDENCE), 3)
+    match = 1.0 if same_action else hit.confidence
+    return round(min(0.5 + 0.3 * finding.strength + 0.15 * match, MAX_CONFIDENCE), 3)
+
+
+def build_answer(
+    plan: Plan,
+    *,
+    spec: resources.AIAnalysisSpec,
+    others: list[Hit],
+    findings: Sequence[analyzers.Finding] = (),
+    evidence: analyzers.Evidence | None = None,
+    backed: bool = True,
+) -> dict[str, Any]:
+    """A :class:`answer.SelectionAnswer`-shaped dict selecting ``plan`` (``backed``: the finding's
+    search ranked it first)."""
     hit = plan.hit
     target = plan.target or spec.resource
-    rationale = (
-        f"Offline catalog-ranked choice: '{hit.title or hit.workflow_id}' is the best catalog match for "
-        f"signal {spec.signal.type} eligible for {_describe(target)}; its parameters come from "
-        "that resource and the defaults. No investigation was performed."
-    )
-    warnings = ["Offline provider: no root-cause investigation was performed; review before executing."]
-    if plan.missing:
+    finding = findings[0] if findings else None
+    name = hit.title or hit.workflow_id
+    warnings: list[str] = []
+    if finding is not None:
         rationale = (
-            f"Offline catalog-ranked choice: '{hit.title or hit.workflow_id}' is the best catalog match for "
-            f"signal {spec.signal.type}, but required parameters {', '.join(plan.missing)} cannot be "
-            "inferred from the incident. No investigation was performed."
+            f"{finding.explanation} Evidence: {'; '.join(finding.facts)}. Chosen '{name}' for "
+            f"{_describe(target)} (analyzer {finding.rule}; action type {finding.action_type or 'n/a'})."
         )
+    elif evidence is not None and evidence.cluster:
+        rationale = (
+            f"'{name}' is the best catalog match for signal {spec.signal.type} eligible for "
+            f"{_describe(target)}. "
+            "The cluster was read but no analyzer recognised the failure, so the choice rests on the alert."
+        )
+        warnings.append("Offline provider: no analyzer matched the evidence; review before executing.")
+    else:
+        rationale = (
+            f"'{name}' is the best catalog match for signal {spec.signal.type} eligible for "
+            f"{_describe(target)}; "
+            "no cluster could be read, so nothing was investigated."
+        )
+        warnings.append(
+            "Offline provider: no root-cause investigation was possible; review before executing."
+        )
+    if plan.missing:
+        rationale += f" Required parameters {', '.join(plan.missing)} are not supported by the evidence."
         warnings.append(f"Cannot infer required parameters: {', '.join(plan.missing)}.")
     selected: dict[str, Any] = {
         "workflow_id": hit.workflow_id,
-        "confidence": min(hit.confidence, MAX_CONFIDENCE),
+        "confidence": confidence(hit, finding, backed=backed),
         "rationale": rationale,
         "parameters": dict(plan.parameters),
     }
     if hit.version:
         selected["version"] = hit.version
-    raw = _common(spec, target=target) | {
+    raw = _common(spec, target=target, findings=findings) | {
         "selected_workflow": selected,
         "alternative_workflows": _alternatives(others, chosen=hit),
         "warnings": warnings,
@@ -343,34 +415,82 @@ def build_answer(plan: Plan, *, spec: resources.AIAnalysisSpec, others: list[Hit
     return raw | _recovery(spec, plan)
 
 
-def build_empty_answer(spec: resources.AIAnalysisSpec) -> dict[str, Any]:
-    """No catalog workflow was eligible: a person has to decide."""
-    raw = _common(spec) | {
+def build_declined(
+    spec: resources.AIAnalysisSpec, finding: analyzers.Finding, *, others: Sequence[analyzers.Finding]
+) -> dict[str, Any]:
+    """The evidence says no workflow should run (a red herring): a person decides, and why."""
+    raw = _common(spec, target=finding.target, findings=[finding, *others]) | {
         "selected_workflow": None,
-        "warnings": ["Offline provider: the catalog search returned no eligible workflow."],
+        "warnings": [f"Declined: {finding.decline}. {finding.explanation}"],
+        "needs_human_review": True,
+        "human_review_reason": "inconclusive",
+    }
+    return raw | _recovery(spec, None)
+
+
+def build_empty_answer(
+    spec: resources.AIAnalysisSpec, *, finding: analyzers.Finding | None = None, note: str = ""
+) -> dict[str, Any]:
+    """No catalog workflow was eligible: a person has to decide; the root cause says why (the
+    finding, and what the search tool said about the incident's business context)."""
+    warning = "Offline provider: the catalog search returned no eligible workflow."
+    if finding is not None:
+        warning = (
+            f"No eligible workflow fits the finding ({finding.rule}: action type "
+            f"{finding.action_type or 'n/a'}, "
+            f"signal {finding.signal_type}). {finding.explanation}"
+        )
+    common = _common(spec, target=finding.target if finding else None, findings=[finding] if finding else [])
+    context = _POLICY.search(note)
+    why = (
+        f"No catalog workflow that fits is eligible under this incident's business context "
+        f"{context.group(0)}."
+        if context
+        else "No catalog workflow is eligible for this incident."
+    )
+    common["root_cause_assessment"] = f"{why} {common['root_cause_assessment']}"
+    raw = common | {
+        "selected_workflow": None,
+        "warnings": [warning],
         "needs_human_review": True,
         "human_review_reason": "no_eligible_workflow",
     }
     return raw | _recovery(spec, None)
 
 
-def _common(spec: resources.AIAnalysisSpec, *, target: resources.ResourceRef | None = None) -> dict[str, Any]:
+def _common(
+    spec: resources.AIAnalysisSpec,
+    *,
+    target: resources.ResourceRef | None = None,
+    findings: Sequence[analyzers.Finding] = (),
+) -> dict[str, Any]:
     signal = spec.signal
-    evidence = signal.error_message or signal.description or signal.alert_name or "no details given"
     target = target or spec.resource
     affected = {"kind": target.kind, "name": target.name}
     if target.namespace:
         affected["namespace"] = target.namespace
-    return {
+    common: dict[str, Any] = {"rca_severity": signal.severity, "affected_resource": affected}
+    if findings:
+        finding = findings[0]
+        common |= {
+            "analysis_summary": (
+                f"Offline analysis of {signal.type} on {_describe(spec.resource)}: {finding.explanation}"
+            ),
+            "root_cause_assessment": f"{finding.explanation} ({'; '.join(finding.facts)})",
+            "contributing_factors": [*finding.facts, *(f.explanation for f in findings[1:3])],
+        }
+        if finding.signal_type != signal.type and not finding.decline:
+            common["signal_type"] = finding.signal_type
+        return common
+    evidence_text = signal.error_message or signal.description or signal.alert_name or "no details given"
+    return common | {
         "analysis_summary": (
-            f"Offline analysis of {signal.type} on {_describe(spec.resource)}: "
-            "the catalog was ranked for the signal; nothing was investigated."
+            f"Offline analysis of {signal.type} on {_describe(spec.resource)}: no analyzer recognised the "
+            "failure; the catalog was ranked for the signal."
         ),
         "root_cause_assessment": (
-            f"Not investigated (offline provider). Reported signal {signal.type}: {evidence}"
+            f"Not established (offline provider). Reported signal {signal.type}: {evidence_text}"
         ),
-        "rca_severity": signal.severity,
-        "affected_resource": affected,
     }
 
 
@@ -389,7 +509,7 @@ def _alternatives(hits: list[Hit], *, chosen: Hit) -> list[dict[str, Any]]:
 
 
 def _recovery(spec: resources.AIAnalysisSpec, plan: Plan | None) -> dict[str, Any]:
-    """DD-RECOVERY-003 fields, from the execution records (the offline provider cannot analyse)."""
+    """The recovery fields, from the execution records (the offline provider cannot analyse)."""
     if spec.recovery is None:
         return {}
     previous = spec.recovery.previous_executions
@@ -462,11 +582,13 @@ def _hit(item: Any) -> Hit | None:
         return None
     confidence = item.get("confidence", 0.5)
     version = item.get("version")
+    action = item.get("action_type")
     return Hit(
         workflow_id=item["workflow_id"],
         version=version if isinstance(version, str) else None,
         confidence=float(confidence) if isinstance(confidence, int | float) else 0.5,
         title=str(item.get("title") or ""),
+        action_type=action if isinstance(action, str) else None,
     )
 
 

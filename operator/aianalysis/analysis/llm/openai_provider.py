@@ -92,7 +92,9 @@ class OpenAIProvider:
         try:
             page = await self._client.models.list()
         except openai.OpenAIError as err:
-            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            failure = provider_error(
+                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+            )
             if isinstance(err, openai.APIStatusError) and err.status_code in (404, 405, 501):
                 return f"could not verify model {self.model!r}: the endpoint lists no models ({failure})"
             status = err.status_code if isinstance(err, openai.APIStatusError) else None
@@ -126,7 +128,9 @@ class OpenAIProvider:
                 max_tokens=self._settings.max_tokens,
             )
         except openai.OpenAIError as err:
-            failure = classify(err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds)
+            failure = provider_error(
+                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+            )
             outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
             self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
             raise failure from None
@@ -339,7 +343,7 @@ def _tool_message(call_id: str, text: str) -> otypes.ChatCompletionToolMessagePa
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def classify(err: openai.OpenAIError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
+def provider_error(err: openai.OpenAIError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
     """The SDK's failure (after its retries) as our error: transient ones are retryable. Messages
     never contain the API key, even if a proxy echoes it back."""
     if isinstance(err, openai.APITimeoutError):
@@ -375,4 +379,4 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-__all__ = ["OpenAIConversation", "OpenAIProvider", "arguments", "classify", "tool_params", "usage_of"]
+__all__ = ["OpenAIConversation", "OpenAIProvider", "arguments", "provider_error", "tool_params", "usage_of"]

@@ -1,12 +1,12 @@
-"""Prompt builders (pure): the static system prompt, the incident prompt (ADR-041 v2.7), the
-recovery prompt with every previous attempt (DD-RECOVERY-003), reason-code guidance, and the
+"""Prompt builders (pure): the static system prompt, the incident prompt (four sections), the
+recovery prompt with every previous attempt, reason-code guidance, and the
 fencing of untrusted text.
 """
 
 from __future__ import annotations
 
 from aianalysis import resources
-from aianalysis.analysis.prompts._fence import CLOSE, FENCE_TAG, fence, plain_or_fenced
+from aianalysis.analysis.prompts._fence import CLOSE, fence
 from aianalysis.analysis.prompts._incident import incident_prompt
 from aianalysis.analysis.prompts._reasons import reason_guidance
 from aianalysis.analysis.prompts._recovery import recovery_prompt
@@ -20,11 +20,9 @@ def user_prompt(spec: resources.AIAnalysisSpec) -> str:
 
 __all__ = [
     "CLOSE",
-    "FENCE_TAG",
     "SYSTEM_PROMPT",
     "fence",
     "incident_prompt",
-    "plain_or_fenced",
     "reason_guidance",
     "recovery_prompt",
     "user_prompt",

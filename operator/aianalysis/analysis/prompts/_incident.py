@@ -1,7 +1,7 @@
-"""The incident prompt (ADR-041 v2.7): observable facts only, in four sections.
+"""The incident prompt: observable facts only, in four sections.
 
 No root cause, symptom assessment, pre-selected workflow, confidence or risk assessment ever
-appears here (ADR-041 principle 2): the LLM performs an independent RCA. Free text written by the
+appears here: the LLM performs an independent RCA. Free text written by the
 alert source (alert name, error message, description, labels) is fenced as untrusted; short
 identifier-like values are shown as is and fenced only when they are not identifier-like.
 """

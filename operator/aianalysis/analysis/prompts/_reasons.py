@@ -1,4 +1,4 @@
-"""Recovery guidance per Kubernetes reason code of a failed WorkflowExecution (DD-RECOVERY-003).
+"""Recovery guidance per Kubernetes reason code of a failed WorkflowExecution.
 
 The codes are the structured contract between WorkflowExecution status and the recovery prompt
 (``resources.CANONICAL_REASON_CODES``); a test proves every canonical code has its own text. The

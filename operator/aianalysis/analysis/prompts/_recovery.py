@@ -1,4 +1,4 @@
-"""The recovery prompt (DD-RECOVERY-003): every previous attempt, oldest first, then the recovery
+"""The recovery prompt: every previous attempt, oldest first, then the recovery
 instructions, then the incident's fact sections.
 
 Upstream only sent the last attempt; the LLM then re-proposed what had failed two attempts

@@ -1,9 +1,9 @@
 """The system prompt: static text, identical for every analysis so the provider can cache it.
 
-Sources: ADR-038 v2.0 (investigation approach, RCA severity rubric), ADR-041 (single workflow,
-observable facts only), DD-CONTEXT-005 (business context filtered by the system, not the LLM),
-DD-PLAYBOOK-002 (catalog tools), upstream issue #751 (TARGET_* from the symptom instead of the
-object to fix). Tool names are spelled out here; a unit test checks they match the tool box.
+What it encodes: the investigation approach and the RCA severity rubric, one workflow from
+observable facts only, a business context the system applies (not the LLM), the catalog tools, and
+a target that is the object to fix, never the symptom (docs/architecture.md §2, §4). Tool names
+are spelled out here; a unit test checks they match the tool box.
 """
 
 from __future__ import annotations

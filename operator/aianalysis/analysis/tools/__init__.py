@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
-    NO_CLUSTER,
     TOOL_NAMES,
     ToolBox,
     ToolResult,
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
-from aianalysis.analysis.tools._redact import REDACTED
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope
+from aianalysis.analysis.tools._redact import redact_text
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
+from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.reader import ClusterReader, JSONObject, Unavailable
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
-    "NO_CLUSTER",
-    "REDACTED",
     "TOOL_NAMES",
     "ClusterReader",
     "JSONObject",
@@ -33,5 +31,8 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "redact_text",
+    "selects",
+    "target_kinds",
     "with_business_context",
 ]

@@ -1,5 +1,5 @@
 """``list_action_types``, ``search_workflow_catalog`` and ``get_workflow_details``
-(DD-PLAYBOOK-002, DD-CONTEXT-005). Discovery goes action types → workflows → details.
+(the business context applied whatever the LLM passes). Discovery goes action types → workflows → details.
 
 - The incident's business context, and the facts detected on the remediation target
   (``facts``, for workflows' ``detectedLabels``), are applied by the catalog on every call,

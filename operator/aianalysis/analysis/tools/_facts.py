@@ -43,6 +43,7 @@ from typing import Any
 from aianalysis import catalog, errors
 from aianalysis.analysis import scope
 from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import owners
 from aianalysis.kube import reader as _reader
 
 MAX_OWNER_DEPTH = 4
@@ -308,33 +309,28 @@ async def read(reader: _reader.ClusterReader, ref: scope.ObjectRef) -> _reader.J
 
 
 async def owner_chain(reader: _reader.ClusterReader, start: scope.ObjectRef) -> list[_reader.JSONObject]:
-    """``start`` and the controllers above it (Pod → ReplicaSet → Deployment…), as read."""
-    chain: list[_reader.JSONObject] = []
-    current: scope.ObjectRef | None = start
-    while current is not None and len(chain) < MAX_OWNER_DEPTH:
-        obj = await read(reader, current)
-        if obj is None:
-            break
-        chain.append(obj)
-        owners = owner_refs(obj)
-        current = owners[0] if owners else None
-    return chain
+    """``start`` and the controllers above it (Pod → ReplicaSet → Deployment…), as read (the one
+    owner-chain walk, ``kube.owners``)."""
+
+    async def get(ref: owners.Owner) -> _reader.JSONObject | None:
+        return await read(reader, _object_ref(ref))
+
+    first = owners.Owner(
+        kind=start.kind, name=start.name, namespace=start.namespace, api_version=start.api_version
+    )
+    chain = await owners.owner_chain(first, read=get, max_depth=MAX_OWNER_DEPTH)
+    return [dict(obj) for _, obj in chain if obj is not None]
 
 
 def owner_refs(obj: Mapping[str, Any]) -> list[scope.ObjectRef]:
     """Owners, the controlling one first; owners share the object's namespace."""
-    meta = obj.get("metadata") or {}
-    refs = sorted(meta.get("ownerReferences") or (), key=lambda ref: not ref.get("controller"))
-    return [
-        scope.ObjectRef(
-            kind=str(ref.get("kind")),
-            name=str(ref.get("name")),
-            namespace=meta.get("namespace"),
-            api_version=ref.get("apiVersion"),
-        )
-        for ref in refs
-        if ref.get("kind") and ref.get("name")
-    ]
+    return [_object_ref(owner) for owner in owners.owners_of(obj)]
+
+
+def _object_ref(owner: owners.Owner) -> scope.ObjectRef:
+    return scope.ObjectRef(
+        kind=owner.kind, name=owner.name, namespace=owner.namespace, api_version=owner.api_version
+    )
 
 
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:

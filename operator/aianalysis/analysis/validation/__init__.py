@@ -1,4 +1,4 @@
-"""The validator of the LLM's answer: every check, every time (architecture §4).
+"""The validator of the LLM's answer: every check, every time (docs/architecture.md §6).
 
 Pure: the raw ``submit_selection`` input, the catalog, the workflows shown in this conversation,
 the business context and the recovery history go in; a :class:`Verdict` comes out. Every check
@@ -27,7 +27,6 @@ from aianalysis.analysis.validation import _answer, _selection, _target
 from aianalysis.analysis.validation._coerce import canonical_value
 from aianalysis.analysis.validation._messages import MAX_MESSAGE_CHARS
 from aianalysis.analysis.validation._parameters import (
-    MAX_PATTERN_CHARS,
     MAX_PATTERNED_VALUE_CHARS,
     ParameterCheck,
     check_parameters,
@@ -159,7 +158,6 @@ def _verdict(
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_PATTERNED_VALUE_CHARS",
-    "MAX_PATTERN_CHARS",
     "RULES",
     "ParameterCheck",
     "Verdict",

@@ -10,8 +10,8 @@ LLM's back.
 **Repeated failure is version-insensitive.** Same ``workflowId`` and same canonical parameters
 (defaults filled on both sides) as a failed execution is a repeat whatever the version: a version
 bump rarely changes what the remediation does, "latest" may resolve to the version that failed,
-and DD-RECOVERY-003 forbids retrying the same approach. A genuinely different attempt changes
-the workflow or its parameters.
+and a recovery must not retry the same approach (docs/architecture.md §6 rule 6). A genuinely
+different attempt changes the workflow or its parameters.
 """
 
 from __future__ import annotations

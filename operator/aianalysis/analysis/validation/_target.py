@@ -1,4 +1,4 @@
-"""Checks on the remediation target (architecture §4 rule 6a).
+"""Checks on the remediation target (docs/architecture.md §4).
 
 - ``target_out_of_scope``: the target is not something this incident may act on (``scope``).
 - ``component_mismatch``: the workflow's ``labels.component`` does not admit the target's kind.

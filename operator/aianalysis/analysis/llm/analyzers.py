@@ -1,0 +1,812 @@
+"""Analyzers: rules from the evidence an investigation gathered to a refined signal and an action.
+
+Pure. The offline provider reads the cluster through the same read-only tools an LLM gets
+(:mod:`aianalysis.analysis.llm.evidence`), condenses what it saw into an :class:`Evidence`, and
+runs every rule of :data:`RULES` on it, in order. A rule that matches returns a :class:`Finding`:
+
+- a refined ``signal_type`` (the one the evidence supports, which may differ from the alert's),
+- an ``action_type`` from Kubernaut's taxonomy (``RollbackDeployment``, ``IncreaseMemoryLimits``)
+  and ``query`` words, used to search the catalog,
+- the remediation ``target`` (the Deployment that owns the crashing Pods, the tainted Node, the
+  HPA, the PDB...),
+- ``values``: parameter values the evidence supports (a new memory limit from the current one),
+  never guessed,
+- ``facts``: the observations behind it, which set the confidence, and an ``explanation`` that
+  lands in the rationale,
+- or a ``decline``: the evidence contradicts the alert (a red herring), or it names a cause no
+  workflow can fix; a person decides, and the explanation says why.
+
+The table is meant to be extended: a rule is a name, what it refines to, an explanation and a
+``match`` function over :class:`Evidence`; pass your own tuple to ``OfflineProvider(rules=...)``
+(earlier rules win). The first matching rule is the finding; the others that matched are listed
+as contributing factors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from aianalysis import resources
+
+#: Exit code of a container killed by SIGKILL (the OOM killer, or the kubelet after a failed probe).
+SIGKILL_EXIT = 137
+CRASH_WAITING = frozenset({"CrashLoopBackOff", "RunContainerError"})
+PULL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName"})
+CONFIG_WAITING = frozenset({"CreateContainerConfigError"})
+_JAVA = re.compile(r"\b(java|jvm|jdk|jre|openjdk|temurin|corretto|spring|-Xmx)", re.IGNORECASE)
+_AUTH_PULL = re.compile(
+    r"unauthorized|authentication required|no basic auth|access denied|denied|forbidden|credentials",
+    re.IGNORECASE,
+)
+_MISSING_IMAGE = re.compile(r"not found|manifest unknown|does not exist|no such", re.IGNORECASE)
+_TAINT = re.compile(r"untolerated taint[s]?\s*\{?\s*([^:}\s]+)", re.IGNORECASE)
+_INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
+_PDB_EVICT = re.compile(r"disruption budget", re.IGNORECASE)
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+# ---- evidence ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Container:
+    name: str
+    ready: bool = False
+    restarts: int = 0
+    waiting: str | None = None
+    """``state.waiting.reason`` (CrashLoopBackOff, ImagePullBackOff, CreateContainerConfigError...)."""
+    waiting_message: str = ""
+    last_reason: str | None = None
+    """``lastState.terminated.reason`` (or the current terminated state): OOMKilled, Error..."""
+    last_exit_code: int | None = None
+    memory_limit: str | None = None
+    image: str = ""
+    java: bool = False
+    """The image or the environment says this is a JVM."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Pod:
+    name: str
+    phase: str | None = None
+    reason: str | None = None
+    """``status.reason`` (Evicted...)."""
+    message: str = ""
+    node: str | None = None
+    owner: str | None = None
+    """``Kind/name`` of the controlling owner."""
+    unschedulable: str | None = None
+    """The message of ``PodScheduled=False`` (reason Unschedulable), when it is so."""
+    containers: tuple[Container, ...] = ()
+    pull_secrets: tuple[str, ...] = ()
+    """``spec.imagePullSecrets`` names (the Secrets are never read)."""
+
+    @property
+    def failing(self) -> bool:
+        return (
+            self.reason == "Evicted"
+            or self.phase == "Failed"
+            or any(c.waiting in CRASH_WAITING | PULL_WAITING | CONFIG_WAITING for c in self.containers)
+        )
+
+    @property
+    def healthy(self) -> bool:
+        return self.phase == "Running" and bool(self.containers) and all(c.ready for c in self.containers)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Event:
+    kind: str
+    name: str
+    reason: str
+    message: str = ""
+    type: str = "Normal"
+    count: int = 1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Rollout:
+    """What the Deployment's revisions say (from the ReplicaSets of its Pods)."""
+
+    revision: int | None
+    """The Deployment's current revision (``deployment.kubernetes.io/revision``)."""
+    failing_revisions: frozenset[int] = frozenset()
+    """Revisions of the ReplicaSets whose Pods fail."""
+    healthy_revisions: frozenset[int] = frozenset()
+    """Revisions of the ReplicaSets whose Pods are healthy."""
+    changed: tuple[str, ...] = ()
+    """Pod-template fields that differ from the previous revision, when it could be read."""
+
+    @property
+    def failing_since_last_change(self) -> bool:
+        """Only the newest revision fails, and an older one exists (healthy, or at least older)."""
+        if self.revision is None or self.revision < 2 or not self.failing_revisions:
+            return False
+        return self.failing_revisions == {self.revision}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Taint:
+    key: str
+    effect: str
+    value: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Node:
+    name: str
+    conditions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Condition type → status (``Ready: "False"``, ``DiskPressure: "True"``)."""
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HPA:
+    name: str
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    current_replicas: int | None = None
+    cpu_target: int | None = None
+    """Target average CPU utilisation (%)."""
+    cpu_current: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PDB:
+    name: str
+    disruptions_allowed: int | None = None
+    current_healthy: int | None = None
+    desired_healthy: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What the investigation saw; empty when no cluster could be read (``cluster`` False)."""
+
+    signal_type: str
+    incident: resources.ResourceRef
+    cluster: bool = False
+    workload: resources.ResourceRef | None = None
+    """The controller at the top of the incident's owner chain (Deployment, StatefulSet...)."""
+    pods: tuple[Pod, ...] = ()
+    events: tuple[Event, ...] = ()
+    rollout: Rollout | None = None
+    nodes: tuple[Node, ...] = ()
+    hpa: HPA | None = None
+    pdb: PDB | None = None
+    missing: tuple[tuple[str, str], ...] = ()
+    """Objects the workload references that do not exist: ``(kind, name)`` (ConfigMap, PVC...)."""
+    claims: tuple[str, ...] = ()
+    """PersistentVolumeClaims the workload's Pods mount that exist (candidate targets)."""
+    java: bool = False
+    """The workload's pod template runs a JVM."""
+    job_failure: str | None = None
+    """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+
+    @property
+    def containers(self) -> list[tuple[Pod, Container]]:
+        return [(pod, c) for pod in self.pods for c in pod.containers]
+
+    def event_messages(self, *reasons: str) -> list[str]:
+        return [e.message for e in self.events if e.reason in reasons]
+
+
+# ---- findings and rules -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Match:
+    """What one rule's ``match`` found: the facts behind it and what they let us fill."""
+
+    facts: tuple[str, ...]
+    target: resources.ResourceRef | None = None
+    values: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    detail: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Words for the explanation template."""
+    query: str = ""
+    """Words added to the rule's catalog query (what this case has that others do not)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Finding:
+    rule: str
+    signal_type: str
+    action_type: str | None
+    query: str
+    explanation: str
+    facts: tuple[str, ...]
+    target: resources.ResourceRef | None = None
+    values: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    decline: str | None = None
+    """Why a person must decide instead (red herring, no automated fix): the finding selects nothing."""
+
+    @property
+    def strength(self) -> float:
+        """0..1: how much evidence stands behind the finding (three independent facts = all)."""
+        return min(1.0, len(self.facts) / 3)
+
+
+Matcher = Callable[[Evidence], Match | None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One analyzer. ``explanation`` is a ``str.format`` template over the match's ``detail``."""
+
+    name: str
+    signal_type: str
+    action_type: str | None
+    query: str
+    explanation: str
+    match: Matcher
+    decline: str | None = None
+
+    def apply(self, evidence: Evidence) -> Finding | None:
+        found = self.match(evidence)
+        if found is None:
+            return None
+        detail = {"workload": _describe(evidence.workload or evidence.incident), **found.detail}
+        return Finding(
+            rule=self.name,
+            signal_type=self.signal_type,
+            action_type=self.action_type,
+            query=f"{self.query} {found.query}".strip(),
+            explanation=self.explanation.format_map(_Defaulting(detail)),
+            facts=found.facts,
+            target=found.target,
+            values=dict(found.values),
+            decline=self.decline,
+        )
+
+
+class _Defaulting(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def analyze(evidence: Evidence, rules: Sequence[Rule] | None = None) -> list[Finding]:
+    """Every finding, in rule order (the first is the analysis' conclusion)."""
+    return [f for rule in (RULES if rules is None else rules) if (f := rule.apply(evidence)) is not None]
+
+
+# ---- the matchers -------------------------------------------------------------------------------
+
+
+def _crashing(evidence: Evidence) -> list[tuple[Pod, Container]]:
+    return [
+        (pod, c)
+        for pod, c in evidence.containers
+        if c.waiting in CRASH_WAITING or (c.restarts > 0 and c.last_reason not in (None, "Completed"))
+    ]
+
+
+def crash_after_rollout(evidence: Evidence) -> Match | None:
+    """Crash loop (not OOM) where only the newest revision's Pods crash."""
+    crashing = [(p, c) for p, c in _crashing(evidence) if c.last_reason != "OOMKilled"]
+    rollout = evidence.rollout
+    if not crashing or rollout is None or not rollout.failing_since_last_change:
+        return None
+    container = crashing[0][1]
+    facts = [
+        f"{len({p.name for p, _ in crashing})} Pod(s) crash-loop (container {container.name} last exited "
+        f"{container.last_reason or 'with an error'}, exit code {container.last_exit_code}, "
+        f"{container.restarts} restarts)",
+        f"only revision {rollout.revision} of {_describe(evidence.workload)} fails, the newest",
+    ]
+    if rollout.healthy_revisions:
+        older = ", ".join(str(r) for r in sorted(rollout.healthy_revisions))
+        facts.append(f"Pods of the previous revision ({older}) are healthy")
+    if rollout.changed:
+        facts.append(f"the pod template changed in revision {rollout.revision}: {', '.join(rollout.changed)}")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values={"TO_REVISION": str(max(rollout.healthy_revisions or {(rollout.revision or 2) - 1}))},
+        detail={"revision": str(rollout.revision)},
+    )
+
+
+def oom_at_limit(evidence: Evidence) -> Match | None:
+    """Containers OOMKilled (exit 137) with a known memory limit: raise it."""
+    killed = [(p, c) for p, c in evidence.containers if c.last_reason == "OOMKilled"]
+    if not killed:
+        return None
+    pod, container = max(killed, key=lambda pc: pc[1].restarts)
+    facts = [
+        f"container {container.name} of Pod {pod.name} was OOMKilled (exit code "
+        f"{container.last_exit_code if container.last_exit_code is not None else SIGKILL_EXIT}), "
+        f"{container.restarts} restarts"
+    ]
+    values: dict[str, str] = {"CONTAINER_NAME": container.name}
+    detail = {"container": container.name, "limit": container.memory_limit or "unknown"}
+    if container.memory_limit:
+        facts.append(f"its memory limit is {container.memory_limit}: usage reached the limit")
+        raised = raise_quantity(container.memory_limit, factor=2.0)
+        if raised:
+            values["MEMORY_LIMIT_NEW"] = raised
+            detail["new_limit"] = raised
+    if len({p.name for p, _ in killed}) > 1:
+        facts.append(f"{len({p.name for p, _ in killed})} Pods were OOMKilled, not one")
+    java = container.java or evidence.java
+    if java:
+        facts.append("the container runs a JVM")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values=values,
+        detail=detail,
+        query="jvm java heap" if java else "",
+    )
+
+
+def missing_reference(evidence: Evidence) -> Match | None:
+    """The workload references a ConfigMap/Secret/PVC that does not exist."""
+    config = [(p, c) for p, c in evidence.containers if c.waiting in CONFIG_WAITING]
+    missing = [f"{kind} {name}" for kind, name in evidence.missing]
+    messages = [c.waiting_message for _, c in config if "not found" in c.waiting_message]
+    if not missing and not messages:
+        return None
+    facts = [f"referenced but missing: {', '.join(missing)}"] if missing else []
+    facts += [f"container {c.name} cannot start: {c.waiting}" for _, c in config[:1]]
+    facts += [m for m in messages[:1] if m not in facts]
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        detail={"missing": ", ".join(missing) or messages[0]},
+    )
+
+
+def image_tag_missing(evidence: Evidence) -> Match | None:
+    """The image cannot be pulled because the tag/name does not exist: go back to the last good one."""
+    pulling = [(p, c) for p, c in evidence.containers if c.waiting in PULL_WAITING]
+    if not pulling:
+        return None
+    texts = [c.waiting_message for _, c in pulling] + evidence.event_messages("Failed", "ErrImagePull")
+    invalid = any(c.waiting == "InvalidImageName" for _, c in pulling)
+    if not invalid and (
+        not any(_MISSING_IMAGE.search(t) for t in texts) or any(_AUTH_PULL.search(t) for t in texts)
+    ):
+        return None
+    _, container = pulling[0]
+    facts = [f"container {container.name} cannot pull image {container.image}: {container.waiting}"]
+    facts += [t for t in texts if _MISSING_IMAGE.search(t)][:1]
+    if evidence.rollout and evidence.rollout.failing_since_last_change:
+        facts.append(f"the image changed in revision {evidence.rollout.revision}; the previous one ran")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values={"CONTAINER_NAME": container.name},
+        detail={"image": container.image},
+    )
+
+
+def image_pull_denied(evidence: Evidence) -> Match | None:
+    """The registry refuses the pull (credentials): fix the pull secret."""
+    pulling = [(p, c) for p, c in evidence.containers if c.waiting in ("ErrImagePull", "ImagePullBackOff")]
+    if not pulling:
+        return None
+    texts = [c.waiting_message for _, c in pulling] + evidence.event_messages("Failed", "ErrImagePull")
+    denied = [t for t in texts if _AUTH_PULL.search(t)]
+    if not denied:
+        return None
+    pod, container = pulling[0]
+    facts = [f"container {container.name} cannot pull image {container.image}", denied[0]]
+    values = {}
+    if pod.pull_secrets:
+        facts.append(f"the Pod pulls with the image pull secret {pod.pull_secrets[0]}")
+        values["PULL_SECRET_NAME"] = pod.pull_secrets[0]
+    return Match(
+        facts=tuple(facts), target=evidence.workload, values=values, detail={"image": container.image}
+    )
+
+
+def pending_on_taint(evidence: Evidence) -> Match | None:
+    """Pods Pending because every Node carries a taint they do not tolerate."""
+    messages = [p.unschedulable for p in evidence.pods if p.phase == "Pending" and p.unschedulable]
+    messages += evidence.event_messages("FailedScheduling")
+    keys = {m.group(1).strip("'\"") for text in messages if (m := _TAINT.search(text))}
+    tainted = [
+        n for n in evidence.nodes for t in n.taints if t.key in keys and t.effect != "PreferNoSchedule"
+    ]
+    if not keys:
+        return None
+    facts = [f"Pods are Pending: {next(t for t in messages if _TAINT.search(t))}"]
+    target = None
+    values: dict[str, str] = {}
+    if tainted:
+        node = tainted[0]
+        taint = next(t for t in node.taints if t.key in keys)
+        facts.append(f"Node {node.name} carries the taint {taint.key}:{taint.effect}")
+        target = resources.ResourceRef(kind="Node", name=node.name)
+        values = {"TAINT_KEY": taint.key, "TAINT_EFFECT": taint.effect, "NODE_NAME": node.name}
+    return Match(facts=tuple(facts), target=target, values=values, detail={"taint": ", ".join(sorted(keys))})
+
+
+def pending_on_cordon(evidence: Evidence) -> Match | None:
+    """Pods Pending and the Nodes they could use are cordoned (unschedulable)."""
+    pending = [p for p in evidence.pods if p.phase == "Pending"]
+    cordoned = [n for n in evidence.nodes if n.unschedulable and n.conditions.get("Ready") == "True"]
+    if not pending or not cordoned:
+        return None
+    node = cordoned[0]
+    return Match(
+        facts=(f"{len(pending)} Pod(s) Pending", f"Node {node.name} is Ready but cordoned (unschedulable)"),
+        target=resources.ResourceRef(kind="Node", name=node.name),
+        values={"NODE_NAME": node.name},
+        detail={"node": node.name},
+    )
+
+
+def pending_on_resources(evidence: Evidence) -> Match | None:
+    """Pods Pending because no Node has enough CPU or memory left."""
+    texts = [p.unschedulable for p in evidence.pods if p.phase == "Pending" and p.unschedulable]
+    texts += evidence.event_messages("FailedScheduling")
+    short = sorted({m.group(1).lower() for t in texts if (m := _INSUFFICIENT.search(t))})
+    if not short:
+        return None
+    return Match(
+        facts=(f"Pods are Pending: {next(t for t in texts if _INSUFFICIENT.search(t))}",),
+        target=evidence.workload,
+        detail={"resource": " and ".join(short)},
+    )
+
+
+def pdb_blocks_drain(evidence: Evidence) -> Match | None:
+    """A PodDisruptionBudget at its limit (0 disruptions allowed) while a drain wants to evict."""
+    pdb = evidence.pdb
+    if pdb is None or pdb.disruptions_allowed != 0:
+        return None
+    facts = [
+        f"PodDisruptionBudget {pdb.name} allows 0 disruptions ({pdb.current_healthy} healthy, "
+        f"{pdb.desired_healthy} required)"
+    ]
+    blocked = evidence.event_messages("EvictionBlocked", "FailedEviction", "DisruptionBlocked")
+    blocked += [e.message for e in evidence.events if _PDB_EVICT.search(e.message)]
+    if blocked:
+        facts.append(blocked[0])
+    facts += [f"Node {n.name} is cordoned (a drain is under way)" for n in evidence.nodes if n.unschedulable][
+        :1
+    ]
+    if len(facts) < 2 and evidence.incident.kind != "PodDisruptionBudget":
+        return None
+    return Match(
+        facts=tuple(facts),
+        target=resources.ResourceRef(
+            kind="PodDisruptionBudget", name=pdb.name, namespace=evidence.incident.namespace
+        ),
+        detail={"pdb": pdb.name},
+    )
+
+
+def hpa_maxed(evidence: Evidence) -> Match | None:
+    """An HPA at maxReplicas with CPU above its target: raise the ceiling."""
+    hpa = evidence.hpa
+    if hpa is None or hpa.max_replicas is None or hpa.current_replicas is None:
+        return None
+    if hpa.current_replicas < hpa.max_replicas:
+        return None
+    facts = [
+        f"HorizontalPodAutoscaler {hpa.name} runs at its maximum ({hpa.current_replicas}/{hpa.max_replicas})"
+    ]
+    if hpa.cpu_current is not None and hpa.cpu_target is not None:
+        if hpa.cpu_current < hpa.cpu_target:
+            return None
+        facts.append(f"CPU is {hpa.cpu_current}% against a {hpa.cpu_target}% target")
+    new_max = max(hpa.max_replicas + 2, math.ceil(hpa.max_replicas * 1.5))
+    return Match(
+        facts=tuple(facts),
+        target=resources.ResourceRef(
+            kind="HorizontalPodAutoscaler", name=hpa.name, namespace=evidence.incident.namespace
+        ),
+        values={"MAX_REPLICAS_NEW": str(new_max), "MAX_REPLICAS": str(new_max)},
+        detail={"hpa": hpa.name, "new_max": str(new_max)},
+    )
+
+
+def node_condition(condition: str, status: str = "True") -> Matcher:
+    def match(evidence: Evidence) -> Match | None:
+        nodes = [n for n in evidence.nodes if n.conditions.get(condition) == status]
+        if not nodes:
+            return None
+        node = nodes[0]
+        facts = [f"Node {node.name} reports {condition}={status}"]
+        if node.unschedulable:
+            facts.append(f"Node {node.name} is cordoned")
+        facts += [
+            f"{e.reason}: {e.message}" for e in evidence.events if e.kind == "Node" and e.type == "Warning"
+        ][:1]
+        return Match(
+            facts=tuple(facts),
+            target=resources.ResourceRef(kind="Node", name=node.name),
+            values={"NODE_NAME": node.name},
+            detail={"node": node.name},
+        )
+
+    return match
+
+
+def evicted_pods(evidence: Evidence) -> Match | None:
+    evicted = [p for p in evidence.pods if p.reason == "Evicted"]
+    if not evicted:
+        return None
+    return Match(
+        facts=(f"{len(evicted)} Pod(s) Evicted: {evicted[0].message}".rstrip(": "),),
+        target=evidence.workload,
+        detail={"count": str(len(evicted))},
+    )
+
+
+def job_failed(evidence: Evidence) -> Match | None:
+    if evidence.job_failure is None:
+        return None
+    return Match(
+        facts=(f"the Job failed with {evidence.job_failure}",),
+        target=evidence.workload or evidence.incident,
+        detail={"reason": evidence.job_failure},
+    )
+
+
+_FAILURE_SIGNALS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "OOMKilled",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "Error",
+        "CreateContainerConfigError",
+    }
+)
+
+
+def healthy_despite_alert(evidence: Evidence) -> Match | None:
+    """The alert reports failing Pods, but every Pod of the workload is Running, Ready and stable."""
+    if evidence.signal_type not in _FAILURE_SIGNALS or not evidence.pods:
+        return None
+    if not all(p.healthy for p in evidence.pods):
+        return None
+    if any(c.restarts > 0 and c.last_reason == evidence.signal_type for _, c in evidence.containers):
+        return None
+    return Match(
+        facts=(
+            f"all {len(evidence.pods)} Pod(s) of {_describe(evidence.workload or evidence.incident)} "
+            "are Running and Ready",
+            f"no container reports {evidence.signal_type}",
+        ),
+        target=evidence.workload,
+        detail={"alert": evidence.signal_type},
+    )
+
+
+def oom_alert_but_crash(evidence: Evidence) -> Match | None:
+    """The alert says OOMKilled but the containers exit with an application error: a red herring."""
+    if evidence.signal_type != "OOMKilled":
+        return None
+    crashing = _crashing(evidence)
+    if not crashing or any(c.last_reason == "OOMKilled" for _, c in evidence.containers):
+        return None
+    _, container = crashing[0]
+    return Match(
+        facts=(
+            f"container {container.name} exits with {container.last_reason or 'an error'} (exit code "
+            f"{container.last_exit_code}), not OOMKilled",
+            "no container of the workload was OOMKilled",
+        ),
+        target=evidence.workload,
+        detail={"reason": container.last_reason or "Error", "code": str(container.last_exit_code)},
+    )
+
+
+#: The analyzers, strongest evidence first. Extend by passing your own tuple to the provider.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        name="healthy-despite-alert",
+        signal_type="Healthy",
+        action_type=None,
+        query="",
+        explanation=(
+            "The alert reports {alert}, but the cluster contradicts it: every Pod of {workload} is running "
+            "and ready. Nothing to remediate automatically; a person should check the alert rule."
+        ),
+        match=healthy_despite_alert,
+        decline="the evidence contradicts the alert (red herring)",
+    ),
+    Rule(
+        name="oom-alert-but-application-crash",
+        signal_type="CrashLoopBackOff",
+        action_type=None,
+        query="",
+        explanation=(
+            "The alert reports OOMKilled, but the containers of {workload} exit with {reason} (exit code "
+            "{code}) and none was OOM-killed: raising memory would not help. A person should look at the "
+            "crash."
+        ),
+        match=oom_alert_but_crash,
+        decline=(
+            "the evidence contradicts the alert (red herring): the containers crash, they are not OOMKilled"
+        ),
+    ),
+    Rule(
+        name="oomkilled-at-limit",
+        signal_type="OOMKilled",
+        action_type="IncreaseMemoryLimits",
+        query="OOMKilled increase memory limit",
+        explanation=(
+            "Container {container} of {workload} was OOM-killed at its memory limit ({limit}); raising the "
+            "limit to {new_limit} gives it room."
+        ),
+        match=oom_at_limit,
+    ),
+    Rule(
+        name="crashloop-after-rollout",
+        signal_type="CrashLoopBackOff",
+        action_type="RollbackDeployment",
+        query="CrashLoopBackOff rollback previous revision bad release",
+        explanation=(
+            "{workload} crash-loops since revision {revision}: only the newest revision's Pods fail, so the "
+            "last rollout is the cause; rolling back to the previous revision restores the working template."
+        ),
+        match=crash_after_rollout,
+    ),
+    Rule(
+        name="missing-reference",
+        signal_type="CreateContainerConfigError",
+        action_type="PatchConfiguration",
+        query="missing ConfigMap configuration reference",
+        explanation=(
+            "{workload} cannot start its containers because {missing} does not exist; the object must be "
+            "restored or the reference fixed."
+        ),
+        match=missing_reference,
+    ),
+    Rule(
+        name="image-tag-missing",
+        signal_type="ImagePullBackOff",
+        action_type="RollbackDeployment",
+        query="ImagePullBackOff image tag not found rollback previous image",
+        explanation=(
+            "{workload} cannot pull {image}: the registry does not have it, so the image reference is wrong; "
+            "going back to the previous image restores the workload."
+        ),
+        match=image_tag_missing,
+    ),
+    Rule(
+        name="image-pull-denied",
+        signal_type="ImagePullBackOff",
+        action_type="RefreshImagePullSecret",
+        query="ImagePullBackOff pull secret credentials registry",
+        explanation=(
+            "{workload} cannot pull {image}: the registry refuses the credentials, so the image pull secret "
+            "must be fixed."
+        ),
+        match=image_pull_denied,
+    ),
+    Rule(
+        name="pending-untolerated-taint",
+        signal_type="FailedScheduling",
+        action_type="RemoveTaint",
+        query="Pending untolerated taint remove taint node",
+        explanation=(
+            "The Pods of {workload} stay Pending because the Nodes carry the taint {taint} they do not "
+            "tolerate; removing the taint lets them schedule."
+        ),
+        match=pending_on_taint,
+    ),
+    Rule(
+        name="pending-cordoned-node",
+        signal_type="Unschedulable",
+        action_type="UncordonNode",
+        query="Pending cordoned node uncordon",
+        explanation=(
+            "The Pods of {workload} stay Pending while Node {node} is healthy but cordoned; uncordon it."
+        ),
+        match=pending_on_cordon,
+    ),
+    Rule(
+        name="pdb-blocks-drain",
+        signal_type="KubePodDisruptionBudgetAtLimit",
+        action_type="RelaxPDB",
+        query="PodDisruptionBudget at limit blocks drain relax",
+        explanation=(
+            "PodDisruptionBudget {pdb} allows no disruption, which blocks the eviction of its Pods; "
+            "relaxing it lets the drain proceed."
+        ),
+        match=pdb_blocks_drain,
+    ),
+    Rule(
+        name="hpa-maxed-cpu",
+        signal_type="HPAMaxedOut",
+        action_type="PatchHPA",
+        query="HPA maxed out raise max replicas",
+        explanation=(
+            "HorizontalPodAutoscaler {hpa} is at its maximum with CPU above target; raising maxReplicas to "
+            "{new_max} lets it scale."
+        ),
+        match=hpa_maxed,
+    ),
+    Rule(
+        name="pending-insufficient-resources",
+        signal_type="FailedScheduling",
+        action_type="ProvisionNode",
+        query="FailedScheduling insufficient resources add node capacity",
+        explanation="The Pods of {workload} stay Pending: no Node has enough {resource} left.",
+        match=pending_on_resources,
+    ),
+    Rule(
+        name="node-not-ready",
+        signal_type="NodeNotReady",
+        action_type="DrainNode",
+        query="NodeNotReady node not ready cordon drain",
+        explanation="Node {node} is NotReady; its workloads must move elsewhere.",
+        match=node_condition("Ready", "False"),
+    ),
+    Rule(
+        name="node-unreachable",
+        signal_type="NodeUnreachable",
+        action_type="DrainNode",
+        query="NodeUnreachable node unreachable cordon drain",
+        explanation="Node {node} stopped reporting (Ready=Unknown); its workloads must move elsewhere.",
+        match=node_condition("Ready", "Unknown"),
+    ),
+    Rule(
+        name="node-disk-pressure",
+        signal_type="DiskPressure",
+        action_type="CleanupNode",
+        query="DiskPressure node disk cleanup images logs",
+        explanation="Node {node} reports DiskPressure; freeing disk space on it relieves the evictions.",
+        match=node_condition("DiskPressure"),
+    ),
+    Rule(
+        name="node-memory-pressure",
+        signal_type="MemoryPressure",
+        action_type="EvictPods",
+        query="MemoryPressure node memory pressure relief",
+        explanation="Node {node} reports MemoryPressure.",
+        match=node_condition("MemoryPressure"),
+    ),
+    Rule(
+        name="evicted-pods",
+        signal_type="Evicted",
+        action_type="DeletePod",
+        query="delete evicted pods",
+        explanation="{count} Pod(s) of {workload} were evicted and linger; cleaning them up is safe.",
+        match=evicted_pods,
+    ),
+    Rule(
+        name="job-failed",
+        signal_type="BackoffLimitExceeded",
+        action_type=None,
+        query="Job failed rerun",
+        explanation="The Job failed with {reason}.",
+        match=job_failed,
+    ),
+)
+
+
+# ---- quantities --------------------------------------------------------------------------------
+
+
+def quantity_bytes(text: str) -> int | None:
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        return None
+    return int(float(match.group(1)) * _UNITS.get(match.group(2) or "", 1))
+
+
+def raise_quantity(text: str, *, factor: float) -> str | None:
+    """A memory quantity raised by ``factor``, in Mi (or Gi when whole), e.g. ``256Mi`` → ``512Mi``."""
+    size = quantity_bytes(text)
+    if size is None or size <= 0:
+        return None
+    mebibytes = math.ceil(size * factor / 2**20)
+    return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"
+
+
+def _describe(ref: resources.ResourceRef | None) -> str:
+    if ref is None:
+        return "the workload"
+    return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"

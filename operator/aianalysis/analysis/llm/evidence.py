@@ -1,0 +1,538 @@
+"""The offline provider's investigation: a fixed, bounded sequence of read-only tool calls that
+condenses an incident's surroundings into :class:`analyzers.Evidence`.
+
+It reads through the conversation's tool box, exactly as an LLM would (so what it reads is
+redacted and fenced the same way, counted in ``status.llm.toolCalls``, and recorded as "returned"
+for the target check): the incident's object and its owner chain, the Pods of the workload
+(each read in full, a few at most), the ReplicaSets behind them (rollout revisions and what
+changed in the pod template), the events of the workload, its failing Pods and their Nodes, the
+Nodes themselves (conditions, taints, cordon), the HPA and PodDisruptionBudget of the workload
+(when the incident is about one, or one carries the workload's name), and the ConfigMaps and
+PVCs its Pods reference (present or missing).
+
+Listing tools (all HPAs, PDBs or Nodes of a namespace) are used when the tool box offers one
+(see :data:`LIST_TOOLS`); without them the conventions above apply. Nothing here raises for
+what the cluster answers: an unreadable object is simply not evidence.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from aianalysis import resources
+from aianalysis.analysis.llm import analyzers
+
+MAX_PODS = 6
+MAX_REPLICASETS = 3
+MAX_NODES = 3
+MAX_REFERENCES = 4
+OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+REVISION = "deployment.kubernetes.io/revision"
+#: Listing tools another module may offer (name, argument names); the first one present is used.
+LIST_TOOLS: tuple[str, ...] = ("list_resources", "list_objects")
+_EVENT_LINE = re.compile(r"^\S+ (?P<type>\S+) (?P<reason>\S+) \(x(?P<count>\d+), [^)]*\): (?P<message>.*)$")
+_TEMPLATE_FIELDS = ("image", "command", "args", "env", "envFrom", "resources", "volumeMounts")
+
+Call = Callable[[str, dict[str, Any]], Awaitable["Outcome"]]
+
+
+class Outcome:
+    """One tool answer: its text and whether the tool reported an error."""
+
+    __slots__ = ("is_error", "text")
+
+    def __init__(self, text: str, *, is_error: bool) -> None:
+        self.text = text
+        self.is_error = is_error
+
+    @property
+    def not_found(self) -> bool:
+        return self.is_error and "not found" in self.text
+
+    def document(self) -> Any:
+        """The fenced YAML document (get_resource, list_pods_of_owner), or None."""
+        return None if self.is_error else fenced_yaml(self.text)
+
+
+class Investigation:
+    """Reads one incident's surroundings through ``call`` (the tool box, counted by the caller)."""
+
+    def __init__(self, call: Call, *, tool_names: Sequence[str], spec: resources.AIAnalysisSpec) -> None:
+        self._call = call
+        self._spec = spec
+        self._list_tool = next((name for name in LIST_TOOLS if name in tool_names), None)
+        self.chain: list[resources.ResourceRef] = [spec.resource]
+        self.cluster = False
+
+    async def gather(self) -> analyzers.Evidence:
+        spec = self._spec
+        incident = await self._get(spec.resource.kind, spec.resource.name, spec.resource.namespace)
+        if incident is None:
+            return analyzers.Evidence(
+                signal_type=spec.signal.type, incident=spec.resource, cluster=self.cluster
+            )
+        objects = [incident]
+        while len(objects) <= 3 and (owner := controller_of(objects[-1], namespace=spec.resource.namespace)):
+            found = await self._get(owner.kind, owner.name, owner.namespace)
+            self.chain.append(owner)
+            if found is None:
+                break
+            objects.append(found)
+        namespace = spec.resource.namespace
+        hpa_obj = incident if spec.resource.kind == "HorizontalPodAutoscaler" else None
+        workload_obj = next((o for o in reversed(objects) if o.get("kind") in OWNER_KINDS), None)
+        if workload_obj is None and hpa_obj is not None:
+            workload_obj = await self._scale_target(hpa_obj, namespace)
+        workload = _ref(workload_obj, namespace) if workload_obj is not None else None
+        pods = [incident] if spec.resource.kind == "Pod" else []
+        if workload is not None and workload.kind in OWNER_KINDS and namespace:
+            pods = await self._pods(workload, namespace, keep=pods)
+        nodes = await self._nodes(incident, pods)
+        events = await self._events([incident, *([workload_obj] if workload_obj else [])], pods, nodes)
+        missing, present = await self._references(workload_obj or incident, pods, namespace)
+        return analyzers.Evidence(
+            signal_type=spec.signal.type,
+            incident=spec.resource,
+            cluster=True,
+            workload=workload,
+            pods=tuple(pod_facts(p) for p in pods),
+            events=tuple(events),
+            rollout=await self._rollout(workload_obj, pods, namespace),
+            nodes=tuple(node_facts(n) for n in nodes),
+            hpa=hpa_facts(hpa_obj or await self._named("HorizontalPodAutoscaler", workload, namespace)),
+            pdb=pdb_facts(
+                incident
+                if spec.resource.kind == "PodDisruptionBudget"
+                else await self._named("PodDisruptionBudget", workload, namespace)
+            ),
+            missing=tuple(missing),
+            claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
+            job_failure=job_failure(workload_obj),
+            java=runs_java(workload_obj or incident),
+        )
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    async def _get(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+        outcome = await self._call("get_resource", _where(kind, name, namespace))
+        self.cluster = self.cluster or not outcome.is_error or outcome.not_found
+        found = outcome.document()
+        return found if isinstance(found, dict) else None
+
+    async def _exists(self, kind: str, name: str, namespace: str | None) -> bool | None:
+        """True/False when the cluster said so, None when it could not tell."""
+        outcome = await self._call("get_resource", _where(kind, name, namespace))
+        if outcome.not_found:
+            return False
+        return None if outcome.is_error else True
+
+    async def _scale_target(self, hpa: Mapping[str, Any], namespace: str | None) -> dict[str, Any] | None:
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if not isinstance(ref.get("kind"), str) or not isinstance(ref.get("name"), str):
+            return None
+        return await self._get(ref["kind"], ref["name"], namespace)
+
+    async def _named(
+        self, kind: str, workload: resources.ResourceRef | None, namespace: str | None
+    ) -> dict[str, Any] | None:
+        """The object of ``kind`` that concerns the workload: from a listing tool when there is
+        one, else the one carrying the workload's name (the common convention)."""
+        if workload is None or not namespace:
+            return None
+        return await self._get(kind, workload.name, namespace)
+
+    async def _pods(
+        self, workload: resources.ResourceRef, namespace: str, *, keep: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        listed = (
+            await self._call(
+                "list_pods_of_owner", {"kind": workload.kind, "name": workload.name, "namespace": namespace}
+            )
+        ).document()
+        names = [str(p.get("name")) for p in listed or () if isinstance(p, dict) and p.get("name")]
+        kept = {str((p.get("metadata") or {}).get("name")) for p in keep}
+        # Failing Pods first: the summary says which (waiting/terminated states, not Running).
+        names.sort(key=lambda n: (_summary_healthy(listed, n), n))
+        pods = list(keep)
+        for name in [n for n in names if n not in kept][: MAX_PODS - len(pods)]:
+            pod = await self._get("Pod", name, namespace)
+            if pod is not None:
+                pods.append(pod)
+        return pods
+
+    async def _nodes(
+        self, incident: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if incident.get("kind") == "Node":
+            return [dict(incident)]
+        names: list[str] = []
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if isinstance(node, str) and node not in names:
+                names.append(node)
+        found = [await self._get("Node", name, None) for name in names[:MAX_NODES]]
+        return [n for n in found if n is not None]
+
+    async def _events(
+        self,
+        objects: Sequence[Mapping[str, Any]],
+        pods: Sequence[Mapping[str, Any]],
+        nodes: Sequence[Mapping[str, Any]],
+    ) -> list[analyzers.Event]:
+        wanted: list[tuple[str, str, str | None]] = []
+        for obj in [*objects, *[p for p in pods if not pod_facts(p).healthy][:3], *nodes]:
+            meta = obj.get("metadata") or {}
+            key = (str(obj.get("kind")), str(meta.get("name")), meta.get("namespace"))
+            if key not in wanted:
+                wanted.append(key)
+        events: list[analyzers.Event] = []
+        for kind, name, namespace in wanted:
+            outcome = await self._call("list_events", _where(kind, name, namespace))
+            if not outcome.is_error:
+                events += parse_events(outcome.text, kind=kind, name=name)
+        return events
+
+    async def _rollout(
+        self, workload: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> analyzers.Rollout | None:
+        if workload is None or workload.get("kind") != "Deployment" or not namespace:
+            return None
+        revision = _int(((workload.get("metadata") or {}).get("annotations") or {}).get(REVISION))
+        owners: dict[str, list[Mapping[str, Any]]] = {}
+        for pod in pods:
+            owner = controller_of(pod, namespace=namespace)
+            if owner is not None and owner.kind == "ReplicaSet":
+                owners.setdefault(owner.name, []).append(pod)
+        failing: set[int] = set()
+        healthy: set[int] = set()
+        templates: dict[int, Mapping[str, Any]] = {}
+        for name, members in list(owners.items())[:MAX_REPLICASETS]:
+            rs = await self._get("ReplicaSet", name, namespace)
+            rs_revision = _int(((rs or {}).get("metadata") or {}).get("annotations", {}).get(REVISION))
+            if rs is None or rs_revision is None:
+                continue
+            templates[rs_revision] = ((rs.get("spec") or {}).get("template") or {}).get("spec") or {}
+            facts = [pod_facts(p) for p in members]
+            if any(p.failing or _restarting(p) for p in facts):
+                failing.add(rs_revision)
+            elif all(p.healthy for p in facts):
+                healthy.add(rs_revision)
+        changed: tuple[str, ...] = ()
+        if revision is not None and revision in templates:
+            older = [r for r in templates if r < revision]
+            if older:
+                changed = template_changes(templates[max(older)], templates[revision])
+        return analyzers.Rollout(
+            revision=revision,
+            failing_revisions=frozenset(failing),
+            healthy_revisions=frozenset(healthy),
+            changed=changed,
+        )
+
+    async def _references(
+        self, workload: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The ConfigMaps and PVCs the Pods need: those missing, those present."""
+        if not namespace:
+            return [], []
+        wanted: list[tuple[str, str]] = []
+        for spec in [pod_template(workload) or {}, *((p.get("spec") or {}) for p in pods)]:
+            wanted += [ref for ref in references(spec) if ref not in wanted]
+        missing: list[tuple[str, str]] = []
+        present: list[tuple[str, str]] = []
+        for kind, name in wanted[:MAX_REFERENCES]:
+            exists = await self._exists(kind, name, namespace)
+            if exists is not None:
+                (present if exists else missing).append((kind, name))
+        return missing, present
+
+
+# ---- condensing objects into facts -------------------------------------------------------------
+
+
+def pod_facts(pod: Mapping[str, Any]) -> analyzers.Pod:
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    statuses = {s.get("name"): s for s in status.get("containerStatuses") or () if isinstance(s, dict)}
+    containers = tuple(
+        _container(c, statuses.get(c.get("name")) or {})
+        for c in spec.get("containers") or ()
+        if isinstance(c, dict)
+    )
+    scheduled = next(
+        (
+            c
+            for c in status.get("conditions") or ()
+            if isinstance(c, dict) and c.get("type") == "PodScheduled"
+        ),
+        {},
+    )
+    owner = next(
+        (r for r in meta.get("ownerReferences") or () if isinstance(r, dict) and r.get("controller")), None
+    )
+    return analyzers.Pod(
+        name=str(meta.get("name") or ""),
+        phase=status.get("phase"),
+        reason=status.get("reason"),
+        message=str(status.get("message") or ""),
+        node=spec.get("nodeName"),
+        owner=f"{owner.get('kind')}/{owner.get('name')}" if owner else None,
+        unschedulable=str(scheduled.get("message") or "Unschedulable")
+        if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable"
+        else None,
+        containers=containers,
+        pull_secrets=tuple(
+            str(ref.get("name"))
+            for ref in spec.get("imagePullSecrets") or ()
+            if isinstance(ref, dict) and ref.get("name")
+        ),
+    )
+
+
+def _container(container: Mapping[str, Any], status: Mapping[str, Any]) -> analyzers.Container:
+    state, last = status.get("state") or {}, status.get("lastState") or {}
+    waiting = state.get("waiting") or {}
+    terminated = last.get("terminated") or state.get("terminated") or {}
+    limits = (container.get("resources") or {}).get("limits") or {}
+    env = " ".join(
+        f"{e.get('name')}={e.get('value', '')}" for e in container.get("env") or () if isinstance(e, dict)
+    )
+    image = str(container.get("image") or "")
+    return analyzers.Container(
+        name=str(container.get("name") or ""),
+        ready=bool(status.get("ready")),
+        restarts=_int(status.get("restartCount")) or 0,
+        waiting=waiting.get("reason"),
+        waiting_message=str(waiting.get("message") or ""),
+        last_reason=terminated.get("reason"),
+        last_exit_code=_int(terminated.get("exitCode")),
+        memory_limit=str(limits["memory"]) if limits.get("memory") is not None else None,
+        image=image,
+        java=bool(re.search(r"java|jdk|jre|jvm|temurin|corretto|Xmx|JAVA_", f"{image} {env}", re.IGNORECASE)),
+    )
+
+
+def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    return analyzers.Node(
+        name=str((node.get("metadata") or {}).get("name") or ""),
+        conditions={
+            str(c.get("type")): str(c.get("status"))
+            for c in status.get("conditions") or ()
+            if isinstance(c, dict)
+        },
+        unschedulable=bool(spec.get("unschedulable")),
+        taints=tuple(
+            analyzers.Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=t.get("value"))
+            for t in spec.get("taints") or ()
+            if isinstance(t, dict)
+        ),
+    )
+
+
+def hpa_facts(hpa: Mapping[str, Any] | None) -> analyzers.HPA | None:
+    if not hpa or hpa.get("kind") != "HorizontalPodAutoscaler":
+        return None
+    spec, status = hpa.get("spec") or {}, hpa.get("status") or {}
+    target = next(
+        (
+            ((m.get("resource") or {}).get("target") or {}).get("averageUtilization")
+            for m in spec.get("metrics") or ()
+            if isinstance(m, dict) and (m.get("resource") or {}).get("name") == "cpu"
+        ),
+        spec.get("targetCPUUtilizationPercentage"),
+    )
+    current = next(
+        (
+            ((m.get("resource") or {}).get("current") or {}).get("averageUtilization")
+            for m in status.get("currentMetrics") or ()
+            if isinstance(m, dict) and (m.get("resource") or {}).get("name") == "cpu"
+        ),
+        status.get("currentCPUUtilizationPercentage"),
+    )
+    return analyzers.HPA(
+        name=str((hpa.get("metadata") or {}).get("name") or ""),
+        min_replicas=_int(spec.get("minReplicas")),
+        max_replicas=_int(spec.get("maxReplicas")),
+        current_replicas=_int(status.get("currentReplicas")),
+        cpu_target=_int(target),
+        cpu_current=_int(current),
+    )
+
+
+def pdb_facts(pdb: Mapping[str, Any] | None) -> analyzers.PDB | None:
+    if not pdb or pdb.get("kind") != "PodDisruptionBudget":
+        return None
+    status = pdb.get("status") or {}
+    return analyzers.PDB(
+        name=str((pdb.get("metadata") or {}).get("name") or ""),
+        disruptions_allowed=_int(status.get("disruptionsAllowed")),
+        current_healthy=_int(status.get("currentHealthy")),
+        desired_healthy=_int(status.get("desiredHealthy")),
+    )
+
+
+def job_failure(obj: Mapping[str, Any] | None) -> str | None:
+    if not obj or obj.get("kind") != "Job":
+        return None
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    failed = next(
+        (
+            c
+            for c in conditions
+            if isinstance(c, dict) and c.get("type") == "Failed" and c.get("status") == "True"
+        ),
+        None,
+    )
+    return str(failed.get("reason") or "Failed") if failed else None
+
+
+def runs_java(obj: Mapping[str, Any]) -> bool:
+    """Whether the workload's pod template says JVM (image name, JAVA_* or -Xmx in its env)."""
+    template = pod_template(obj) or {}
+    return any(
+        _container({**c, "env": c.get("env") or ()}, {}).java for c in template.get("containers") or ()
+    )
+
+
+def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    template = (spec.get("template") or {}).get("spec")
+    return template if isinstance(template, dict) else None
+
+
+def references(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """ConfigMaps and PVCs a pod spec needs to start (optional references left out). Secrets are
+    never read, so they are not checked here (their absence shows in the container's state)."""
+    found: list[tuple[str, str]] = []
+
+    def add(kind: str, source: Any) -> None:
+        if not isinstance(source, dict) or source.get("optional"):
+            return
+        name = source.get("name" if kind == "ConfigMap" else "claimName")
+        if isinstance(name, str) and (kind, name) not in found:
+            found.append((kind, name))
+
+    for volume in spec.get("volumes") or ():
+        if isinstance(volume, dict):
+            add("ConfigMap", volume.get("configMap"))
+            add("PersistentVolumeClaim", volume.get("persistentVolumeClaim"))
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        if not isinstance(container, dict):
+            continue
+        for source in container.get("envFrom") or ():
+            add("ConfigMap", (source or {}).get("configMapRef"))
+        for env in container.get("env") or ():
+            add("ConfigMap", ((env or {}).get("valueFrom") or {}).get("configMapKeyRef"))
+    return found
+
+
+def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
+    """Which container fields differ between two pod templates (``image of api``, ``command of api``)."""
+    before = {c.get("name"): c for c in old.get("containers") or () if isinstance(c, dict)}
+    changes = []
+    for container in new.get("containers") or ():
+        if not isinstance(container, dict):
+            continue
+        previous = before.get(container.get("name"), {})
+        changes += [
+            f"{f} of {container.get('name')}" for f in _TEMPLATE_FIELDS if container.get(f) != previous.get(f)
+        ]
+    if old.get("volumes") != new.get("volumes"):
+        changes.append("volumes")
+    return tuple(changes)
+
+
+def parse_events(text: str, *, kind: str, name: str) -> list[analyzers.Event]:
+    """Events from ``list_events``' fenced lines (``TIME TYPE REASON (xN, SOURCE): MESSAGE``)."""
+    out = []
+    for line in fenced_lines(text):
+        match = _EVENT_LINE.match(line)
+        if match:
+            out.append(
+                analyzers.Event(
+                    kind=kind,
+                    name=name,
+                    type=match["type"],
+                    reason=match["reason"],
+                    count=int(match["count"]),
+                    message=match["message"],
+                )
+            )
+    return out
+
+
+def fenced_lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
+    closing = next(
+        (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None
+    )
+    if opening is None or closing is None or closing <= opening:
+        return []
+    return [html.unescape(line) for line in lines[opening + 1 : closing]]
+
+
+def fenced_yaml(text: str) -> Any:
+    """The YAML document inside a tool's ``<untrusted-data>`` fence; None when it is not one."""
+    lines = fenced_lines(text)
+    if not lines:
+        return None
+    try:
+        return yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError:
+        return None
+
+
+def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef | None:
+    """The controlling owner of an object read from the cluster (else its first owner), if any."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    if not isinstance(refs, list):
+        return None
+    owners = [r for r in refs if isinstance(r, dict)]
+    owner = next((r for r in owners if r.get("controller")), owners[0] if owners else None)
+    if owner is None or not isinstance(owner.get("kind"), str) or not isinstance(owner.get("name"), str):
+        return None
+    return resources.ResourceRef(kind=owner["kind"], name=owner["name"], namespace=namespace)
+
+
+def _ref(obj: Mapping[str, Any], namespace: str | None) -> resources.ResourceRef:
+    meta = obj.get("metadata") or {}
+    return resources.ResourceRef(
+        kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or namespace
+    )
+
+
+def _where(kind: str, name: str, namespace: str | None) -> dict[str, Any]:
+    return {"kind": kind, "name": name} | ({"namespace": namespace} if namespace else {})
+
+
+def _summary_healthy(listed: Any, name: str) -> bool:
+    for item in listed or ():
+        if isinstance(item, dict) and item.get("name") == name:
+            states = " ".join(
+                str(c.get("state")) for c in item.get("containers") or () if isinstance(c, dict)
+            )
+            return item.get("phase") == "Running" and "waiting" not in states and "terminated" not in states
+    return True
+
+
+def _restarting(pod: analyzers.Pod) -> bool:
+    return any(c.restarts > 0 and c.last_reason not in (None, "Completed") for c in pod.containers)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None

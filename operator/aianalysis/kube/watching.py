@@ -1,0 +1,67 @@
+"""List-then-watch of cluster-scoped custom objects, the way a client-go informer does it:
+:func:`pages` lists page by page (``limit``/``continue``), :func:`watch` follows the changes from
+the list's resourceVersion until the server ends the watch or ``stopping`` is set. Blocking (the
+caller runs them on a thread of its own); failures are mapped by :mod:`aianalysis.kube.errors` — a
+watch from a version the server no longer has is ``ClusterRejectedError`` with status ``GONE``
+(410): list again."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
+
+from aianalysis import resources
+from aianalysis.kube import errors as kube_errors
+
+GONE = kube_errors.GONE
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Page:
+    items: list[dict[str, Any]]
+    resource_version: str
+    """The list's version: a watch started from the last page's sees every later change."""
+
+
+def pages(api: k8s.ApiClient, *, plural: str, page_size: int) -> Iterator[Page]:
+    """Every object of ``plural`` (cluster-scoped, this API group), one page at a time."""
+    custom = k8s.CustomObjectsApi(api)
+    token: str | None = None
+    while True:
+        page: Any = kube_errors.blocking(
+            f"listing {plural}", custom.list_cluster_custom_object, resources.GROUP, resources.VERSION,
+            plural, limit=page_size, _continue=token,
+        )  # fmt: skip
+        yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
+        token = page["metadata"].get("continue")
+        if not token:
+            return
+
+
+def watch(
+    api: k8s.ApiClient, *, plural: str, resource_version: str, timeout_seconds: int, stopping: threading.Event
+) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+    """``(type, object, resourceVersion)`` for each change after ``resource_version`` (bookmarks
+    included), until the server ends the watch at ``timeout_seconds`` or ``stopping`` is set."""
+    stream = k8s_watch.Watch()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+    try:
+        for event in stream.stream(  # type: ignore[no-untyped-call]  # kubernetes is untyped
+            k8s.CustomObjectsApi(api).list_cluster_custom_object,
+            resources.GROUP,
+            resources.VERSION,
+            plural,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_watch_bookmarks=True,
+        ):
+            if stopping.is_set():
+                stream.stop()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+                return
+            yield event["type"], event["raw_object"], stream.resource_version
+    except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
+        raise kube_errors.classify(exc, what=f"watching {plural}") from exc

@@ -1,0 +1,63 @@
+"""Each package's face is honest (the idea of httpx's ``test_exported_members``): ``__all__`` lists
+exactly the package's public names, and each of them is used outside the package — by another
+package of the product, a test, the benchmarks or the dev tooling."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import re
+import types
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGES = [
+    "aianalysis.analysis.llm",
+    "aianalysis.analysis.prompts",
+    "aianalysis.analysis.tools",
+    "aianalysis.analysis.validation",
+    "aianalysis.catalog",
+    "aianalysis.evaluation",
+    "aianalysis.intake",
+    "aianalysis.kit",
+    "aianalysis.kube",
+]
+
+
+def faced(package: types.ModuleType) -> list[str]:
+    """``__all__`` without the submodules some packages also list."""
+    return sorted(n for n in package.__all__ if not isinstance(getattr(package, n), types.ModuleType))
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_every_public_name_of_the_package(name: str) -> None:
+    package = importlib.import_module(name)
+    public = sorted(
+        member
+        for member, value in vars(package).items()
+        if not member.startswith("_")
+        and member != "annotations"  # from __future__
+        and not isinstance(value, types.ModuleType)
+        and getattr(value, "__module__", "aianalysis") not in ("typing", "collections.abc")
+    )
+    assert faced(package) == public
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_exported_name_is_used_outside_its_package(name: str) -> None:
+    package = importlib.import_module(name)
+    home = pathlib.Path(package.__file__ or "").parent
+    elsewhere = [
+        path
+        for top in ("operator", "tests", "bench", "devtools")
+        for path in (ROOT / top).rglob("*.py")
+        if home not in path.parents and ".venv" not in path.parts
+    ]
+    text = "\n".join(path.read_text() for path in elsewhere)
+    unused = [
+        member
+        for member in faced(package)
+        if not re.search(rf"\b\w+\.{member}\b|import[^\n]*\b{member}\b", text)
+    ]
+    assert unused == []

@@ -1,0 +1,434 @@
+"""The analyzers table: each rule, from the evidence a cluster shows to the finding an SRE would
+state (refined signal, action type, target, values), with the explanation that lands in the
+rationale."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aianalysis import resources
+from aianalysis.analysis.llm import analyzers as a
+from aianalysis.analysis.llm import evidence
+
+NS = "shop"
+DEPLOY = resources.ResourceRef(kind="Deployment", name="api", namespace=NS)
+
+
+def crash(**overrides: Any) -> a.Container:
+    fields: dict[str, Any] = {
+        "name": "api",
+        "restarts": 6,
+        "waiting": "CrashLoopBackOff",
+        "last_reason": "Error",
+        "last_exit_code": 1,
+    }
+    return a.Container(**(fields | overrides))
+
+
+def running(**overrides: Any) -> a.Container:
+    return a.Container(**({"name": "api", "ready": True} | overrides))
+
+
+def pod(name: str, *containers: a.Container, **fields: Any) -> a.Pod:
+    return a.Pod(name=name, phase=fields.pop("phase", "Running"), containers=containers, **fields)
+
+
+def seen(signal: str = "CrashLoopBackOff", **fields: Any) -> a.Evidence:
+    incident = fields.pop("incident", DEPLOY)
+    return a.Evidence(signal_type=signal, incident=incident, cluster=True, workload=DEPLOY, **fields)
+
+
+def first(found: a.Evidence) -> a.Finding:
+    findings = a.analyze(found)
+    assert findings, "no analyzer matched"
+    return findings[0]
+
+
+NODE_READY = {"Ready": "True"}
+
+#: rule name -> (evidence, expected action type, words the explanation must carry, expected values)
+CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]] = {
+    "healthy-despite-alert": (
+        seen(pods=(pod("api-1", running()), pod("api-2", running()))),
+        None,
+        ("contradicts", "CrashLoopBackOff"),
+        {},
+    ),
+    "oom-alert-but-application-crash": (
+        seen("OOMKilled", pods=(pod("api-1", crash()),)),
+        None,
+        ("OOMKilled", "exit code 1"),
+        {},
+    ),
+    "oomkilled-at-limit": (
+        seen(
+            "OOMKilled",
+            pods=(pod("api-1", crash(last_reason="OOMKilled", last_exit_code=137, memory_limit="256Mi")),),
+        ),
+        "IncreaseMemoryLimits",
+        ("256Mi", "512Mi"),
+        {"MEMORY_LIMIT_NEW": "512Mi", "CONTAINER_NAME": "api"},
+    ),
+    "crashloop-after-rollout": (
+        seen(
+            pods=(pod("api-new", crash()), pod("api-old", running())),
+            rollout=a.Rollout(
+                revision=8,
+                failing_revisions=frozenset({8}),
+                healthy_revisions=frozenset({7}),
+                changed=("command of api",),
+            ),
+        ),
+        "RollbackDeployment",
+        ("revision 8", "rolling back"),
+        {"TO_REVISION": "7"},
+    ),
+    "missing-reference": (
+        seen(
+            "CreateContainerConfigError",
+            pods=(
+                pod(
+                    "api-1",
+                    crash(
+                        waiting="CreateContainerConfigError",
+                        waiting_message='configmap "api-config" not found',
+                    ),
+                ),
+            ),
+            missing=(("ConfigMap", "api-config"),),
+        ),
+        "PatchConfiguration",
+        ("ConfigMap api-config", "does not exist"),
+        {},
+    ),
+    "image-tag-missing": (
+        seen(
+            "ImagePullBackOff",
+            pods=(
+                pod(
+                    "api-1",
+                    crash(
+                        waiting="ImagePullBackOff",
+                        image="registry.example/api:9.9",
+                        waiting_message="manifest for registry.example/api:9.9 not found: manifest unknown",
+                    ),
+                    phase="Pending",
+                ),
+            ),
+        ),
+        "RollbackDeployment",
+        ("registry.example/api:9.9", "previous image"),
+        {"CONTAINER_NAME": "api"},
+    ),
+    "image-pull-denied": (
+        seen(
+            "ImagePullBackOff",
+            pods=(
+                pod(
+                    "api-1",
+                    crash(
+                        waiting="ErrImagePull",
+                        image="registry.example/private/api:1.0",
+                        waiting_message="failed to authorize: 401 Unauthorized",
+                    ),
+                    phase="Pending",
+                    pull_secrets=("registry-pull",),
+                ),
+            ),
+        ),
+        "RefreshImagePullSecret",
+        ("pull secret",),
+        {"PULL_SECRET_NAME": "registry-pull"},
+    ),
+    "pending-untolerated-taint": (
+        seen(
+            "FailedScheduling",
+            pods=(
+                pod(
+                    "api-1",
+                    phase="Pending",
+                    unschedulable="0/2 nodes are available: 2 node(s) had untolerated taint {maintenance: true}",  # noqa: E501
+                ),
+            ),
+            nodes=(
+                a.Node(
+                    name="n1",
+                    conditions=NODE_READY,
+                    taints=(a.Taint(key="maintenance", effect="NoSchedule"),),
+                ),
+            ),
+        ),
+        "RemoveTaint",
+        ("maintenance", "removing the taint"),
+        {"TAINT_KEY": "maintenance", "NODE_NAME": "n1"},
+    ),
+    "pending-cordoned-node": (
+        seen(
+            "FailedScheduling",
+            pods=(pod("api-1", phase="Pending"),),
+            nodes=(a.Node(name="n2", conditions=NODE_READY, unschedulable=True),),
+        ),
+        "UncordonNode",
+        ("n2", "cordoned"),
+        {"NODE_NAME": "n2"},
+    ),
+    "pdb-blocks-drain": (
+        seen(
+            "KubePodDisruptionBudgetAtLimit",
+            incident=resources.ResourceRef(kind="PodDisruptionBudget", name="api-pdb", namespace=NS),
+            pdb=a.PDB(name="api-pdb", disruptions_allowed=0, current_healthy=2, desired_healthy=2),
+            nodes=(a.Node(name="n3", conditions=NODE_READY, unschedulable=True),),
+        ),
+        "RelaxPDB",
+        ("api-pdb", "relaxing"),
+        {},
+    ),
+    "hpa-maxed-cpu": (
+        seen(
+            "HPAMaxedOut",
+            hpa=a.HPA(
+                name="api",
+                min_replicas=2,
+                max_replicas=10,
+                current_replicas=10,
+                cpu_target=60,
+                cpu_current=95,
+            ),
+        ),
+        "PatchHPA",
+        ("maxReplicas", "15"),
+        {"MAX_REPLICAS_NEW": "15"},
+    ),
+    "pending-insufficient-resources": (
+        seen(
+            "FailedScheduling",
+            pods=(
+                pod("api-1", phase="Pending", unschedulable="0/3 nodes are available: 3 Insufficient cpu."),
+            ),
+        ),
+        "ProvisionNode",
+        ("cpu",),
+        {},
+    ),
+    "node-not-ready": (
+        seen("NodeNotReady", nodes=(a.Node(name="n4", conditions={"Ready": "False"}),)),
+        "DrainNode",
+        ("n4", "NotReady"),
+        {"NODE_NAME": "n4"},
+    ),
+    "node-unreachable": (
+        seen("NodeUnreachable", nodes=(a.Node(name="n5", conditions={"Ready": "Unknown"}),)),
+        "DrainNode",
+        ("n5", "stopped reporting"),
+        {"NODE_NAME": "n5"},
+    ),
+    "node-disk-pressure": (
+        seen(
+            "DiskPressure", nodes=(a.Node(name="n6", conditions={"Ready": "True", "DiskPressure": "True"}),)
+        ),
+        "CleanupNode",
+        ("n6", "DiskPressure"),
+        {"NODE_NAME": "n6"},
+    ),
+    "node-memory-pressure": (
+        seen(
+            "MemoryPressure",
+            nodes=(a.Node(name="n7", conditions={"Ready": "True", "MemoryPressure": "True"}),),
+        ),
+        "EvictPods",
+        ("n7", "MemoryPressure"),
+        {"NODE_NAME": "n7"},
+    ),
+    "evicted-pods": (
+        seen(
+            "Evicted",
+            pods=(pod("api-1", phase="Failed", reason="Evicted", message="The node was low on memory."),),
+        ),
+        "DeletePod",
+        ("evicted", "cleaning"),
+        {},
+    ),
+    "job-failed": (
+        seen(
+            "BackoffLimitExceeded",
+            incident=resources.ResourceRef(kind="Job", name="export", namespace=NS),
+            job_failure="DeadlineExceeded",
+        ),
+        None,
+        ("DeadlineExceeded",),
+        {},
+    ),
+}
+
+
+def test_every_rule_of_the_table_has_a_case_here() -> None:
+    assert [rule.name for rule in a.RULES] == list(CASES)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_rule_refines_the_evidence_into_a_finding_with_its_explanation(name: str) -> None:
+    found, action, words, values = CASES[name]
+
+    finding = first(found)
+
+    assert finding.rule == name
+    assert finding.action_type == action
+    for word in words:
+        assert word.lower() in finding.explanation.lower(), finding.explanation
+    assert dict(finding.values).items() >= values.items()
+    assert finding.facts, "a finding always names the facts behind it"
+
+
+def test_red_herrings_decline_with_a_reason_and_real_failures_do_not() -> None:
+    assert first(CASES["healthy-despite-alert"][0]).decline
+    assert first(CASES["oom-alert-but-application-crash"][0]).decline
+    assert first(CASES["oomkilled-at-limit"][0]).decline is None
+
+
+def test_a_crash_loop_without_a_recent_rollout_is_not_blamed_on_the_rollout() -> None:
+    found = seen(
+        pods=(pod("api-1", crash()),),
+        rollout=a.Rollout(revision=1, failing_revisions=frozenset({1})),
+    )
+
+    assert [f.rule for f in a.analyze(found)] == []
+
+
+def test_an_oom_of_a_jvm_asks_the_catalog_for_jvm_workflows() -> None:
+    found = seen(
+        "OOMKilled",
+        java=True,
+        pods=(pod("api-1", crash(last_reason="OOMKilled", last_exit_code=137, memory_limit="1536Mi")),),
+    )
+
+    finding = first(found)
+
+    assert "jvm" in finding.query
+    assert finding.values["MEMORY_LIMIT_NEW"] == "3Gi"
+    assert any("JVM" in fact for fact in finding.facts)
+
+
+def test_an_oom_without_a_known_limit_leaves_the_new_limit_to_a_person() -> None:
+    finding = first(seen("OOMKilled", pods=(pod("api-1", crash(last_reason="OOMKilled")),)))
+
+    assert "MEMORY_LIMIT_NEW" not in finding.values
+    assert "unknown" in finding.explanation
+
+
+def test_an_hpa_below_its_cpu_target_is_not_maxed_out_for_cpu() -> None:
+    hpa = a.HPA(name="api", max_replicas=10, current_replicas=10, cpu_target=60, cpu_current=30)
+
+    assert [f.rule for f in a.analyze(seen("HPAMaxedOut", hpa=hpa))] == []
+
+
+def test_the_table_is_extensible_with_rules_of_ones_own() -> None:
+    mine = a.Rule(
+        name="always-restart",
+        signal_type="CrashLoopBackOff",
+        action_type="RestartPod",
+        query="restart",
+        explanation="Restart {workload}.",
+        match=lambda found: a.Match(facts=("it crashes",), target=found.workload),
+    )
+
+    [finding] = a.analyze(seen(pods=(pod("api-1", crash()),)), rules=[mine])
+
+    assert (finding.rule, finding.explanation) == ("always-restart", f"Restart Deployment {NS}/api.")
+
+
+@pytest.mark.parametrize(
+    ("limit", "raised"),
+    [("256Mi", "512Mi"), ("1Gi", "2Gi"), ("1536Mi", "3Gi"), ("300M", "573Mi"), ("x", None)],
+)
+def test_memory_limits_are_raised_from_the_current_one(limit: str, raised: str | None) -> None:
+    assert a.raise_quantity(limit, factor=2.0) == raised
+
+
+# ---- condensing cluster objects ------------------------------------------------------------------
+
+
+def test_pod_facts_read_the_last_termination_waiting_reason_and_limits() -> None:
+    found = evidence.pod_facts(
+        {
+            "metadata": {
+                "name": "api-1",
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "api-7", "controller": True}],
+            },
+            "spec": {
+                "nodeName": "n1",
+                "containers": [
+                    {
+                        "name": "api",
+                        "image": "eclipse-temurin:21",
+                        "resources": {"limits": {"memory": "512Mi"}},
+                    }
+                ],
+            },
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [
+                    {
+                        "name": "api",
+                        "ready": False,
+                        "restartCount": 4,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+                    }
+                ],
+            },
+        }
+    )
+
+    [container] = found.containers
+    assert (found.owner, found.node) == ("ReplicaSet/api-7", "n1")
+    assert (container.waiting, container.last_reason, container.last_exit_code) == (
+        "CrashLoopBackOff",
+        "OOMKilled",
+        137,
+    )
+    assert (container.restarts, container.memory_limit, container.java) == (4, "512Mi", True)
+    assert found.failing and not found.healthy
+
+
+def test_template_changes_name_the_fields_a_rollout_changed() -> None:
+    old = {"containers": [{"name": "api", "image": "api:1", "command": ["run"]}]}
+    new = {"containers": [{"name": "api", "image": "api:2", "command": ["run"]}], "volumes": [{"name": "v"}]}
+
+    assert evidence.template_changes(old, new) == ("image of api", "volumes")
+
+
+def test_references_list_what_a_pod_needs_to_start_but_not_optional_ones() -> None:
+    spec = {
+        "volumes": [
+            {"name": "cfg", "configMap": {"name": "api-config"}},
+            {"name": "opt", "configMap": {"name": "extra", "optional": True}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "api-data"}},
+        ],
+        "containers": [{"name": "api", "envFrom": [{"configMapRef": {"name": "api-env"}}]}],
+    }
+
+    assert evidence.references(spec) == [
+        ("ConfigMap", "api-config"),
+        ("PersistentVolumeClaim", "api-data"),
+        ("ConfigMap", "api-env"),
+    ]
+
+
+def test_events_are_read_back_from_the_list_events_tool_lines() -> None:
+    text = (
+        "2 event(s) about Pod shop/api-1, oldest first (the most recent 2 shown):\n"
+        '<untrusted-data source="events:Pod/api-1">\n'
+        "2026-11-20T10:00:00Z Warning FailedScheduling (x3, default-scheduler): 0/2 nodes are available\n"
+        "2026-11-20T10:01:00Z Normal Pulled (x1, kubelet): Successfully pulled &quot;api:1&quot;\n"
+        "</untrusted-data>"
+    )
+
+    events = evidence.parse_events(text, kind="Pod", name="api-1")
+
+    assert [(e.type, e.reason, e.count) for e in events] == [
+        ("Warning", "FailedScheduling", 3),
+        ("Normal", "Pulled", 1),
+    ]
+    assert events[1].message == 'Successfully pulled "api:1"'
