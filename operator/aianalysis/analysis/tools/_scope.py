@@ -99,9 +99,8 @@ async def _surroundings(
         for ref in _facts.owner_refs(obj):
             _add(related, ref)
     templates = [t for t in (_facts.pod_template(obj) for obj in (*chain, *pods)) if t is not None]
-    namespace = next(
-        (str((o.get("metadata") or {}).get("namespace")) for o in chain if o.get("metadata")), None
-    )
+    namespaces = [(o.get("metadata") or {}).get("namespace") for o in chain]
+    namespace = next((str(ns) for ns in namespaces if ns), None)
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
