@@ -246,8 +246,9 @@ def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentPar
         help="convert Kubernaut-format RemediationWorkflows into this operator's format",
         description="Convert Kubernaut-format RemediationWorkflow YAML (kubernaut.ai/v1alpha1) into this "
         "operator's format (kubernaut.io/v1alpha1), one file per workflow in DIR, and report per source "
-        "file what was dropped and why. A file that cannot be converted is reported and skipped; the "
-        "others still import. Exit code 1 when any file failed.",
+        "file what was dropped and why. A document that cannot be converted is reported and skipped; the "
+        "others still import, versions of one workflow side by side. Exit code 1 when anything was not "
+        "imported.",
     )
     importer.add_argument("--from", dest="source_format", choices=["kubernaut"], required=True)
     importer.add_argument(
@@ -259,7 +260,8 @@ def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentPar
         choices=list(resources.RISK_ORDER),
         default=catalog.kubernaut.DEFAULT_RISK_LEVEL,
         help="riskLevel of workflows without the aianalysis.kubernaut.io/risk-level annotation "
-        "(Kubernaut has no risk level; default: high, eligible only where high risk is tolerated)",
+        "(Kubernaut has no risk level at selection; default: low, so the catalog is selectable as in "
+        "Kubernaut; execution still needs approval)",
     )
     importer.add_argument("--overwrite", action="store_true", help="replace files that exist in DIR")
     importer.set_defaults(handler=catalog_import_command)
@@ -270,7 +272,7 @@ def catalog_import_command(args: argparse.Namespace) -> int:
         args.paths, out=args.out, risk_level=args.risk_level, overwrite=args.overwrite
     )
     print(catalog_import.render(reports))
-    return 1 if any(report.error is not None for report in reports) else 0
+    return 1 if any(report.error is not None or report.refused for report in reports) else 0
 
 
 def catalog_search(args: argparse.Namespace) -> int:

@@ -245,7 +245,9 @@ class WorkflowGuidance(Model):
 
 class WorkflowExecutionSettings(Model):
     engine: Literal["job", "tekton", "ansible"] = "job"
-    container_image: Annotated[str, Field(min_length=1)]
+    container_image: Annotated[str, Field(min_length=1)] | None = None
+    """None: nothing can run the workflow (a Kubernaut workflow imported without a bundle); admission
+    keeps it out of the catalog offered to analyses (``NotExecutable``) but the object stays."""
     service_account_name: Annotated[str, Field(max_length=253)] | None = None
     bundle: str | None = None
     bundle_digest: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -232,6 +233,16 @@ class Settings:
     executor_max_per_hour: int = 20
     """Guard: executions started in any rolling hour, cluster-wide (0: no limit)."""
 
+    business_label_prefixes: tuple[str, ...] = ("kubernaut.io/", "kubernaut.ai/")
+    """Prefixes (comma-separated) under which a namespace's labels and annotations state the business
+    context of its incidents (environment, criticality, business unit, team, SLA, custom labels; the
+    table is in ``catalog/business.py``); an earlier prefix wins. What an AIAnalysis spec states wins
+    over the namespace."""
+
+    signal_types: tuple[str, ...] = ()
+    """Extra ``AlertName=SignalType`` pairs (comma-separated) for signal normalization at analysis
+    time, added to (and overriding) the built-in table in ``catalog/signals.py``."""
+
     def __post_init__(self) -> None:
         problems = list(_problems(self))
         if problems:
@@ -246,6 +257,15 @@ def _problems(s: Settings) -> list[str]:
     if s.provider == "anthropic" and not s.api_key:
         out.append("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
     out.extend(_platform_problems(s))
+    out.extend(
+        f"{env_name('signal_types')}: {entry!r} is not AlertName=SignalType"
+        for entry in s.signal_types
+        if entry.count("=") != 1 or not all(part.strip() for part in entry.split("="))
+    )
+    out.extend(
+        f"{env_name('business_label_prefixes')}: {problem}"
+        for problem in _prefix_problems(s.business_label_prefixes)
+    )
     if not 0.0 <= s.confidence_floor <= 1.0:
         out.append(f"{env_name('confidence_floor')} must be within 0..1, not {s.confidence_floor}")
     if s.log_format not in ("text", "json"):
@@ -306,6 +326,14 @@ def _problems(s: Settings) -> list[str]:
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
     return out
+
+
+def _prefix_problems(prefixes: tuple[str, ...]) -> list[str]:
+    return [
+        f"prefix {prefix!r} must look like 'example.com/'"
+        for prefix in prefixes
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/", prefix)
+    ]
 
 
 def _platform_problems(s: Settings) -> list[str]:

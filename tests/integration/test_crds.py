@@ -651,7 +651,9 @@ CASES = [
     ),
     rw("no-title", dropping("spec.title"), "spec.title: Required value"),
     rw(
-        "no-image", dropping("spec.execution.containerImage"), "spec.execution.containerImage: Required value"
+        "empty-image",
+        setting("spec.execution.containerImage", ""),
+        "spec.execution.containerImage in body should be at least 1 chars long",
     ),
     rw(
         "bad-engine",

@@ -182,8 +182,15 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
     api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     cluster.kubectl(
-        "label", "namespace", namespace, "kubernaut.io/environment=staging", "kubernaut.io/priority=P2"
+        "label",
+        "namespace",
+        namespace,
+        "kubernaut.io/environment=staging",
+        "kubernaut.io/priority=P2",
+        "kubernaut.ai/business-unit=payments",
+        "other.example/environment=production",
     )
+    cluster.kubectl("annotate", "namespace", namespace, "kubernaut.ai/service-owner=web team")
     apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
     spec = {
         "selector": {"matchLabels": {"app": "web"}},
@@ -222,6 +229,12 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
 
     assert owner == mapping.Target(kind="Deployment", name="web", namespace=namespace)
     assert gone == mapping.Target(kind="Pod", name="deleted-pod", namespace=namespace)
-    assert context == resources.BusinessContext(environment="staging", priority="P2", risk_tolerance="low")
+    assert context == resources.BusinessContext(
+        environment="staging",
+        priority="P2",
+        business_category="payments",
+        risk_tolerance="low",
+        custom_labels={"team": "web team"},
+    )
     with pytest.raises(resolve.NamespaceMissingError):
         await resolver.business_context("no-such-namespace-x1", CONFIG.business_context_defaults)

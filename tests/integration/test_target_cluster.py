@@ -81,3 +81,53 @@ async def test_facts_are_detected_from_the_hpa_and_pdb_that_concern_the_target(
     assert (pod.hpa_enabled, pod.pdb_protected) == (True, True)  # through its ReplicaSet and Deployment
     assert (db.hpa_enabled, db.pdb_protected, db.stateful) == (False, False, True)
     assert await tools.detect_facts(reader, ref("Deployment", "ghost", namespace)) == catalog.TargetFacts()
+
+
+async def test_facts_and_scope_on_the_right_object_on_a_real_api_server(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+) -> None:
+    """A PDB incident concerns the Deployment it selects; the PDB itself is pdbProtected; any
+    NetworkPolicy isolates the namespace; Argo CD's namespace label marks it GitOps-managed; the
+    Service and NetworkPolicy selecting the Pods are remediation targets, another Service is not."""
+    Chain(cluster, namespace)
+    cluster.kubectl("label", "namespace", namespace, "argocd.argoproj.io/instance=shop")
+    for obj in [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web-pdb"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "deny-all"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "elsewhere"},
+            "spec": {"selector": {"app": "nothing"}, "ports": [{"port": 80}]},
+        },
+    ]:
+        create(cluster, namespace, obj)
+    reader = k8s.KubernetesReader(api)
+    incident = resources.ResourceRef(kind="PodDisruptionBudget", name="web-pdb", namespace=namespace)
+
+    where = await tools.gather_scope(reader, incident)
+    pdb = await tools.detect_facts(reader, where.incident, workload=where.workload)
+    web = await tools.detect_facts(reader, ref("Deployment", "web", namespace))
+
+    assert where.workload == ref("Deployment", "web", namespace)
+    assert (pdb.pdb_protected, pdb.network_isolated, pdb.gitops_tool) == (True, True, "argocd")
+    assert (web.pdb_protected, web.network_isolated, web.gitops_managed) == (True, True, True)
+    for kind, name in [("Deployment", "web"), ("Service", "web"), ("NetworkPolicy", "deny-all")]:
+        assert where.violation(ref(kind, name, namespace), returned=set()) is None, kind
+    assert where.violation(ref("Service", "elsewhere", namespace), returned=set()) is not None

@@ -170,18 +170,83 @@ def test_what_has_no_place_is_reported_with_the_reason() -> None:
 
 
 def test_without_a_risk_annotation_the_importers_risk_level_applies() -> None:
+    """Default low: an imported catalog is selectable under the default tolerance, as in Kubernaut."""
     document = copy.deepcopy(FULL)
     del document["metadata"]["annotations"]
-    high = catalog.kubernaut.convert(document, where="x")
+    low = catalog.kubernaut.convert(document, where="x")
+    assert low.obj["spec"]["riskLevel"] == "low"
+    assert "riskLevel: not in the Kubernaut format; set to low" in low.notes
+    high = catalog.kubernaut.convert(document, where="x", risk_level="high")
     assert high.obj["spec"]["riskLevel"] == "high"
-    assert "riskLevel: not in the Kubernaut format; set to high" in high.notes
-    assert catalog.kubernaut.convert(document, where="x", risk_level="low").obj["spec"]["riskLevel"] == "low"
+    spec = resources.RemediationWorkflowSpec.model_validate(low.obj["spec"])
+    reasons = catalog.policy.ineligibility(spec, resources.BusinessContext())
+    assert not any("riskLevel" in why for why in reasons)
+
+
+@pytest.mark.parametrize(
+    ("given", "imported"), [("v1.2.0", "1.2.0"), ("1.3", "1.3.0"), ("V2.0.0-rc.1", "2.0.0-rc.1")]
+)
+def test_v_prefixed_and_short_versions_are_normalized(given: str, imported: str) -> None:
+    document = copy.deepcopy(FULL)
+    document["spec"]["version"] = given
+    converted = catalog.kubernaut.convert(document, where="x")
+    assert converted.obj["spec"]["version"] == imported
+    assert f"version: {given!r} normalized to {imported!r}" in converted.notes
+
+
+def test_a_workflow_without_a_bundle_imports_but_is_not_offered(tmp_path: Path) -> None:
+    document = copy.deepcopy(FULL)
+    del document["spec"]["execution"]["bundle"]
+    src = _write(tmp_path / "tekton.yaml", document)
+    reports = catalog_import.import_kubernaut([src], out=tmp_path / "out")
+    assert [r.written for r in reports] == [[Path("raise-memory.yaml")]]
+    written = yaml.safe_load((tmp_path / "out" / "raise-memory.yaml").read_text().split("\n", 1)[1])
+    verdict = catalog.admission.review(written["spec"])
+    assert verdict.reason == "NotExecutable" and "engine tekton" in verdict.message
+    assert any("not executable" in note for note in reports[0].notes)
+
+
+def test_versions_of_one_workflow_coexist_and_copies_are_written_once(tmp_path: Path) -> None:
+    older = copy.deepcopy(FULL)
+    older["spec"]["version"] = "1.0.0"
+    job_variant = copy.deepcopy(FULL)
+    job_variant["spec"]["execution"]["engine"] = "job"
+    clash = copy.deepcopy(FULL)
+    clash["spec"]["description"]["what"] = "Something else entirely."
+    src = tmp_path / "src"
+    src.mkdir()
+    for number, document in enumerate([FULL, older, FULL, job_variant, clash]):
+        _write(src / f"{number}.yaml", document)
+
+    reports = catalog_import.import_kubernaut([src], out=tmp_path / "out")
+
+    loaded = catalog.load_paths([tmp_path / "out"])
+    assert sorted((w.name, w.workflow_id, w.version) for w in loaded.all()) == [
+        ("raise-memory", "raise-memory", "1.2.0"),
+        ("raise-memory-1-0-0", "raise-memory", "1.0.0"),
+        ("raise-memory-job", "raise-memory-job", "1.2.0"),
+    ]
+    assert reports[2].written == [] and not reports[2].failed
+    assert (
+        "identical to" in reports[2].notes[0] and "written once as raise-memory.yaml" in reports[2].notes[0]
+    )
+    assert any("identical copy in" in note for note in reports[0].notes)
+    assert reports[4].failed and "also defined, with other content" in reports[4].refused[0]
+
+
+def test_a_bare_workflow_schema_is_named_after_its_file(tmp_path: Path) -> None:
+    folder = tmp_path / "restart-pod"
+    folder.mkdir()
+    _write(folder / "workflow-schema.yaml", copy.deepcopy(FULL["spec"]))
+    _write(tmp_path / "drain-workflow-schema.yaml", copy.deepcopy(FULL["spec"]))
+    catalog_import.import_kubernaut([tmp_path], out=tmp_path / "out")
+    names = sorted(w.name for w in catalog.load_paths([tmp_path / "out"]).all())
+    assert names == ["drain", "restart-pod"]
 
 
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d["spec"]["execution"].pop("bundle"), "spec.execution.bundle is required"),
         (lambda d: d["spec"]["description"].pop("what"), "spec.description.what is required"),
         (lambda d: d["metadata"].pop("name"), "without metadata.name"),
         (
@@ -226,7 +291,7 @@ def test_the_import_command_writes_one_file_per_workflow_and_a_bad_file_fails_al
     assert f"{src / 'bad.yaml'}: FAILED:" in printed and "InvalidDefault" in printed
     assert f"{src / 'garbage.yaml'}: FAILED:" in printed and "invalid YAML" in printed
     assert "dropped raise-memory: spec.maintainers: no maintainer field here" in printed
-    assert "2 workflow(s) imported from 1 file(s); 2 file(s) failed" in printed
+    assert "2 workflow(s) imported from 1 file(s); 1 workflow(s) not imported; 2 file(s) failed" in printed
     assert len(catalog.load_paths([out])) == 2
 
 

@@ -95,9 +95,18 @@ def test_a_crashlooping_pod_becomes_a_crashloopbackoff_signal_on_that_pod() -> N
         ("KubePersistentVolumeFillingUp", {"persistentvolumeclaim": "data-db-0"}, "PersistentVolumeFillingUp",
          "PersistentVolumeClaim"),
         ("KubeDeploymentRolloutStuck", {"deployment": "api", "reason": "ProgressDeadlineExceeded"},
-         "ProgressDeadlineExceeded", "Deployment"),
-        ("KubeStatefulSetReplicasMismatch", {"statefulset": "db"}, "KubeStatefulSetReplicasMismatch",
-         "StatefulSet"),
+         "RolloutStuck", "Deployment"),
+        ("KubeStatefulSetReplicasMismatch", {"statefulset": "db"}, "ReplicasMismatch", "StatefulSet"),
+        ("KubePodDisruptionBudgetAtLimit", {"poddisruptionbudget": "api-pdb"}, "PDBAtLimit",
+         "PodDisruptionBudget"),
+        ("KubeHpaMaxedOut", {"horizontalpodautoscaler": "api"}, "HPAMaxedOut", "HorizontalPodAutoscaler"),
+        ("KubeReplicaSetStuck", {"replicaset": "api-5f6d"}, "KubeReplicaSetStuck", "ReplicaSet"),
+        ("RouteBackendDown", {"route": "shop"}, "RouteBackendDown", "Route"),
+        ("BuildsFailing", {"buildconfig": "web"}, "BuildsFailing", "BuildConfig"),
+        ("OperatorInstallFailed", {"subscription": "etcd"}, "OperatorInstallFailed", "Subscription"),
+        ("CertNotReady", {"target_kind": "Certificate", "target_name": "web-tls"}, "CertNotReady",
+         "Certificate"),
+        ("PoolExhausted", {}, "PoolExhausted", "Namespace"),
     ],
 )  # fmt: skip
 def test_kube_prometheus_alert_names_map_to_signal_types_and_resources(
@@ -106,6 +115,24 @@ def test_kube_prometheus_alert_names_map_to_signal_types_and_resources(
     [m] = mapped(webhook(alert(name, namespace="prod", **labels)))
     assert isinstance(m, mapping.Mapped)
     assert (m.signal.type, m.target.kind, m.target.namespace) == (signal, kind, "prod")
+
+
+def test_a_namespace_aggregated_alert_is_an_incident_about_the_namespace_unless_disabled() -> None:
+    [m] = mapped(webhook(alert("MeshDenyRateHigh", namespace="shop")))
+    assert isinstance(m, mapping.Mapped)
+    assert m.target == mapping.Target(kind="Namespace", name="shop", namespace="shop")
+    assert m.analysis_namespace == "shop"
+    [off] = mapped(
+        webhook(alert("MeshDenyRateHigh", namespace="shop")), mapping.MappingConfig(namespace_incidents=False)
+    )
+    assert isinstance(off, mapping.Unmapped)
+
+
+def test_a_node_alert_with_a_namespace_label_is_analysed_there() -> None:
+    [m] = mapped(webhook(alert("KubeNodeNotReady", node="worker-3", namespace="compute")))
+    assert isinstance(m, mapping.Mapped)
+    assert m.target == mapping.Target(kind="Node", name="worker-3", namespace=None)
+    assert m.analysis_namespace == "compute"
 
 
 def test_the_scrape_job_label_is_never_taken_for_a_kubernetes_job() -> None:

@@ -372,3 +372,20 @@ def test_system_prompt_states_the_target_rules_the_validator_enforces() -> None:
         assert f"`{code}`" in text and code in validation.RULES
     assert "never a namespaced object outside the incident's namespace" in text
     assert "`filled_by`" in text and "leave them out" in text
+
+
+def test_huge_label_sets_are_bounded_in_the_prompt() -> None:
+    spec = resources.AIAnalysisSpec.model_validate(
+        {
+            "signal": {
+                "type": "CrashLoopBackOff",
+                "severity": "high",
+                "labels": {f"label{n:04d}": "v" * 1000 for n in range(1000)},
+            },
+            "resource": {"kind": "Deployment", "name": "api", "namespace": "shop"},
+            "businessContext": {"customLabels": {f"k{n:04d}": "w" * 1000 for n in range(1000)}},
+        }
+    )
+    prompt = prompts.user_prompt(spec)
+    assert len(prompt) < 60_000
+    assert "label0999" not in prompt and "k0999" not in prompt

@@ -9,6 +9,7 @@ import pytest
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope, tools
+from aianalysis.analysis.tools import _args, _cluster_tools
 from aianalysis.evaluation.cluster import InMemoryCluster
 
 DEPLOYMENT = resources.ResourceRef(kind="Deployment", name="checkout", namespace="shop")
@@ -213,6 +214,7 @@ async def test_helm_argocd_hpa_pdb_and_pvc_are_detected_through_the_owner_chain(
         hpa_enabled=True,
         pdb_protected=True,
         stateful=True,
+        network_isolated=False,
         service_mesh=None,
     )
 
@@ -250,3 +252,103 @@ async def test_flux_and_istio_are_detected_and_a_pdb_for_other_pods_does_not_cou
 )
 def test_label_selectors(selector: dict[str, Any] | None, selected: bool) -> None:
     assert tools.selects(selector, {"app": "checkout"}) is selected
+
+
+# ---- what the incident concerns beyond its owner chain -------------------------------------------
+
+CONCERNED_TEMPLATE = {
+    "metadata": {"labels": {"app": "api"}},
+    "spec": {
+        "serviceAccountName": "api",
+        "imagePullSecrets": [{"name": "registry"}],
+        "containers": [
+            {
+                "name": "c",
+                "envFrom": [{"configMapRef": {"name": "api-env"}}],
+                "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "db-password", "key": "p"}}}],
+            }
+        ],
+        "volumes": [{"name": "cfg", "configMap": {"name": "api-config"}}],
+    },
+}
+
+
+def concerned_world() -> list[dict[str, Any]]:
+    def o(kind: str, name: str, api: str = "v1", **fields: Any) -> dict[str, Any]:
+        return {"apiVersion": api, "kind": kind, "metadata": meta(name), **fields}
+
+    return [
+        o("Deployment", "api", "apps/v1", spec={"template": CONCERNED_TEMPLATE}),
+        o("Deployment", "other", "apps/v1", spec={"template": {"metadata": {"labels": {"app": "other"}}}}),
+        o("Service", "api", spec={"selector": {"app": "api"}}),
+        o("Service", "other", spec={"selector": {"app": "other"}}),
+        o("NetworkPolicy", "deny-all", "networking.k8s.io/v1", spec={"podSelector": {}}),
+        o("PodDisruptionBudget", "api", "policy/v1", spec={"selector": {"matchLabels": {"app": "api"}}}),
+        o(
+            "HorizontalPodAutoscaler",
+            "api",
+            "autoscaling/v2",
+            spec={"scaleTargetRef": {"kind": "Deployment", "name": "api"}},
+        ),
+        o(
+            "RoleBinding",
+            "api-read",
+            "rbac.authorization.k8s.io/v1",
+            subjects=[{"kind": "ServiceAccount", "name": "api"}],
+        ),
+        o(
+            "RoleBinding",
+            "unrelated",
+            "rbac.authorization.k8s.io/v1",
+            subjects=[{"kind": "ServiceAccount", "name": "x"}],
+        ),
+        o(
+            "Certificate",
+            "api-tls",
+            "cert-manager.io/v1",
+            spec={"issuerRef": {"kind": "ClusterIssuer", "name": "corp-ca"}},
+        ),
+        {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "corp-ca"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-9"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+    ]
+
+
+API = resources.ResourceRef(kind="Deployment", name="api", namespace="shop")
+
+
+async def test_what_selects_scales_or_is_referenced_by_the_workload_is_in_scope() -> None:
+    where = await tools.gather_scope(InMemoryCluster(concerned_world()), API)
+    for kind, name in [
+        ("Service", "api"),
+        ("NetworkPolicy", "deny-all"),
+        ("PodDisruptionBudget", "api"),
+        ("HorizontalPodAutoscaler", "api"),
+        ("ConfigMap", "api-config"),
+        ("ConfigMap", "api-env"),
+        ("Secret", "db-password"),
+        ("Secret", "registry"),
+        ("ServiceAccount", "api"),
+        ("RoleBinding", "api-read"),
+    ]:
+        assert where.violation(ref(kind, name), returned=set()) is None, (kind, name)
+    named_only = where.target({"kind": "secret", "name": "db-password"})
+    assert named_only.namespace == "shop" and where.violation(named_only, returned=set()) is None
+    for kind, name in [("Service", "other"), ("RoleBinding", "unrelated"), ("Deployment", "other")]:
+        assert where.violation(ref(kind, name), returned=set()) is not None, (kind, name)
+
+
+async def test_a_cluster_scoped_object_needs_a_reference_from_what_was_read_in_the_namespace() -> None:
+    cluster = InMemoryCluster(concerned_world())
+    where = await tools.gather_scope(cluster, API)
+    returned: set[scope.Key] = set()
+    box = _cluster_tools.ClusterTools(reader=cluster, incident=API, max_chars=10_000, returned=returned)
+    issuer, node = ref("ClusterIssuer", "corp-ca", None), ref("Node", "worker-9", None)
+
+    await box.get_resource(_args.ResourceArgs(kind="ClusterIssuer", name="corp-ca"))
+    await box.get_resource(_args.ResourceArgs(kind="Node", name="worker-9"))
+    refused = where.violation(issuer, returned=returned)
+    assert refused is not None and "nothing returned from the incident's namespace" in refused
+    await box.get_resource(_args.ResourceArgs(kind="Certificate", name="api-tls"))
+    assert where.violation(issuer, returned=returned) is None
+    assert where.violation(node, returned=returned) is not None  # a Node the Pods do not run on

@@ -750,3 +750,55 @@ def test_detected_labels_unmet_or_unknown_make_the_workflow_ineligible(
     verdict = run_target(answer(), index=make_catalog(helm_spec()), facts=facts)
     assert verdict.rules_failed == ["policy"]
     assert "helmManaged" in verdict.errors[0]
+
+
+def node_scope() -> tuple[scope.Scope, scope.ObjectRef]:
+    incident = resources.ResourceRef(kind="Deployment", name="payment-api", namespace="production")
+    bare = scope.Scope.of(incident, cluster=True, kinds=tools.target_kinds())
+    node = bare.resolve(kind="Node", name="worker-2")
+    return scope.Scope.of(
+        incident, cluster=True, kinds=tools.target_kinds(), related={node.key: "Node worker-2"}
+    ), node
+
+
+def run_on(where: scope.Scope, raw: dict[str, Any], index: catalog.Catalog) -> validation.Verdict:
+    return validation.validate(
+        raw=raw,
+        truncated=False,
+        catalog=index,
+        seen={OOM: {"1.0.0"}},
+        business=PRODUCTION_LOW,
+        recovery=None,
+        scope=where,
+    )
+
+
+def test_a_cluster_scoped_target_fills_no_namespace_and_does_not_miss_one() -> None:
+    params = [
+        param("TARGET_NAMESPACE", required=True),
+        param("TARGET_RESOURCE_NAMESPACE", required=True),
+        param("TARGET_RESOURCE_KIND", required=True),
+        param("TARGET_RESOURCE_NAME", required=True),
+        param("MEMORY_LIMIT_NEW", required=True),
+    ]
+    data = spec(parameters=params).model_dump(by_alias=True, exclude_none=True)
+    data["labels"]["component"] = ["v1/Node", "apps/v1/Deployment"]
+    index = make_catalog(resources.RemediationWorkflowSpec.model_validate(data))
+    where, _ = node_scope()
+    verdict = run_on(where, answer(affected_resource={"kind": "Node", "name": "worker-2"}), index)
+    assert verdict.valid, verdict.errors
+    assert (
+        "TARGET_RESOURCE_NAMESPACE" not in verdict.parameters and "TARGET_NAMESPACE" not in verdict.parameters
+    )
+    assert verdict.parameters["TARGET_RESOURCE_NAME"] == "worker-2"
+
+
+def test_a_node_scoped_workflow_on_a_node_the_incident_does_not_concern_is_refused() -> None:
+    data = spec().model_dump(by_alias=True, exclude_none=True)
+    data["labels"]["component"] = ["v1/Node"]
+    index = make_catalog(resources.RemediationWorkflowSpec.model_validate(data))
+    where, _ = node_scope()
+    stranger = run_on(where, answer(affected_resource={"kind": "Node", "name": "control-plane-1"}), index)
+    assert stranger.rules_failed == ["target_out_of_scope"]
+    on_the_deployment = run_on(where, answer(), index)
+    assert on_the_deployment.rules_failed == ["component_mismatch"]

@@ -111,3 +111,12 @@ app.kubernetes.io/component: executor
 app.kubernetes.io/part-of: aianalysis-operator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
+
+{{/* A map as comma-separated key=value pairs, keys sorted (AIANALYSIS_SIGNAL_TYPES). */}}
+{{- define "aianalysis-operator.pairs" -}}
+{{- $pairs := list -}}
+{{- range $key, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}

@@ -27,14 +27,20 @@ async def analyze(
     settings: settings_mod.Settings,
     now: resources.Clock = resources.utcnow,
     history: assessment_history.History | None = None,
+    namespace: str | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
     The incident's scope (owner chain, Nodes, PVCs) is read once, before the conversation; the
     facts on each target the LLM names are read once per target. Both are read-only and tolerate
-    failures (``tools.gather_scope``)."""
+    failures (``tools.gather_scope``). The business context is the spec's, completed from the
+    incident namespace's labels and annotations (``tools.with_business_context``; ``namespace`` is
+    the AIAnalysis' own, used when the incident's resource has none, a Node say)."""
+    spec, context_warnings = await tools.with_business_context(
+        reader, normalized(spec, settings=settings), prefixes=settings.business_label_prefixes, home=namespace
+    )
     where = await tools.gather_scope(reader, spec.resource)
-    facts = _Facts(reader)
+    facts = _Facts(reader, workload=where.workload)
     toolbox = tools.ToolBox(
         spec=spec,
         catalog=catalog,
@@ -85,6 +91,8 @@ async def analyze(
     decision = with_history(
         decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor), history
     )
+    if context_warnings:
+        decision = dataclasses.replace(decision, warnings=[*decision.warnings, *context_warnings])
     if toolbox.investigation_failed:
         return investigation_failed(decision)
     return decision
@@ -117,6 +125,21 @@ def with_history(decision: status.Decision, history: assessment_history.History 
     return decision
 
 
+def normalized(
+    spec: resources.AIAnalysisSpec, *, settings: settings_mod.Settings
+) -> resources.AIAnalysisSpec:
+    """The spec with its signal type normalized (``catalog.signals``: alert names → signal types)."""
+    table = {
+        **catalog_mod.signals.DEFAULT_SIGNAL_TYPES,
+        **catalog_mod.signals.parse_pairs(settings.signal_types),
+    }
+    signal = spec.signal
+    wanted = catalog_mod.signals.normalize(signal.type, alert_name=signal.alert_name, table=table)
+    if wanted == signal.type:
+        return spec
+    return spec.model_copy(update={"signal": signal.model_copy(update={"type": wanted})})
+
+
 def investigation_failed(decision: status.Decision) -> status.Decision:
     """Every cluster read failed: the root cause was not investigated, so a person reviews it, for
     that reason (the selection, if valid, is kept as a proposal)."""
@@ -132,13 +155,14 @@ def investigation_failed(decision: status.Decision) -> status.Decision:
 class _Facts:
     """Facts detected on each target, read once per target per analysis."""
 
-    def __init__(self, reader: tools.ClusterReader | None) -> None:
+    def __init__(self, reader: tools.ClusterReader | None, *, workload: scope.ObjectRef | None) -> None:
         self._reader = reader
+        self._workload = workload
         self._known: dict[scope.Key, catalog_mod.TargetFacts] = {}
 
     async def of(self, target: scope.ObjectRef) -> catalog_mod.TargetFacts:
         if target.key not in self._known:
-            self._known[target.key] = await tools.detect_facts(self._reader, target)
+            self._known[target.key] = await tools.detect_facts(self._reader, target, workload=self._workload)
         return self._known[target.key]
 
     async def known(

@@ -7,11 +7,17 @@ the Nodes its Pods run on and the PVCs they mount, once per analysis) and this m
   Its kind is canonicalised through the known-kinds table (``deployment`` → ``Deployment``), a
   missing namespace of a namespaced kind is the incident's, a namespace given for a
   cluster-scoped kind is ignored, and a missing apiVersion comes from the table.
-- **In scope**: the incident's resource; an object in its owner chain (Pod → ReplicaSet →
-  Deployment, StatefulSet, DaemonSet, Job → CronJob, both directions); the Node its Pods run on;
-  a PVC they mount; or an object the investigation tools returned in this conversation. Never a
-  namespaced object outside the incident's namespace, whatever the tools returned: an instruction
-  injected into an alert cannot widen the blast radius to another tenant.
+- **In scope**: the incident's resource; what the cluster shows it concerns (``related``, gathered
+  by ``tools.gather_scope``: its owner chain both ways, its Pods' Nodes, what its Pods reference —
+  ConfigMaps, Secrets by name, PVCs, the ServiceAccount and its RoleBindings — and what selects or
+  scales them — Services, NetworkPolicies, PDBs, HPAs); an object in the incident's namespace the
+  investigation tools returned in this conversation; a cluster-scoped object the tools returned
+  that an object of the incident's namespace the tools returned references (a Certificate's
+  ``issuerRef`` → its ClusterIssuer; any ``{kind, name}`` reference counts, see
+  ``reference_key``). Never a namespaced object outside the incident's namespace, whatever the
+  tools returned: an instruction injected into an alert cannot widen the blast radius to another
+  tenant. Nor a cluster-scoped object nothing in the namespace leads to (a Node the incident's
+  Pods do not run on).
 - **Without a cluster** (``analyze``, ``eval`` without objects) nothing can be checked, so the
   incident's resource and objects in its namespace are in scope, and nothing cluster-scoped is.
 - An unknown kind without a namespace counts as cluster-scoped (fail closed: only the incident's
@@ -27,6 +33,14 @@ from aianalysis import resources
 
 #: (kind, namespace or "", name) — kinds compared case-insensitively.
 Key = tuple[str, str, str]
+REFERENCE = "->"
+
+
+def reference_key(kind: str, name: str) -> Key:
+    """The key recording, among what the tools returned, that an object of the incident's
+    namespace references ``kind``/``name`` (kept apart from the objects themselves)."""
+    return (REFERENCE + kind.strip().casefold(), "", name)
+
 
 _LIKELY = {
     kind: rank
@@ -83,6 +97,9 @@ class Scope:
     cluster: bool
     kinds: Mapping[str, KindInfo] = dataclasses.field(default_factory=dict)
     related: Mapping[Key, str] = dataclasses.field(default_factory=dict)
+    workload: ObjectRef | None = None
+    """The workload the incident concerns (the top of its owner chain, or what the PDB/HPA/Service
+    that is the incident selects); detected facts fall back to it for targets that run no Pods."""
 
     @classmethod
     def of(
@@ -92,10 +109,21 @@ class Scope:
         cluster: bool,
         kinds: Mapping[str, KindInfo],
         related: Mapping[Key, str] | None = None,
+        workload: ObjectRef | None = None,
     ) -> Scope:
         bare = cls(incident=ObjectRef(kind=incident.kind, name=incident.name), cluster=cluster, kinds=kinds)
         resolved = bare.resolve(kind=incident.kind, name=incident.name, namespace=incident.namespace)
-        return cls(incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}))
+        return cls(
+            incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}), workload=workload
+        )
+
+    @property
+    def home(self) -> str | None:
+        """The incident's namespace: its resource's, or the Namespace itself when the incident is
+        about a namespace (an alert aggregated ``by (namespace)``)."""
+        if self.incident.kind == "Namespace":
+            return self.incident.name
+        return self.incident.namespace
 
     def kind_info(self, kind: str) -> KindInfo | None:
         return self.kinds.get(kind.strip().casefold())
@@ -112,7 +140,7 @@ class Scope:
         return ObjectRef(
             kind=info.kind,
             name=name,
-            namespace=(namespace or self.incident.namespace) if info.namespaced else None,
+            namespace=(namespace or self.home) if info.namespaced else None,
             api_version=api_version or info.api_version,
         )
 
@@ -138,7 +166,7 @@ class Scope:
 
     def violation(self, target: ObjectRef, *, returned: Set[Key]) -> str | None:
         """Why ``target`` is out of scope, or None when it is in scope."""
-        home = self.incident.namespace
+        home = self.home
         if self.namespaced(target) and home is not None and target.namespace != home:
             return f"{target.describe()} is outside the incident's namespace {home!r}"
         if target.key == self.incident.key:
@@ -150,11 +178,20 @@ class Scope:
                 f"{target.describe()} cannot be checked without a cluster: only the incident's resource "
                 f"and objects in its namespace are in scope"
             )
-        if target.key in self.related or target.key in returned:
+        if target.key in self.related:
             return None
+        if target.key in returned:
+            if self.namespaced(target) or home is None:
+                return None
+            if reference_key(target.kind, target.name) in returned:
+                return None
+            return (
+                f"{target.describe()} is cluster-scoped and nothing returned from the incident's namespace "
+                f"{home!r} references it"
+            )
         return (
-            f"{target.describe()} is neither in the incident's owner chain, its Pods' Nodes or PVCs, "
-            "nor returned by an investigation tool"
+            f"{target.describe()} is not something the incident concerns (its owner chain, its Pods' Nodes, "
+            "what they reference or what selects or scales them), nor returned by an investigation tool"
         )
 
     def in_scope(self, limit: int = 6) -> list[str]:
@@ -172,4 +209,4 @@ def kind_table(entries: Mapping[str, tuple[str, bool]]) -> dict[str, KindInfo]:
     }
 
 
-__all__ = ["Key", "KindInfo", "ObjectRef", "Scope", "kind_table"]
+__all__ = ["Key", "KindInfo", "ObjectRef", "Scope", "kind_table", "reference_key"]

@@ -15,6 +15,9 @@ Reasons (condition reason when ``Accepted=False``):
 
 Typed ``default`` and ``enum`` values are free-form to the API server
 (``x-kubernetes-preserve-unknown-fields``), so CEL cannot see them: these two checks happen here.
+- ``NotExecutable`` — nothing can run it (no ``execution.containerImage``: a Kubernaut workflow
+  imported without a bundle). The object is kept, so the catalog loses nothing, but it is never
+  offered: what the operator selects must be executable as is.
 - ``ConflictingDefinition`` — the same workflowId + version is defined by an older object (by
   creation time, then name) with different content. Identical copies are all accepted.
 """
@@ -33,13 +36,20 @@ import pydantic
 from aianalysis import resources
 
 Reason = Literal[
-    "Accepted", "InvalidSpec", "InvalidPattern", "InvalidEnum", "InvalidDefault", "ConflictingDefinition"
+    "Accepted",
+    "InvalidSpec",
+    "InvalidPattern",
+    "InvalidEnum",
+    "InvalidDefault",
+    "NotExecutable",
+    "ConflictingDefinition",
 ]
 REFUSALS: tuple[Reason, ...] = (
     "InvalidSpec",
     "InvalidPattern",
     "InvalidEnum",
     "InvalidDefault",
+    "NotExecutable",
     "ConflictingDefinition",
 )
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -83,6 +93,14 @@ def review(raw_spec: Mapping[str, Any]) -> Verdict:
         if refusal is not None:
             reason, message = refusal
             return Verdict(reason, _clip(f"parameter {param.name}: {message}"), spec)
+    if spec.execution.container_image is None:
+        engine = spec.execution.engine
+        return Verdict(
+            "NotExecutable",
+            f"{spec.workflow_id} {spec.version}: engine {engine} without execution.containerImage (or a "
+            "Kubernaut bundle): nothing can run it, so it is kept but not offered to analyses",
+            spec,
+        )
     return Verdict("Accepted", f"{spec.workflow_id} {spec.version} is offered to analyses", spec)
 
 

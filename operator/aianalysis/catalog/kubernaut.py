@@ -8,7 +8,8 @@ Kubernaut                                   ours
 ==========================================  ===============================================
 metadata.name                               metadata.name and spec.workflowId
 metadata.labels / annotations               carried
-spec.version / actionType                   spec.version / actionType
+spec.version / actionType                   spec.version (``v1.2.0`` → ``1.2.0``, ``1.2`` →
+                                            ``1.2.0``) / actionType
 spec.description.what                       spec.description; spec.title = its first sentence
 spec.description.whenToUse / whenNotToUse   spec.guidance.whenToUse / whenNotToUse /
 / preconditions                             preconditions
@@ -20,14 +21,23 @@ spec.detectedLabels                         spec.detectedLabels (``false`` = no 
                                             in Kubernaut, so dropped)
 spec.execution.engine / bundle /            spec.execution.engine / bundle / bundleDigest /
 bundleDigest / serviceAccountName /         serviceAccountName / engineConfig; containerImage
-engineConfig                                = bundle (pinned @bundleDigest when given)
+engineConfig                                = bundle (pinned @bundleDigest when given); no
+                                            bundle = no containerImage: imported, refused
+                                            by admission as ``NotExecutable``
 spec.parameters                             spec.parameters (type float → number; typed
                                             defaults kept typed)
 (no risk level in Kubernaut)                spec.riskLevel = annotation
                                             ``aianalysis.kubernaut.io/risk-level``, else the
-                                            importer's ``risk_level`` (default high: nothing
-                                            says the workflow is safer)
+                                            importer's ``risk_level`` (default low, below)
 ==========================================  ===============================================
+
+Default risk level: ``low``. Kubernaut has no risk level at selection time: any workflow whose
+labels fit the incident is offered, and risk is decided when a person (or its approval policy)
+approves the execution. Importing at ``low`` keeps an imported catalog selectable exactly where
+Kubernaut would select it, under this operator's default tolerance (``low``); execution still
+needs an approval recorded by the API server (or the auto-execution policy). A ``high`` default
+would refuse every imported workflow to every incident without a ``high`` tolerance, with nothing
+saying so at analysis time. To gate by risk, annotate workflows or pass ``--risk-level``.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from aianalysis import errors, resources
 API_VERSION = "kubernaut.ai/v1alpha1"
 KIND = "RemediationWorkflow"
 RISK_ANNOTATION = "aianalysis.kubernaut.io/risk-level"
-DEFAULT_RISK_LEVEL = "high"
+DEFAULT_RISK_LEVEL = "low"
 _WILDCARD = "*"
 _PARAMETER_FIELDS = (
     "name",
@@ -68,6 +78,7 @@ _DETECTED = {
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
 _TITLE_CHARS = 100
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
+_LOOSE_VERSION = re.compile(r"^[vV]?(0|[1-9]\d*)\.(0|[1-9]\d*)(\.(0|[1-9]\d*))?([-+].*)?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +93,23 @@ class Conversion:
 
 def is_kubernaut(document: Mapping[str, Any]) -> bool:
     return document.get("apiVersion") == API_VERSION and document.get("kind") == KIND
+
+
+def is_bare_spec(document: Mapping[str, Any]) -> bool:
+    """A Kubernaut workflow schema without its object envelope (``version``, ``description.what``
+    and ``execution`` at the top level, no ``kind``)."""
+    return (
+        "kind" not in document
+        and "apiVersion" not in document
+        and isinstance(document.get("execution"), Mapping)
+        and isinstance(_mapping(document.get("description")).get("what"), str)
+        and document.get("version") is not None
+    )
+
+
+def wrap(spec: Mapping[str, Any], *, name: str) -> dict[str, Any]:
+    """A bare workflow schema as the Kubernaut object it describes."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": dict(spec)}
 
 
 def convert(document: Mapping[str, Any], *, where: str, risk_level: str = DEFAULT_RISK_LEVEL) -> Conversion:
@@ -118,7 +146,7 @@ class _Converter:
         risk = self._risk(metadata, risk_level)
         ours: dict[str, Any] = {
             "workflowId": name,
-            "version": spec.get("version"),
+            "version": self._version(spec.get("version")),
             **self._description(spec.get("description")),
             "labels": self._labels(_mapping(spec.get("labels"))),
             "riskLevel": risk,
@@ -155,6 +183,18 @@ class _Converter:
         if annotated not in resources.RISK_ORDER:
             raise self.fail(f"annotation {RISK_ANNOTATION} must be low, medium or high, got {annotated!r}")
         return str(annotated)
+
+    def _version(self, raw: object) -> object:
+        """``v1.2.0`` and ``1.2`` as semver; anything else is left for admission to refuse."""
+        text = str(raw).strip() if isinstance(raw, str | int | float) else None
+        found = _LOOSE_VERSION.match(text) if text else None
+        if text is None or found is None:
+            return raw
+        major, minor, patch, rest = found.group(1, 2, 4, 5)
+        version = f"{major}.{minor}.{patch or '0'}{rest or ''}"
+        if version != text:
+            self.notes.append(f"version: {text!r} normalized to {version!r}")
+        return version
 
     def _description(self, raw: object) -> dict[str, Any]:
         description = _mapping(raw)
@@ -198,11 +238,17 @@ class _Converter:
 
     def _execution(self, execution: Mapping[str, Any]) -> dict[str, Any]:
         bundle = execution.get("bundle")
-        if not isinstance(bundle, str) or not bundle.strip():
-            raise self.fail("spec.execution.bundle is required: it is the image that runs the workflow")
-        digest = execution.get("bundleDigest")
-        image = bundle if not digest or "@" in bundle else f"{bundle}@{digest}"
-        ours: dict[str, Any] = {"containerImage": image, "bundle": bundle}
+        ours: dict[str, Any] = {}
+        if isinstance(bundle, str) and bundle.strip():
+            digest = execution.get("bundleDigest")
+            ours["containerImage"] = bundle if not digest or "@" in bundle else f"{bundle}@{digest}"
+            ours["bundle"] = bundle
+        else:
+            engine = execution.get("engine") or "job"
+            self.notes.append(
+                f"execution: engine {engine} without a bundle: imported but not executable "
+                "(admission: NotExecutable) until execution.containerImage is set"
+            )
         for field in ("engine", "bundleDigest", "serviceAccountName", "engineConfig"):
             if execution.get(field) is not None:
                 ours[field] = execution[field]

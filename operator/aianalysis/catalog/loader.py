@@ -5,7 +5,8 @@ Accepts what ``kubectl apply -f`` accepts for this kind: files with one or many 
 Documents of other kinds are skipped, so a directory may also hold incidents or CRDs.
 Kubernaut-format workflows (``kubernaut.ai/v1alpha1``) are read too, converted as
 ``aianalysis catalog import`` converts them (``catalog.kubernaut``). Every workflow must pass
-admission (``catalog.admission``), as in the operator. Every problem raises
+admission (``catalog.admission``), as in the operator; a workflow nothing can run (``NotExecutable``:
+no container image) is skipped, as the operator keeps it out of the offered catalog. Every problem raises
 ``errors.CatalogError`` naming the file and document, because the person reading it has to open
 that file and fix it.
 """
@@ -121,8 +122,11 @@ def _from_document(document: object, *, where: str) -> list[model.Workflow]:
             for workflow in _from_document(item, where=f"{where} item {number}")
         ]
     if kubernaut.is_kubernaut(document):
-        return [parse_object(kubernaut.convert(document, where=where).obj, where=where)]
-    if document.get("kind") != KIND:
+        document = kubernaut.convert(document, where=where).obj
+    elif document.get("kind") != KIND:
+        return []
+    spec = document.get("spec")
+    if isinstance(spec, Mapping) and admission.review(spec).reason == "NotExecutable":
         return []
     return [parse_object(document, where=where)]
 

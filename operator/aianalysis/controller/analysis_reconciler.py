@@ -173,6 +173,7 @@ class _Run:
                     reader=self.runtime.reader,
                     settings=self.runtime.settings,
                     history=await self._history(spec),
+                    namespace=self.ref.namespace,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed

@@ -57,6 +57,8 @@ def check_selection(
         ]
     problems: list[str] = []
     image = workflow.spec.execution.container_image
+    if image is None:
+        return [f"workflow {ref.workflow_id} {ref.version} has no container image: nothing can run it"]
     if ref.container_image and ref.container_image != image:
         problems.append(f"the catalog now runs image {image}, not the selected {ref.container_image}")
     if business is not None:

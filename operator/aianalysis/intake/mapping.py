@@ -18,6 +18,7 @@ import yaml
 from pydantic import Field
 
 from aianalysis import errors, resources
+from aianalysis.catalog import signals
 from aianalysis.intake import payload
 
 SOURCE = "alertmanager"
@@ -25,20 +26,7 @@ MAX_TEXT = 4096
 MAX_LABELS = 64
 MAX_LABEL_VALUE = 1024
 
-DEFAULT_SIGNAL_TYPES: dict[str, str] = {
-    "KubePodCrashLooping": "CrashLoopBackOff",
-    "KubePodNotReady": "Unhealthy",
-    "KubeContainerOOMKilled": "OOMKilled",
-    "KubePodOOMKilled": "OOMKilled",
-    "KubeJobFailed": "BackoffLimitExceeded",
-    "KubeJobNotCompleted": "DeadlineExceeded",
-    "KubePersistentVolumeFillingUp": "PersistentVolumeFillingUp",
-    "KubePersistentVolumeErrors": "FailedMount",
-    "KubeNodeNotReady": "NodeNotReady",
-    "KubeNodeUnreachable": "NodeUnreachable",
-    "KubeHpaMaxedOut": "HPAMaxedOut",
-    "KubeClientCertificateExpiration": "CertificateExpiring",
-}
+DEFAULT_SIGNAL_TYPES: dict[str, str] = dict(signals.DEFAULT_SIGNAL_TYPES)
 
 
 DEFAULT_SEVERITIES: dict[str, resources.Severity] = {
@@ -79,8 +67,22 @@ DEFAULT_RESOURCE_LABELS = [
     ResourceLabel(label="pod", kind="Pod"),
     ResourceLabel(label="persistentvolumeclaim", kind="PersistentVolumeClaim"),
     ResourceLabel(label="horizontalpodautoscaler", kind="HorizontalPodAutoscaler"),
+    ResourceLabel(label="poddisruptionbudget", kind="PodDisruptionBudget"),
+    ResourceLabel(label="replicaset", kind="ReplicaSet"),
+    ResourceLabel(label="networkpolicy", kind="NetworkPolicy"),
+    ResourceLabel(label="service", kind="Service"),
+    ResourceLabel(label="certificate", kind="Certificate"),
+    ResourceLabel(label="route", kind="Route"),
+    ResourceLabel(label="buildconfig", kind="BuildConfig"),
+    ResourceLabel(label="subscription", kind="Subscription"),
+    ResourceLabel(label="authorizationpolicy", kind="AuthorizationPolicy"),
     ResourceLabel(label="node", kind="Node", cluster_scoped=True),
+    ResourceLabel(label="clusterissuer", kind="ClusterIssuer", cluster_scoped=True),
 ]
+#: Labels an alert may use to name its object generically (``target_kind``/``target_name``, as
+#: Kubernaut's demo rules do); tried after the resource labels.
+GENERIC_KIND_LABELS = ("target_resource_kind", "target_kind")
+GENERIC_NAME_LABELS = ("target_resource_name", "target_name")
 
 
 class BusinessDefaults(_Config):
@@ -108,6 +110,9 @@ class MappingConfig(_Config):
     cluster_scoped_namespace: str | None = None
     """Namespace for analyses of cluster-scoped resources (Nodes); none = such alerts are unmapped."""
     business_context_defaults: BusinessDefaults = Field(default_factory=BusinessDefaults)
+    namespace_incidents: bool = True
+    """An alert with a ``namespace`` label but no resource label (aggregated ``by (namespace)``)
+    becomes an incident about that Namespace; false = such alerts are unmapped."""
 
 
 def load_config(path: str | None, *, cluster: str | None = None) -> MappingConfig:
@@ -173,7 +178,7 @@ def map_alert(
     target = _target(labels, config)
     if isinstance(target, str):
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=target)
-    namespace = target.namespace or config.cluster_scoped_namespace
+    namespace = target.namespace or labels.get("namespace") or config.cluster_scoped_namespace
     if not namespace:
         reason = f"{target.kind} is cluster-scoped and no clusterScopedNamespace is configured"
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
@@ -221,6 +226,14 @@ def _target(labels: dict[str, str], config: MappingConfig) -> Target | str:
         if namespace is None:
             return f"label {rule.label}={value} has no namespace label"
         return Target(kind=rule.kind, name=value, namespace=namespace)
+    kind = next((labels[k] for k in GENERIC_KIND_LABELS if labels.get(k)), None)
+    name = next((labels[k] for k in GENERIC_NAME_LABELS if labels.get(k)), None)
+    if kind and name and namespace is not None and "{{" not in name:
+        return Target(kind=kind, name=name, namespace=namespace)
+    if namespace is not None and config.namespace_incidents:
+        # Aggregated by namespace (a pool exhausted, a mesh denying): the namespace is the incident
+        # and the investigation names the object to act on (checked by the target rule).
+        return Target(kind="Namespace", name=namespace, namespace=namespace)
     wanted = ", ".join(r.label for r in config.resource_labels)
     return f"no resource label (one of {wanted})"
 

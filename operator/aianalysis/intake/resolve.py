@@ -1,7 +1,8 @@
 """What the intake reads from the cluster: the workload that owns an alert's Pod (a Pod of a
 Deployment → the Deployment, through its ReplicaSet) and the business context from the namespace's
-``kubernaut.io/*`` labels. Read-only (Pods, ReplicaSets, Jobs, Namespaces; never Secrets), cached for
-a short time because a storm asks the same questions a thousand times."""
+labels and annotations (``catalog.business``; ``kubernaut.io/*`` and ``kubernaut.ai/*`` by default).
+Read-only (Pods, ReplicaSets, Jobs, Namespaces; never Secrets), cached for a short time because a
+storm asks the same questions a thousand times."""
 
 from __future__ import annotations
 
@@ -11,17 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aianalysis import errors, kube, resources
+from aianalysis.catalog import business
 from aianalysis.intake import mapping
 from aianalysis.kube import api_reader, owners, reader
 
 CACHE_SECONDS = 30.0
 MAX_OWNER_DEPTH = 4
-BUSINESS_LABELS = {
-    "environment": "kubernaut.io/environment",
-    "priority": "kubernaut.io/priority",
-    "business_category": "kubernaut.io/business-category",
-    "risk_tolerance": "kubernaut.io/risk-tolerance",
-}
 #: Kinds whose controller owner we follow.
 _FOLLOWED = frozenset({"Pod", "ReplicaSet", "Job"})
 
@@ -37,8 +33,15 @@ class _Cached:
 
 
 class Resolver:
-    def __init__(self, api: kube.ApiClient, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api: kube.ApiClient,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        prefixes: tuple[str, ...] = business.DEFAULT_PREFIXES,
+    ) -> None:
         self._reader = api_reader.KubernetesReader(api)
+        self._prefixes = prefixes
         self._clock = clock
         self._owners: dict[tuple[str, str, str], _Cached] = {}
         self._namespaces: dict[str, _Cached] = {}
@@ -64,7 +67,8 @@ class Resolver:
     async def business_context(
         self, namespace: str, defaults: mapping.BusinessDefaults
     ) -> resources.BusinessContext:
-        """From the namespace's labels, else the defaults; raises :class:`NamespaceMissingError`."""
+        """From the namespace's labels and annotations, else the defaults; raises
+        :class:`NamespaceMissingError`."""
         hit = self._namespaces.get(namespace)
         if hit is None or hit.until <= self._clock():
             labels = await self._namespace_labels(namespace)
@@ -72,10 +76,9 @@ class Resolver:
             self._namespaces[namespace] = hit
         if hit.value is None:
             raise NamespaceMissingError(f"namespace {namespace} does not exist")
-        found: dict[str, str] = hit.value
-        values = {
-            field: found.get(label) or getattr(defaults, field) for field, label in BUSINESS_LABELS.items()
-        }
+        labels, annotations = hit.value
+        derived = business.from_metadata(labels, annotations, prefixes=self._prefixes)
+        values = {**defaults.model_dump(exclude_none=True), **derived.values}
         try:
             return resources.BusinessContext.model_validate(values)
         except ValueError:
@@ -94,11 +97,12 @@ class Resolver:
                 return None
             raise errors.ClusterError(f"reading {ref.kind} {ref.name}: {exc}") from exc
 
-    async def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
+    async def _namespace_labels(self, namespace: str) -> tuple[dict[str, str], dict[str, str]] | None:
         try:
             found = await self._reader.get_object(kind="Namespace", name=namespace, namespace=None)
         except reader.Unavailable as exc:
             if exc.status == 404:
                 return None
             raise errors.ClusterError(f"reading namespace {namespace}: {exc}") from exc
-        return dict((found.get("metadata") or {}).get("labels") or {})
+        meta = found.get("metadata") or {}
+        return dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})

@@ -61,7 +61,7 @@ class Intake:
         return cls(
             token=config.intake_token,
             config=mapping.load_config(config.intake_mapping_file),
-            resolver=resolve.Resolver(api),
+            resolver=resolve.Resolver(api, prefixes=config.business_label_prefixes),
             tracker=dedup.Tracker(
                 api, cooldown_seconds=config.intake_cooldown_seconds, on_cancelled=on_cancelled
             ),

@@ -34,6 +34,7 @@ _APIS: dict[str, Callable[[client.ApiClient], Any]] = {
     "autoscaling": client.AutoscalingV2Api,
     "networking.k8s.io": client.NetworkingV1Api,
     "policy": client.PolicyV1Api,
+    "rbac.authorization.k8s.io": client.RbacAuthorizationV1Api,
 }
 MAX_LIST_ITEMS = 500
 MAX_LOG_BYTES = 512_000

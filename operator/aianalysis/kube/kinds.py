@@ -42,6 +42,9 @@ class Kind:
 
 
 _K = Kind
+_RBAC = "rbac.authorization.k8s.io"
+_CERT = "cert-manager.io"
+_OLM = "operators.coreos.com"
 KINDS: tuple[Kind, ...] = (
     _K(kind="Pod", group="", version="v1", plural="pods", namespaced=True, short=("po",)),
     _K(
@@ -112,6 +115,48 @@ KINDS: tuple[Kind, ...] = (
         plural="poddisruptionbudgets",
         namespaced=True,
         short=("pdb",),
+    ),
+    _K(
+        kind="NetworkPolicy",
+        group="networking.k8s.io",
+        version="v1",
+        plural="networkpolicies",
+        namespaced=True,
+        short=("netpol",),
+    ),
+    _K(
+        kind="ServiceAccount",
+        group="",
+        version="v1",
+        plural="serviceaccounts",
+        namespaced=True,
+        short=("sa",),
+    ),
+    _K(kind="Role", group=_RBAC, version="v1", plural="roles", namespaced=True),
+    _K(kind="RoleBinding", group=_RBAC, version="v1", plural="rolebindings", namespaced=True),
+    # Common operators' kinds (read through the custom-objects API; absent CRD = not found).
+    _K(
+        kind="Certificate", group=_CERT, version="v1", plural="certificates", namespaced=True, short=("cert",)
+    ),
+    _K(kind="Issuer", group=_CERT, version="v1", plural="issuers", namespaced=True),
+    _K(kind="ClusterIssuer", group=_CERT, version="v1", plural="clusterissuers", namespaced=False),
+    _K(kind="Route", group="route.openshift.io", version="v1", plural="routes", namespaced=True),
+    _K(kind="BuildConfig", group="build.openshift.io", version="v1", plural="buildconfigs", namespaced=True),
+    _K(kind="Subscription", group=_OLM, version="v1alpha1", plural="subscriptions", namespaced=True),
+    _K(
+        kind="ClusterServiceVersion",
+        group=_OLM,
+        version="v1alpha1",
+        plural="clusterserviceversions",
+        namespaced=True,
+        short=("csv",),
+    ),
+    _K(
+        kind="AuthorizationPolicy",
+        group="security.istio.io",
+        version="v1",
+        plural="authorizationpolicies",
+        namespaced=True,
     ),
     _K(
         kind="AIAnalysis",

@@ -69,6 +69,11 @@ def _error_lines(signal: resources.Signal) -> list[str]:
     ]
 
 
+MAX_CUSTOM_LABELS = 32
+MAX_SIGNAL_LABELS = 64
+MAX_LABEL_CHARS = 256
+
+
 def _cluster_lines(spec: resources.AIAnalysisSpec) -> list[str]:
     return [
         f"- Cluster: {_value(spec.cluster, 'cluster')}",
@@ -83,13 +88,27 @@ def _business_lines(business: resources.BusinessContext) -> list[str]:
         f"- Priority: {_value(business.priority, 'priority')}",
         f"- Business Category: {_value(business.business_category, 'business_category')}",
         f"- Risk Tolerance: {business.risk_tolerance}",
+        f"- Custom Labels: {_custom(business.custom_labels)}",
     ]
 
 
-def _labels(labels: dict[str, str] | None) -> str:
+def _custom(labels: dict[str, str] | None) -> str:
+    """Bounded: the namespace decides how many labels there are, not the prompt budget."""
     if not labels:
         return MISSING
-    text = "\n".join(f"{key}={labels[key]}" for key in sorted(labels))
+    shown = sorted(labels.items())[:MAX_CUSTOM_LABELS]
+    text = "\n".join(f"{key}={value[:MAX_LABEL_CHARS]}" for key, value in shown)
+    return _fence.fence(text, label="custom_labels")
+
+
+def _labels(labels: dict[str, str] | None) -> str:
+    """Bounded like the custom labels: an alert decides how many labels it carries."""
+    if not labels:
+        return MISSING
+    shown = sorted(labels.items())[:MAX_SIGNAL_LABELS]
+    text = "\n".join(f"{key[:MAX_LABEL_CHARS]}={value[:MAX_LABEL_CHARS]}" for key, value in shown)
+    if len(labels) > len(shown):
+        text += f"\n... {len(labels) - len(shown)} more label(s) not shown"
     return _fence.fence(text, label="signal_labels")
 
 

@@ -14,6 +14,7 @@ from aianalysis.analysis.tools._box import (
     ToolResult,
     catalog_toolbox,
 )
+from aianalysis.analysis.tools._context import with_business_context
 from aianalysis.analysis.tools._redact import redact_text
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
@@ -33,4 +34,5 @@ __all__ = [
     "redact_text",
     "selects",
     "target_kinds",
+    "with_business_context",
 ]

@@ -8,6 +8,7 @@ are refused, a missing namespace defaults to the incident's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import resources
@@ -18,6 +19,28 @@ from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
 MAX_EVENTS = 60
+
+
+MAX_REFERENCE_NODES = 2000
+
+
+def references(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every ``{kind, name}`` reference in an object's spec (``issuerRef``, ``roleRef``,
+    ``scaleTargetRef``, ``targetRef``...), bounded in the nodes visited."""
+    found: list[tuple[str, str]] = []
+    stack: list[Any] = [obj.get("spec")]
+    visited = 0
+    while stack and visited < MAX_REFERENCE_NODES:
+        node = stack.pop()
+        visited += 1
+        if isinstance(node, Mapping):
+            kind, name = node.get("kind"), node.get("name")
+            if isinstance(kind, str) and isinstance(name, str) and kind and name:
+                found.append((kind, name))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 class ClusterTools:
@@ -33,12 +56,15 @@ class ClusterTools:
         self._incident = incident
         self._max_chars = max_chars
         self._returned = returned if returned is not None else set()
+        self._home = incident.name if incident.kind == "Namespace" else incident.namespace
 
     async def get_resource(self, args: _args.ResourceArgs) -> str:
         kind = _kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
+        if namespace is not None and namespace == self._home:
+            self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
         body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
@@ -125,7 +151,7 @@ class ClusterTools:
         return self._required_namespace(kind.kind, given) if kind.namespaced else None
 
     def _required_namespace(self, kind: str, given: str | None) -> str:
-        namespace = given or self._incident.namespace
+        namespace = given or self._home
         if not namespace:
             raise _args.Refused(f"{kind} is namespaced: pass a namespace (the incident names none)")
         return namespace

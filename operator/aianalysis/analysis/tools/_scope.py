@@ -1,119 +1,219 @@
-"""Read-only cluster reads behind the remediation-target rules: what surrounds the incident's
-resource (``gather_scope``) and the facts detected on a target (``detect_facts``).
+"""Read-only cluster reads behind the remediation-target rule: what surrounds the incident's
+resource (``gather_scope``) and the facts detected on a target (``detect_facts``, see ``_facts``).
 
 Both tolerate failures: a read the API server refuses or that fails leaves that part unknown
-(an owner not added to the scope, a fact left ``None``) and never fails the analysis. Unknown
+(an object not added to the scope, a fact left ``None``) and never fails the analysis. Unknown
 scope makes the target check stricter, unknown facts never satisfy a workflow's requirement.
 
-Facts (Kubernaut's ``detectedLabels``), looked for on the target and the controllers above it:
-- ``helm_managed``: label ``app.kubernetes.io/managed-by: Helm``, a ``helm.sh/chart`` label or a
-  ``meta.helm.sh/release-name`` annotation;
-- ``gitops_managed`` / ``gitops_tool``: Argo CD's tracking annotation or instance label
-  (``argocd``), Flux's ``kustomize.toolkit.fluxcd.io/*`` or ``helm.toolkit.fluxcd.io/*`` labels
-  (``flux``);
-- ``hpa_enabled``: an HPA in the namespace whose ``scaleTargetRef`` is the target or a controller
-  above it;
-- ``pdb_protected``: a PodDisruptionBudget whose selector matches the target's Pod labels;
-- ``stateful``: a StatefulSet or PVC in the chain, or Pods that mount a PVC;
-- ``service_mesh``: an Istio or Linkerd injection marker on the Pod template or the namespace.
+What the incident concerns (``Scope.related``), found from its resource:
+- its owner chain in both directions (Pod → ReplicaSet → Deployment, CronJob → Job → Pod) and the
+  Pods of the topmost controller;
+- the Nodes those Pods run on;
+- what the Pod template references: ConfigMaps and Secrets (volumes, projected volumes, env,
+  envFrom, image pull secrets — Secrets by name only, never read), PVCs, the ServiceAccount,
+  and the RoleBindings in the namespace that bind that ServiceAccount;
+- what selects or scales it: Services and NetworkPolicies whose selector selects its Pods,
+  PodDisruptionBudgets that select them, HPAs whose ``scaleTargetRef`` is in the chain;
+- when the incident's resource is itself a selector or a scaler (a PDB, an HPA, a Service, a
+  NetworkPolicy), the workloads it selects or scales, and what surrounds them as above.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope
+from aianalysis.analysis.tools import _facts
 from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import owners
 from aianalysis.kube import reader as _reader
 
-MAX_OWNER_DEPTH = 4
 MAX_PODS = 50
+MAX_REFERENCES = 64
+#: Kinds whose objects select Pods by label, and where their selector is.
+_SELECTORS: dict[str, tuple[str, ...]] = {
+    "Service": ("spec", "selector"),
+    "NetworkPolicy": ("spec", "podSelector"),
+    "PodDisruptionBudget": ("spec", "selector"),
+}
+#: Workload kinds a selecting object may lead to (their Pod template's labels are matched).
+_WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 
-_HELM_LABELS = ("helm.sh/chart",)
-_HELM_ANNOTATIONS = ("meta.helm.sh/release-name",)
-_ARGO_MARKERS = (
-    "argocd.argoproj.io/tracking-id",
-    "argocd.argoproj.io/instance",
-    "argocd.argoproj.io/managed-by",
-)
-_FLUX_PREFIXES = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/")
+selects = _facts.selects
 
 
 def kinds() -> dict[str, scope.KindInfo]:
-    """The investigation tools' kinds as the target check's table."""
-    return scope.kind_table({k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS})
+    """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
+    remediation may act on one the workload references (by name)."""
+    table = {k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS}
+    return scope.kind_table({**table, "Secret": ("v1", True)})
 
 
 async def gather_scope(reader: _reader.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
-    """The incident's scope: with a reader, its owner chain (both directions), the Nodes its Pods
-    run on and the PVCs they mount; without one, the no-cluster scope."""
+    """The incident's scope (see the module rules); without a reader, the no-cluster scope."""
     table = kinds()
     if reader is None:
         return scope.Scope.of(incident, cluster=False, kinds=table)
     base = scope.Scope.of(incident, cluster=True, kinds=table)
     related: dict[scope.Key, str] = {}
-    chain = await _owner_chain(reader, base.incident)
+    chain = await _facts.owner_chain(reader, base.incident)
+    starts = [chain] if chain else []
+    if chain and chain[0].get("kind") in (*_SELECTORS, "HorizontalPodAutoscaler"):
+        for workload in await _selected_workloads(reader, chain[0]):
+            _add(related, _ref(workload, kind=str(workload.get("kind"))))
+            starts.append([workload])
+    for start in starts:
+        await _surroundings(reader, start, related)
+    related.pop(base.incident.key, None)
+    concerned = _workload(starts)
+    return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
+
+
+def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef | None:
+    """The workload the incident concerns: the top of its own chain when that runs Pods, else the
+    first workload its selector or scaler leads to."""
+    for start in starts:
+        top = start[-1] if start else None
+        if top is not None and _facts.pod_template(top) is not None:
+            return _ref(top, kind=str(top.get("kind")))
+    return None
+
+
+async def detect_facts(
+    reader: _reader.ClusterReader | None,
+    target: scope.ObjectRef,
+    *,
+    workload: scope.ObjectRef | None = None,
+) -> catalog.TargetFacts:
+    """The facts on ``target`` (and on the incident's ``workload`` when the target runs no Pods)."""
+    return await _facts.detect(reader, target, workload=workload)
+
+
+async def _surroundings(
+    reader: _reader.ClusterReader, chain: list[_reader.JSONObject], related: dict[scope.Key, str]
+) -> None:
     pods = await _pods_below(reader, chain)
-    # Items of a list response carry no ``kind``: the Pods are named as Pods.
     for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
         _add(related, _ref(obj, kind=kind))
-        for ref in _owner_refs(obj):
+        for ref in _facts.owner_refs(obj):
             _add(related, ref)
+    templates = [t for t in (_facts.pod_template(obj) for obj in (*chain, *pods)) if t is not None]
+    namespaces = [(o.get("metadata") or {}).get("namespace") for o in chain]
+    namespace = next((str(ns) for ns in namespaces if ns), None)
     for pod in pods:
-        for ref in _pod_neighbours(pod):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            _add(related, scope.ObjectRef(kind="Node", name=str(node), api_version="v1"))
+    if namespace is None or not templates:
+        return
+    accounts: set[str] = set()
+    for template in templates:
+        for ref in list(_template_references(template, namespace))[:MAX_REFERENCES]:
             _add(related, ref)
-    related.pop(base.incident.key, None)
-    return scope.Scope.of(incident, cluster=True, kinds=table, related=related)
+            if ref.kind == "ServiceAccount":
+                accounts.add(ref.name)
+    await _selecting(reader, chain, templates, namespace, related)
+    await _bindings(reader, accounts, namespace, related)
 
 
-async def detect_facts(reader: _reader.ClusterReader | None, target: scope.ObjectRef) -> catalog.TargetFacts:
-    """The facts on ``target``; all unknown without a reader or when the target cannot be read."""
-    if reader is None:
-        return catalog.TargetFacts()
-    chain = await _owner_chain(reader, target)
-    if not chain:
-        return catalog.TargetFacts()
-    markers = _markers(chain)
-    gitops_tool = _gitops_tool(markers)
-    template = _pod_template(chain[0])
-    namespace = target.namespace
-    return catalog.TargetFacts(
-        helm_managed=_helm_managed(markers),
-        gitops_managed=gitops_tool is not None,
-        gitops_tool=gitops_tool,
-        hpa_enabled=await _hpa(reader, chain, namespace),
-        pdb_protected=await _pdb(reader, template, namespace),
-        stateful=_stateful(chain, template),
-        service_mesh=await _mesh(reader, template, namespace),
-    )
+def _template_references(template: Mapping[str, Any], namespace: str) -> Iterator[scope.ObjectRef]:
+    """ConfigMaps, Secrets (by name), PVCs and the ServiceAccount a Pod template references."""
+    spec = template.get("spec") or {}
+
+    def named(kind: str, name: object) -> scope.ObjectRef | None:
+        return (
+            scope.ObjectRef(kind=kind, name=str(name), namespace=namespace, api_version="v1")
+            if name
+            else None
+        )
+
+    found: list[scope.ObjectRef | None] = [
+        named("ServiceAccount", spec.get("serviceAccountName") or "default")
+    ]
+    found.extend(named("Secret", s.get("name")) for s in spec.get("imagePullSecrets") or ())
+    for volume in spec.get("volumes") or ():
+        found.append(named("ConfigMap", (volume.get("configMap") or {}).get("name")))
+        found.append(named("Secret", (volume.get("secret") or {}).get("secretName")))
+        found.append(
+            named("PersistentVolumeClaim", (volume.get("persistentVolumeClaim") or {}).get("claimName"))
+        )
+        for source in (volume.get("projected") or {}).get("sources") or ():
+            found.append(named("ConfigMap", (source.get("configMap") or {}).get("name")))
+            found.append(named("Secret", (source.get("secret") or {}).get("name")))
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        for source in container.get("envFrom") or ():
+            found.append(named("ConfigMap", (source.get("configMapRef") or {}).get("name")))
+            found.append(named("Secret", (source.get("secretRef") or {}).get("name")))
+        for env in container.get("env") or ():
+            value_from = env.get("valueFrom") or {}
+            found.append(named("ConfigMap", (value_from.get("configMapKeyRef") or {}).get("name")))
+            found.append(named("Secret", (value_from.get("secretKeyRef") or {}).get("name")))
+    yield from (ref for ref in found if ref is not None)
 
 
-# ---- owner chain ---------------------------------------------------------------------------------
+async def _selecting(
+    reader: _reader.ClusterReader,
+    chain: Sequence[Mapping[str, Any]],
+    templates: Sequence[Mapping[str, Any]],
+    namespace: str,
+    related: dict[scope.Key, str],
+) -> None:
+    """Services, NetworkPolicies and PDBs selecting the Pods; HPAs scaling a chain object."""
+    labels = [(t.get("metadata") or {}).get("labels") or {} for t in templates]
+    for kind, path in _SELECTORS.items():
+        for obj in await _list(reader, kind, namespace):
+            selector = _at(obj, path)
+            if kind == "Service":
+                selector = {"matchLabels": selector} if selector else None
+            if any(selects(selector, pod_labels) for pod_labels in labels):
+                _add(related, _ref(obj, kind=kind))
+    owners = {(obj.get("kind"), (obj.get("metadata") or {}).get("name")) for obj in chain}
+    for hpa in await _list(reader, "HorizontalPodAutoscaler", namespace):
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if (ref.get("kind"), ref.get("name")) in owners:
+            _add(related, _ref(hpa, kind="HorizontalPodAutoscaler"))
 
 
-async def _read(reader: _reader.ClusterReader, ref: scope.ObjectRef) -> _reader.JSONObject | None:
-    if ref.kind not in _kinds.BY_KIND:
-        return None
-    try:
-        return await reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
-    except (_reader.Unavailable, errors.ClusterError):
-        return None
+async def _bindings(
+    reader: _reader.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
+) -> None:
+    if not accounts:
+        return
+    for binding in await _list(reader, "RoleBinding", namespace):
+        for subject in binding.get("subjects") or ():
+            if (
+                subject.get("kind") == "ServiceAccount"
+                and subject.get("name") in accounts
+                and (subject.get("namespace") or namespace) == namespace
+            ):
+                _add(related, _ref(binding, kind="RoleBinding"))
 
 
-async def _owner_chain(reader: _reader.ClusterReader, start: scope.ObjectRef) -> list[_reader.JSONObject]:
-    """``start`` and the controllers above it (Pod → ReplicaSet → Deployment…), as read."""
-
-    async def read(ref: owners.Owner) -> _reader.JSONObject | None:
-        return await _read(reader, _object_ref(ref))
-
-    first = owners.Owner(
-        kind=start.kind, name=start.name, namespace=start.namespace, api_version=start.api_version
-    )
-    chain = await owners.owner_chain(first, read=read, max_depth=MAX_OWNER_DEPTH)
-    return [dict(obj) for _, obj in chain if obj is not None]
+async def _selected_workloads(
+    reader: _reader.ClusterReader, obj: Mapping[str, Any]
+) -> list[_reader.JSONObject]:
+    """The workloads a selecting or scaling object (PDB, Service, NetworkPolicy, HPA) concerns."""
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    if not namespace:
+        return []
+    kind = str(obj.get("kind"))
+    if kind == "HorizontalPodAutoscaler":
+        ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+        found = await _facts.read(
+            reader, scope.ObjectRef(kind=str(ref.get("kind")), name=str(ref.get("name")), namespace=namespace)
+        )
+        return [found] if found is not None else []
+    selector = _at(obj, _SELECTORS[kind])
+    if kind == "Service":
+        selector = {"matchLabels": selector} if selector else None
+    workloads: list[_reader.JSONObject] = []
+    for workload_kind in _WORKLOADS:
+        for workload in await _list(reader, workload_kind, namespace):
+            template = _facts.pod_template({**workload, "kind": workload_kind}) or {}
+            if selects(selector, (template.get("metadata") or {}).get("labels") or {}):
+                workloads.append({**workload, "kind": workload_kind})
+    return workloads
 
 
 async def _pods_below(
@@ -134,6 +234,23 @@ async def _pods_below(
     return pods
 
 
+async def _list(reader: _reader.ClusterReader, kind: str, namespace: str) -> list[_reader.JSONObject]:
+    """Items of a list response carry no kind or apiVersion: they are named here."""
+    found = await _facts.list_in(reader, kind, namespace)
+    api_version = _kinds.BY_KIND[kind].api_version
+    return [
+        {**obj, "kind": obj.get("kind") or kind, "apiVersion": obj.get("apiVersion") or api_version}
+        for obj in found or ()
+    ]
+
+
+def _at(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
 def _ref(obj: Mapping[str, Any], *, kind: str) -> scope.ObjectRef:
     meta = obj.get("metadata") or {}
     return scope.ObjectRef(
@@ -144,159 +261,6 @@ def _ref(obj: Mapping[str, Any], *, kind: str) -> scope.ObjectRef:
     )
 
 
-def _owner_refs(obj: Mapping[str, Any]) -> list[scope.ObjectRef]:
-    """Owners, the controlling one first; owners share the object's namespace."""
-    return [_object_ref(owner) for owner in owners.owners_of(obj)]
-
-
-def _object_ref(owner: owners.Owner) -> scope.ObjectRef:
-    return scope.ObjectRef(
-        kind=owner.kind, name=owner.name, namespace=owner.namespace, api_version=owner.api_version
-    )
-
-
-def _pod_neighbours(pod: Mapping[str, Any]) -> list[scope.ObjectRef]:
-    spec, namespace = pod.get("spec") or {}, (pod.get("metadata") or {}).get("namespace")
-    found = (
-        [scope.ObjectRef(kind="Node", name=spec["nodeName"], api_version="v1")]
-        if spec.get("nodeName")
-        else []
-    )
-    for volume in spec.get("volumes") or ():
-        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-        if claim:
-            found.append(
-                scope.ObjectRef(
-                    kind="PersistentVolumeClaim", name=claim, namespace=namespace, api_version="v1"
-                )
-            )
-    return found
-
-
 def _add(related: dict[scope.Key, str], ref: scope.ObjectRef) -> None:
     if ref.kind and ref.name:
         related.setdefault(ref.key, ref.describe())
-
-
-# ---- facts ---------------------------------------------------------------------------------------
-
-
-def _markers(chain: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Labels and annotations of the chain and the Pod template, lower objects first."""
-    found: dict[str, str] = {}
-    for obj in chain:
-        for meta in (obj.get("metadata") or {}, (_pod_template(obj) or {}).get("metadata") or {}):
-            for key, value in {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}.items():
-                found.setdefault(str(key), str(value))
-    return found
-
-
-def _helm_managed(markers: Mapping[str, str]) -> bool:
-    return markers.get("app.kubernetes.io/managed-by", "").casefold() == "helm" or any(
-        key in markers for key in (*_HELM_LABELS, *_HELM_ANNOTATIONS)
-    )
-
-
-def _gitops_tool(markers: Mapping[str, str]) -> str | None:
-    if any(key in markers for key in _ARGO_MARKERS):
-        return "argocd"
-    if any(key.startswith(_FLUX_PREFIXES) for key in markers):
-        return "flux"
-    return None
-
-
-def _pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The Pod (template) an object runs: the Pod itself, ``spec.template``, or a CronJob's."""
-    spec = obj.get("spec") or {}
-    if obj.get("kind") == "Pod":
-        return {"metadata": obj.get("metadata") or {}, "spec": spec}
-    if obj.get("kind") == "CronJob":
-        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
-    template = spec.get("template")
-    return template if isinstance(template, dict) else None
-
-
-async def _list(
-    reader: _reader.ClusterReader, kind: str, namespace: str | None
-) -> list[_reader.JSONObject] | None:
-    if namespace is None:
-        return None
-    try:
-        return await reader.list_objects(kind=kind, namespace=namespace)
-    except (_reader.Unavailable, errors.ClusterError):
-        return None
-
-
-async def _hpa(
-    reader: _reader.ClusterReader, chain: Sequence[Mapping[str, Any]], namespace: str | None
-) -> bool | None:
-    names = {(obj.get("kind"), (obj.get("metadata") or {}).get("name")) for obj in chain}
-    if not any(kind in _kinds.OWNER_KINDS for kind, _ in names):
-        return False
-    hpas = await _list(reader, "HorizontalPodAutoscaler", namespace)
-    if hpas is None:
-        return None
-    refs = [(hpa.get("spec") or {}).get("scaleTargetRef") or {} for hpa in hpas]
-    return any((ref.get("kind"), ref.get("name")) in names for ref in refs)
-
-
-async def _pdb(
-    reader: _reader.ClusterReader, template: Mapping[str, Any] | None, namespace: str | None
-) -> bool | None:
-    if template is None:
-        return False
-    pdbs = await _list(reader, "PodDisruptionBudget", namespace)
-    if pdbs is None:
-        return None
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    return any(selects((pdb.get("spec") or {}).get("selector"), labels) for pdb in pdbs)
-
-
-def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A LabelSelector against labels (policy/v1: an empty selector selects every Pod; a null one none)."""
-    if selector is None:
-        return False
-    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_expression(term, labels) for term in selector.get("matchExpressions") or ())
-
-
-def _expression(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator, values = str(term.get("key")), term.get("operator"), term.get("values") or []
-    if operator == "In":
-        return labels.get(key) in values
-    if operator == "NotIn":
-        return labels.get(key) not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
-
-
-def _stateful(chain: Sequence[Mapping[str, Any]], template: Mapping[str, Any] | None) -> bool:
-    if any(obj.get("kind") in ("StatefulSet", "PersistentVolumeClaim") for obj in chain):
-        return True
-    volumes = ((template or {}).get("spec") or {}).get("volumes") or ()
-    return any(volume.get("persistentVolumeClaim") for volume in volumes)
-
-
-async def _mesh(
-    reader: _reader.ClusterReader, template: Mapping[str, Any] | None, namespace: str | None
-) -> str | None:
-    """Istio or Linkerd from injection markers; None when nothing says either way."""
-    meta = (template or {}).get("metadata") or {}
-    markers = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
-    if namespace is not None:
-        ns = await _read(reader, scope.ObjectRef(kind="Namespace", name=namespace))
-        ns_meta = (ns or {}).get("metadata") or {}
-        markers = {**(ns_meta.get("labels") or {}), **(ns_meta.get("annotations") or {}), **markers}
-    if (
-        markers.get("sidecar.istio.io/inject") == "true"
-        or markers.get("istio-injection") == "enabled"
-        or "istio.io/rev" in markers
-    ):
-        return "istio"
-    if markers.get("linkerd.io/inject") == "enabled":
-        return "linkerd"
-    return None

@@ -69,7 +69,10 @@ def check_selection(
         mismatch = _target.component_error(workflow.spec, target)
         errors.extend([mismatch] if mismatch else [])
         values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
-    check = _parameters.check_parameters(workflow.spec.parameters, values)
+    params = (
+        workflow.spec.parameters if target is None else _target.for_target(workflow.spec.parameters, target)
+    )
+    check = _parameters.check_parameters(params, values)
     errors.extend(check.errors)
     if not check.errors and recovery is not None:
         errors.extend(_repeat_errors(workflow, canonical=check.canonical, recovery=recovery))

@@ -51,7 +51,7 @@ def fill_from_target(
 ) -> tuple[dict[str, Any], list[str]]:
     """The LLM's values with every system-filled parameter set from the target, and warnings for
     the LLM values that were overridden. A field the target lacks (the namespace of a Node)
-    leaves the parameter unset, so a required one is reported missing."""
+    leaves the parameter unset (``for_target`` then no longer requires it)."""
     filled = dict(values)
     warnings: list[str] = []
     for param in params:
@@ -71,6 +71,23 @@ def fill_from_target(
                 )
             )
     return filled, warnings
+
+
+def for_target(
+    params: Sequence[resources.WorkflowParameter], target: scope.ObjectRef
+) -> list[resources.WorkflowParameter]:
+    """The parameters as this target needs them. A cluster-scoped target (a Node, a ClusterIssuer)
+    has no namespace: a system-filled namespace parameter stays unset and is not required, since a
+    workflow whose ``labels.component`` admits the target's kind accepts such targets (a workflow
+    that does not is refused by ``component_mismatch``)."""
+    if target.namespace is not None:
+        return list(params)
+    return [
+        param.model_copy(update={"required": False})
+        if param.required and catalog.target_field(param) == "namespace"
+        else param
+        for param in params
+    ]
 
 
 def _spelled(param: resources.WorkflowParameter, value: str | None) -> str | None:

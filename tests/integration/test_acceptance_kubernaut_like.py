@@ -1,0 +1,223 @@
+"""Acceptance on Kubernaut-like material: for every incident of our corpus (tests/corpus/kubernaut_like,
+modelled on the situations of Kubernaut's public demo scenarios: Kubernaut-labelled namespaces,
+PDBs, HPAs, NetworkPolicies, Argo CD- and Helm-managed workloads, a cert-manager ClusterIssuer, a
+Node, a namespace-aggregated alert), the objects are created on the real API server, the alert goes
+through the intake's mapping, and a scripted LLM (real anthropic SDK, local Messages server) gives
+the answer a correct SRE would give through Kubernaut's discovery path (action types → search by
+action type → details → read the object → submit). Every one is accepted as submitted; the
+wrong-target attacks (another namespace's workload, a Node-scoped workflow on a Deployment
+incident) are refused."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from aianalysis import catalog, resources
+from aianalysis import settings as settings_mod
+from aianalysis.analysis import pipeline, status
+from aianalysis.intake import mapping, payload
+from aianalysis.kube import api_reader as k8s
+from aianalysis_dev import devcluster
+from tests.support import messages_server as ms
+
+pytestmark = pytest.mark.cluster
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "kubernaut_like"
+CATALOG = catalog.load_paths([CORPUS / "catalog.yaml"])
+SCENARIOS: list[dict[str, Any]] = yaml.safe_load((CORPUS / "scenarios.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def cert_manager_kinds(cluster: devcluster.Cluster) -> None:
+    devcluster.apply_crds(cluster, CORPUS / "crds")
+
+
+@pytest.fixture
+def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
+    with cluster.api_client() as api_client:
+        yield api_client
+
+
+def placed(scenario: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The scenario with NS replaced by the test's namespace (cluster-scoped names stay unique)."""
+    loaded: dict[str, Any] = json.loads(json.dumps(scenario).replace("NS", namespace))
+    return loaded
+
+
+def set_up(cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]) -> None:
+    labels = [f"{key}={value}" for key, value in scenario["namespace"].items()]
+    cluster.kubectl("label", "namespace", namespace, *labels)
+    for obj in scenario["objects"]:
+        cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(obj))
+
+
+def incident(namespace: str, alert_labels: dict[str, str]) -> resources.AIAnalysisSpec:
+    """The AIAnalysis the intake would create for the alert."""
+    alert = payload.Alert.model_validate(
+        {
+            "status": "firing",
+            "labels": {"namespace": namespace, **alert_labels},
+            "annotations": {"summary": f"{alert_labels['alertname']} is firing"},
+            "startsAt": "2026-11-24T10:00:00Z",
+            "fingerprint": secrets.token_hex(8),
+        }
+    )
+    mapped = mapping.map_alert(
+        alert, common_labels={}, config=mapping.MappingConfig(), received="2026-11-24T10:00:05Z"
+    )
+    assert isinstance(mapped, mapping.Mapped), mapped
+    target = mapped.target
+    return resources.AIAnalysisSpec(
+        signal=mapped.signal,
+        resource=resources.ResourceRef(kind=target.kind, name=target.name, namespace=target.namespace),
+    )
+
+
+def sre_script(answer: dict[str, Any], *, reads: list[list[str]]) -> list[ms.Step]:
+    """Kubernaut's discovery path, then the objects read, then the answer."""
+    workflow = CATALOG.get(answer["workflow"])
+    assert workflow is not None and workflow.spec.action_type is not None
+    target = answer["target"]
+    steps: list[ms.Step] = [
+        ms.reply_tools(ms.tool_use("list_action_types", {})),
+        ms.reply_tools(
+            ms.tool_use("search_workflow_catalog", {"action_type": workflow.spec.action_type, "top_k": 10})
+        ),
+        ms.reply_tools(ms.tool_use("get_workflow_details", {"workflow_id": answer["workflow"]})),
+        *(ms.reply_tools(ms.tool_use("get_resource", {"kind": k, "name": n})) for k, n in reads),
+        ms.reply_tools(ms.tool_use("get_resource", {"kind": target["kind"], "name": target["name"]})),
+    ]
+    return [*steps, ms.submit(submission(answer["workflow"], answer.get("parameters") or {}, target))]
+
+
+def submission(workflow_id: str, parameters: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "analysis_summary": "Investigated the workload, its objects and its events.",
+        "root_cause_assessment": f"The fault lies in {target['kind']} {target['name']}.",
+        "rca_severity": "high",
+        "affected_resource": target,
+        "selected_workflow": {
+            "workflow_id": workflow_id,
+            "confidence": 0.9,
+            "rationale": "the catalog's remedy for this root cause",
+            "parameters": parameters,
+        },
+    }
+
+
+async def analyse(
+    api: client.ApiClient,
+    namespace: str,
+    spec: resources.AIAnalysisSpec,
+    steps: list[ms.Step],
+    *,
+    attempts: int,
+) -> status.Decision:
+    with ms.MessagesServer(*steps) as server:
+        settings = settings_mod.Settings(
+            provider="anthropic",
+            api_key="sk-test-acceptance",
+            anthropic_base_url=server.base_url,
+            llm_max_retries=0,
+            llm_timeout_seconds=5.0,
+            max_validation_attempts=attempts,
+        )
+        provider = pipeline.llm.make_provider(settings)
+        try:
+            decision = await pipeline.analyze(
+                spec,
+                catalog=CATALOG,
+                provider=provider,
+                reader=k8s.KubernetesReader(api),
+                settings=settings,
+                namespace=namespace,
+            )
+        finally:
+            await provider.aclose()
+        assert server.remaining == 0, "the script was not played to the end"
+        assert decision.llm.tool_errors == 0, "a tool refused a call of the script"
+    return decision
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+@pytest.mark.usefixtures("cert_manager_kinds")
+async def test_the_answer_a_correct_sre_gives_is_accepted(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
+) -> None:
+    scenario = placed(scenario, namespace)
+    set_up(cluster, namespace, scenario)
+    answer = scenario["answer"]
+
+    decision = await analyse(
+        api,
+        namespace,
+        incident(namespace, scenario["alert"]),
+        sre_script(answer, reads=answer.get("reads") or []),
+        attempts=1,
+    )
+
+    assert decision.selected is not None, decision.attempts[-1].errors if decision.attempts else decision
+    assert decision.selected.workflow_id == answer["workflow"]
+    assert decision.review_reason is None and decision.failed_rules == []
+    assert decision.root_cause is not None and decision.root_cause.affected_resource is not None
+    chosen = decision.root_cause.affected_resource
+    assert (chosen.kind, chosen.name) == (answer["target"]["kind"], answer["target"]["name"])
+    name = decision.selected.parameters.get("TARGET_RESOURCE_NAME")
+    assert name == answer["target"]["name"]
+
+
+def attack_world(cluster: devcluster.Cluster, namespace: str) -> tuple[str, str]:
+    """The crash-looping worker, plus the same Deployment in another tenant's namespace and a Node
+    the worker has nothing to do with."""
+    set_up(cluster, namespace, placed(SCENARIOS[0], namespace))
+    other = f"t-{secrets.token_hex(4)}"
+    cluster.kubectl("create", "namespace", other)
+    worker = placed(SCENARIOS[0], namespace)["objects"][1]
+    cluster.kubectl("create", "-n", other, "-f", "-", input=json.dumps(worker))
+    node = f"stranger-{namespace}"
+    cluster.kubectl(
+        "create",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+    )
+    return other, node
+
+
+@pytest.mark.usefixtures("cert_manager_kinds")
+async def test_wrong_target_attacks_are_still_refused(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+) -> None:
+    other, node = attack_world(cluster, namespace)
+    spec = incident(
+        namespace, {"alertname": "KubePodCrashLooping", "deployment": "worker", "severity": "critical"}
+    )
+    elsewhere = {
+        "workflow": "undo-last-rollout",
+        "target": {"kind": "Deployment", "name": "worker", "namespace": other},
+    }
+    on_a_node = {"workflow": "cordon-and-drain-node", "target": {"kind": "Node", "name": node}}
+    node_on_deployment = {
+        "workflow": "cordon-and-drain-node",
+        "target": {"kind": "Deployment", "name": "worker"},
+    }
+
+    refused = [
+        await analyse(api, namespace, spec, sre_script(attack, reads=[]), attempts=1)
+        for attack in (elsewhere, on_a_node, node_on_deployment)
+    ]
+
+    assert [d.selected for d in refused] == [None, None, None]
+    assert [d.failed_rules for d in refused] == [
+        ["target_out_of_scope"],
+        ["target_out_of_scope"],
+        ["component_mismatch"],
+    ]
