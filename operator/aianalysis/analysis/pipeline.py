@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import datetime
 from collections.abc import Callable
+from pathlib import Path
 
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, resources
@@ -32,6 +33,7 @@ async def analyze(
     reader: tools.ClusterReader | None,
     settings: settings_mod.Settings,
     now: Clock = utcnow,
+    metrics: tools.MetricsReader | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
@@ -46,6 +48,8 @@ async def analyze(
         reader=reader,
         max_chars=settings.tool_output_max_chars,
         facts=await facts.of(where.incident),
+        metrics=metrics,
+        limits=tool_limits(settings),
     )
     conversation = provider.open(
         system=prompts.SYSTEM_PROMPT, prompt=prompts.user_prompt(spec), toolbox=toolbox, spec=spec
@@ -86,12 +90,44 @@ async def analyze(
             "cluster_read_failures": toolbox.cluster_read_failures,
         }
     )
-    decision = decide(
-        verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
+    decision = dataclasses.replace(
+        decide(
+            verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=settings.confidence_floor
+        ),
+        investigation=toolbox.ledger.audit(),
     )
     if toolbox.investigation_failed:
         return investigation_failed(decision)
     return decision
+
+
+def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
+    """What the investigation tools may return and read, from settings."""
+    return tools.Limits(
+        budget_tokens=settings.tool_output_budget_tokens,
+        max_audit_records=settings.tool_audit_max_records,
+        namespaces=settings.investigation_namespaces,
+        custom_groups=settings.investigation_custom_groups,
+        max_series=settings.prometheus_max_series,
+    )
+
+
+def metrics_reader(settings: settings_mod.Settings) -> tools.MetricsReader | None:
+    """The process' Prometheus client (one connection pool; close it at cleanup), or None when no
+    Prometheus is configured (the Prometheus tools are then not offered)."""
+    if not settings.prometheus_url:
+        return None
+    return tools.PrometheusClient(
+        tools.PrometheusConfig(
+            url=settings.prometheus_url,
+            token=settings.prometheus_token,
+            token_file=Path(settings.prometheus_token_file) if settings.prometheus_token_file else None,
+            ca_file=Path(settings.prometheus_ca_file) if settings.prometheus_ca_file else None,
+            tenant=settings.prometheus_tenant,
+            timeout_seconds=settings.prometheus_timeout_seconds,
+            max_response_bytes=settings.prometheus_max_response_bytes,
+        )
+    )
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:

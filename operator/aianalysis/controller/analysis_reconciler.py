@@ -171,6 +171,7 @@ class _Run:
                     provider=self.runtime.provider,
                     reader=self.runtime.reader,
                     settings=self.runtime.settings,
+                    metrics=self.runtime.metrics_reader,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed

@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from aianalysis import catalog as catalog_mod
 from aianalysis import metrics
 from aianalysis import settings as settings_mod
-from aianalysis.analysis import llm, tools
+from aianalysis.analysis import llm, pipeline, tools
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import leadership
@@ -42,6 +42,8 @@ class Runtime:
     provider: llm.Provider
     api: k8s.ApiClient
     reader: tools.ClusterReader
+    metrics_reader: tools.MetricsReader | None
+    """The Prometheus client (None: no Prometheus configured, no Prometheus tools)."""
     semaphore: asyncio.Semaphore
     catalog_sync: catalog_sync_mod.CatalogSync
     budget: budget_mod.Gate
@@ -70,6 +72,7 @@ class Runtime:
             provider=llm.make_provider(settings, on_request=on_request),
             api=api,
             reader=k8s_tools.KubernetesReader(api),
+            metrics_reader=pipeline.metrics_reader(settings),
             semaphore=asyncio.Semaphore(settings.max_concurrent_analyses),
             catalog_sync=catalog_sync_mod.CatalogSync(
                 api=api,
@@ -154,4 +157,6 @@ class Runtime:
             await self.health_server.stop()
         self.catalog_sync.stop()
         await self.provider.aclose()
+        if self.metrics_reader is not None:
+            await self.metrics_reader.aclose()
         await asyncio.to_thread(self.api.close)
