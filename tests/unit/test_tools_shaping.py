@@ -60,16 +60,29 @@ def test_node_row_names_pressure_conditions_and_taints() -> None:
 
 
 def test_custom_kinds_show_their_ready_condition_and_argo_health() -> None:
-    certificate = {"metadata": {"name": "tls"}, "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Failed"}]}}
-    app = {"metadata": {"name": "shop"}, "status": {"health": {"status": "Degraded"}, "sync": {"status": "OutOfSync"}}}
+    certificate = {
+        "metadata": {"name": "tls"},
+        "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Failed"}]},
+    }
+    app = {
+        "metadata": {"name": "shop"},
+        "status": {"health": {"status": "Degraded"}, "sync": {"status": "OutOfSync"}},
+    }
     rows = _columns.table("Certificate", [certificate, app], now=NOW, namespaced_rows=False)
     assert "Ready=False (Failed)" in rows[1]
     assert "health=Degraded; sync=OutOfSync" in rows[2]
 
 
 def test_usage_rows_compare_pod_usage_with_limits() -> None:
-    usage = [{"metadata": {"name": "web-1"}, "containers": [{"usage": {"cpu": "250000000n", "memory": "120Mi"}}]}]
-    pods = [{"metadata": {"name": "web-1"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}]}}]
+    usage = [
+        {"metadata": {"name": "web-1"}, "containers": [{"usage": {"cpu": "250000000n", "memory": "120Mi"}}]}
+    ]
+    pods = [
+        {
+            "metadata": {"name": "web-1"},
+            "spec": {"containers": [{"resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}]},
+        }
+    ]
     assert _columns.usage_rows("pods", usage, pods, sort_by="memory") == ["web-1  250  50%  120  94%"]
     assert _columns.quantity("1.5Gi") == 1.5 * 2**30
     assert _columns.quantity("garbage") is None
@@ -89,7 +102,11 @@ def _replica_set(revision: int, image: str, *, memory: str, cause: str | None = 
             "replicas": 1,
             "template": {
                 "metadata": {"labels": {"app": "web", "pod-template-hash": f"h{revision}"}},
-                "spec": {"containers": [{"name": "app", "image": image, "resources": {"limits": {"memory": memory}}}]},
+                "spec": {
+                    "containers": [
+                        {"name": "app", "image": image, "resources": {"limits": {"memory": memory}}}
+                    ]
+                },
             },
         },
     }
@@ -113,7 +130,11 @@ def test_rollout_history_lists_revisions_newest_first_and_diffs_the_template() -
 def test_controller_revisions_are_read_from_their_data() -> None:
     def revision(number: int, image: str) -> dict[str, object]:
         template = {"spec": {"containers": [{"name": "db", "image": image}]}, "$patch": "replace"}
-        return {"metadata": {"name": f"db-{number}"}, "revision": number, "data": {"spec": {"template": template}}}
+        return {
+            "metadata": {"name": f"db-{number}"},
+            "revision": number,
+            "data": {"spec": {"template": template}},
+        }
 
     lines, changes = _rollout.history("StatefulSet", [revision(3, "pg:16"), revision(4, "pg:17")], now=NOW)
     assert [line.split(":")[0] for line in lines] == ["revision 4", "revision 3"]
@@ -122,9 +143,12 @@ def test_controller_revisions_are_read_from_their_data() -> None:
 
 def test_range_summary_tells_a_leak_from_a_spike() -> None:
     leak = {"metric": {"__name__": "mem", "pod": "a"}, "values": [[i, str(100 + 10 * i)] for i in range(10)]}
-    spike = {"metric": {"__name__": "mem", "pod": "b"}, "values": [[i, "100" if i != 4 else "900"] for i in range(10)]}
+    spike = {
+        "metric": {"__name__": "mem", "pod": "b"},
+        "values": [[i, "100" if i != 4 else "900"] for i in range(10)],
+    }
     rows = dict((line.split(":")[0], line) for _, line in _promql.summarise_matrix([leak, spike]))
-    assert 'rising steadily' in rows['mem{pod="a"}']
+    assert "rising steadily" in rows['mem{pod="a"}']
     assert "first 100, min 100, max 190, last 190" in rows['mem{pod="a"}']
     assert "spiky" in rows['mem{pod="b"}']
 
@@ -143,7 +167,9 @@ def test_top_keeps_the_highest_series_and_counts_the_rest() -> None:
         ("1x", None, "not a duration"),
     ],
 )
-def test_enormous_or_malformed_ranges_are_refused_with_a_fix(duration: str, step: str | None, message: str) -> None:
+def test_enormous_or_malformed_ranges_are_refused_with_a_fix(
+    duration: str, step: str | None, message: str
+) -> None:
     with pytest.raises(_promql.BadRequest, match=message):
         _promql.window(duration=duration, step=step, end=1_000_000.0)
 
@@ -176,7 +202,10 @@ def test_custom_resources_lose_secret_looking_values_but_keep_references() -> No
     }
     spec = _redact.redact_custom(obj)["spec"]
     assert spec["auth"]["password"] == _redact.REDACTED
-    assert spec["auth"]["passwordSecretRef"] == {"name": "creds", "key": _redact.REDACTED}  # over-redaction is fine
+    assert spec["auth"]["passwordSecretRef"] == {
+        "name": "creds",
+        "key": _redact.REDACTED,
+    }  # over-redaction is fine
     assert spec["privateKeyPEM"] == _redact.REDACTED
     assert spec["secretName"] == "tls-cert"
     assert "s3cret" not in spec["url"]

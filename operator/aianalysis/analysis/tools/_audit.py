@@ -91,9 +91,24 @@ def _arguments(arguments: object) -> str | None:
     if arguments in (None, {}):
         return None
     try:
-        text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str)
+        text = json.dumps(
+            _clean(arguments), separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str
+        )
     except (TypeError, ValueError):
-        text = repr(arguments)
-    text = _redact.redact_text(text)
+        text = _redact.redact_text(repr(arguments))
     limit = resources.MAX_AUDIT_ARGUMENT_CHARS
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _clean(node: object) -> object:
+    """Each string redacted on its own (a ``password=...`` selector inside a JSON value too)."""
+    if isinstance(node, dict):
+        return {
+            key: _redact.REDACTED
+            if _redact.is_secret_name(str(key)) and isinstance(value, str)
+            else _clean(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_clean(item) for item in node]
+    return _redact.redact_text(node) if isinstance(node, str) else node
