@@ -646,7 +646,7 @@ async def test_unknown_tools_and_bad_arguments_are_tool_errors_and_counted(reade
 
 
 @pytest.mark.parametrize("kind", _kinds.KINDS, ids=lambda kind: kind.kind)
-def test_every_readable_kind_maps_to_a_client_method(kind: __kinds.Kind) -> None:
+def test_every_readable_kind_maps_to_a_client_method(kind: _kinds.Kind) -> None:
     reader = k8s.KubernetesReader(client.ApiClient())
     assert callable(reader._reader_of(kind, "ns" if kind.namespaced else None))
 

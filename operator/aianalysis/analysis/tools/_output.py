@@ -63,8 +63,8 @@ def status_first(obj: dict[str, Any]) -> dict[str, Any]:
 _LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("tool_output_limit", default=None)
 _TRUNCATED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("tool_truncated", default=None)
 NARROW = (
-    "(the data below was cut at the tool output limit: ask for less - a selector, a namespace, fewer lines - or a "
-    "summary tool such as list_resources instead of get_resource)"
+    "(the data below was cut at the tool output limit: ask for less - a selector, a namespace, "
+    "fewer lines - or a summary tool such as list_resources instead of get_resource)"
 )
 CUT_MARKER = re.compile(r"\[\.\.\. \d+ characters cut")
 
