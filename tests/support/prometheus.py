@@ -49,6 +49,8 @@ class Exporter:
     def __init__(self, *, wide: int = 0) -> None:
         self.values: dict[str, float] = {}
         self.wide = wide
+        self.extra: list[str] = []
+        """More lines in the text format (other metrics), served as they are."""
         self.scrapes = 0
         exporter = self
 
@@ -74,7 +76,7 @@ class Exporter:
         lines += [f'shop_memory_bytes{{pod="{pod}"}} {value}' for pod, value in sorted(self.values.items())]
         lines.append("# TYPE shop_requests_total counter")
         lines += [f'shop_requests_total{{path="/item/{i}"}} {i}' for i in range(self.wide)]
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *self.extra]) + "\n"
 
     def __enter__(self) -> Exporter:
         self.thread.start()

@@ -154,26 +154,23 @@ MAX_SELECTOR_CHARS = 500
 MAX_PROMQL_CHARS = 2000
 
 Selector = Annotated[str, Field(max_length=MAX_SELECTOR_CHARS)]
+Duration = Annotated[str, Field(pattern=r"^\s*(\d{1,6}[smhdw])+\s*$", max_length=20)]
+PromQL = Annotated[str, Field(min_length=1, max_length=MAX_PROMQL_CHARS)]
 
 
 class ListArgs(Args):
-    kind: KindName = Field(
-        description="Kind (Pod, Deployment, Node, Event...; or a custom kind from list_custom_kinds)."
-    )
+    kind: KindName
     namespace: Namespace | None = None
-    label_selector: Selector | None = Field(None, description="e.g. app=web,tier!=cache or 'env in (prod)'.")
-    field_selector: Selector | None = Field(
-        None, description="e.g. status.phase!=Running, spec.nodeName=node-1 (Pods); type=Warning (Events)."
-    )
-    limit: int = Field(30, ge=1, le=MAX_LIST_ROWS, description="Most rows returned.")
+    label_selector: Selector | None = Field(None, description="e.g. app=web,tier!=cache")
+    field_selector: Selector | None = Field(None, description="e.g. status.phase!=Running")
+    limit: int = Field(30, ge=1, le=MAX_LIST_ROWS)
 
 
 class FindArgs(Args):
-    kind: KindName = Field(
-        description="Kind to search (namespaced kinds are searched in every readable namespace)."
-    )
-    name_contains: str | None = Field(None, min_length=1, max_length=253, description="Part of the name.")
+    kind: KindName
+    name_contains: str | None = Field(None, min_length=1, max_length=253)
     label_selector: Selector | None = None
+    field_selector: Selector | None = Field(None, description="e.g. spec.nodeName=node-1")
     limit: int = Field(30, ge=1, le=MAX_LIST_ROWS)
 
 
@@ -185,14 +182,10 @@ class RolloutArgs(Args):
 
 class NamespaceEventsArgs(Args):
     namespace: Namespace | None = None
-    type: Literal["Warning", "Normal"] | None = Field(None, description="Only this event type.")
-    reason: str | None = Field(
-        None, pattern=r"^[A-Za-z0-9]{1,128}$", description="Only this reason, e.g. BackOff."
-    )
-    involved_kind: str | None = Field(
-        None, pattern=r"^[A-Za-z]{1,63}$", description="Only events about this kind, e.g. Pod."
-    )
-    limit: int = Field(40, ge=1, le=MAX_LIST_ROWS, description="Most distinct events returned.")
+    type: Literal["Warning", "Normal"] | None = None
+    reason: str | None = Field(None, pattern=r"^[A-Za-z0-9]{1,128}$", description="e.g. BackOff")
+    involved_kind: str | None = Field(None, pattern=r"^[A-Za-z]{1,63}$", description="e.g. Pod")
+    limit: int = Field(40, ge=1, le=MAX_LIST_ROWS)
 
 
 class CustomKindsArgs(Args):
@@ -201,40 +194,29 @@ class CustomKindsArgs(Args):
 
 class TopArgs(Args):
     resource: Literal["nodes", "pods"]
-    namespace: Namespace | None = Field(None, description="Pods only; defaults to the incident's namespace.")
+    namespace: Namespace | None = None
     sort_by: Literal["cpu", "memory"] = "memory"
     limit: int = Field(20, ge=1, le=MAX_LIST_ROWS)
 
 
-PromQL = Annotated[str, Field(min_length=1, max_length=MAX_PROMQL_CHARS, description="A PromQL expression.")]
-Duration = Annotated[str, Field(pattern=r"^\s*(\d{1,6}[smhdw])+\s*$", max_length=20)]
-
-
 class PromQueryArgs(Args):
     query: PromQL
-    ago: Duration | None = Field(None, description="Evaluate this long ago (e.g. 30m) instead of now.")
+    ago: Duration | None = Field(None, description="e.g. 30m")
 
 
 class PromRangeArgs(Args):
     query: PromQL
-    range: Duration = Field("1h", description="How far back from now (at most 7d), e.g. 30m, 6h, 2d.")
-    step: Duration | None = Field(None, description="Resolution, e.g. 1m; omitted = about 240 points.")
+    range: Duration = Field("1h", description="e.g. 30m, 6h, 2d")
+    step: Duration | None = Field(None, description="e.g. 1m (default: ~240 points)")
 
 
 class PromMetricsArgs(Args):
-    contains: str = Field(
-        min_length=2,
-        max_length=100,
-        pattern=r"^[A-Za-z0-9_:]+$",
-        description="Part of the metric name, e.g. memory.",
-    )
+    contains: str = Field(min_length=2, max_length=100, pattern=r"^[A-Za-z0-9_:]+$")
 
 
 class PromLabelArgs(Args):
-    label: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$", description="Label name, e.g. namespace.")
-    metric: str | None = Field(
-        None, pattern=r"^[A-Za-z_:][A-Za-z0-9_:]{0,199}$", description="Only series of this metric."
-    )
+    label: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+    metric: str | None = Field(None, pattern=r"^[A-Za-z_:][A-Za-z0-9_:]{0,199}$")
 
 
 class PromAlertsArgs(Args):
@@ -242,5 +224,5 @@ class PromAlertsArgs(Args):
 
 
 class PromRulesArgs(Args):
-    name_contains: str | None = Field(None, max_length=100, description="Part of the alert or rule name.")
-    only_unhealthy: bool = Field(False, description="Only rules whose evaluation fails.")
+    name_contains: str | None = Field(None, max_length=100)
+    only_unhealthy: bool = False

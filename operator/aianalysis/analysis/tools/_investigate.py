@@ -84,14 +84,22 @@ class InvestigationTools:
         kind = await self.resolve(args.kind)
         if not kind.namespaced or self._policy.every_namespace:
             found = await self._reader.list_page(
-                kind=kind, namespace=None, label_selector=args.label_selector, limit=SEARCH_PAGE
+                kind=kind,
+                namespace=None,
+                label_selector=args.label_selector,
+                field_selector=args.field_selector,
+                limit=SEARCH_PAGE,
             )
             items, more = found.items, found.more
         else:
             items, more = [], False
             for namespace in self._policy.allowed_namespaces():
                 found = await self._reader.list_page(
-                    kind=kind, namespace=namespace, label_selector=args.label_selector, limit=SEARCH_PAGE
+                    kind=kind,
+                    namespace=namespace,
+                    label_selector=args.label_selector,
+                    field_selector=args.field_selector,
+                    limit=SEARCH_PAGE,
                 )
                 items.extend(found.items)
                 more = more or found.more
@@ -105,7 +113,7 @@ class InvestigationTools:
             if self._policy.every_namespace
             else f"in namespaces {', '.join(self._policy.allowed_namespaces()) or '-'}"
         )
-        what = _filters(label=args.label_selector, name=args.name_contains)
+        what = _filters(label=args.label_selector, field=args.field_selector, name=args.name_contains)
         if not items:
             return f"No {kind.plural} {scope_text}{what}."
         shown = items[: args.limit]

@@ -81,7 +81,7 @@ SPECS: tuple[Spec, ...] = (
         description=(
             "Read one Kubernetes object (read-only) as YAML, status before spec, managedFields stripped, "
             f"secret-looking values redacted. Kinds: {_KINDS_TEXT}, and custom kinds from "
-            "list_custom_kinds. Secrets are never read. Prefer list_resources for an overview."
+            "list_custom_kinds. Secrets are never read."
         ),
         args=_args.ResourceArgs,
         needs="cluster",
@@ -117,9 +117,8 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="list_resources",
         description=(
-            "Objects of one kind in a namespace (or cluster-scoped kinds) as compact kubectl-get rows "
-            "with a status summary (Pods: ready, status reason, restarts, node; Nodes: pressure, taints; "
-            "HPAs: targets, replicas; custom kinds: Ready/health). Label and field selectors narrow it."
+            "Objects of one kind in a namespace (or cluster-scoped) as kubectl-get rows with a status "
+            "summary (Pods: ready, reason, restarts, node; Nodes: pressure, taints; HPAs: targets, replicas)."
         ),
         args=_args.ListArgs,
         needs="cluster",
@@ -127,8 +126,7 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="find_resources",
         description=(
-            "Find objects of one kind by part of their name and/or labels in every namespace this "
-            "analysis may read; rows like list_resources, with the namespace."
+            "Find objects of one kind by name part, labels or fields in every namespace you may read."
         ),
         args=_args.FindArgs,
         needs="cluster",
@@ -136,27 +134,22 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="rollout_history",
         description=(
-            "Revisions of a Deployment (its ReplicaSets), StatefulSet or DaemonSet, newest first: age, "
-            "images, replicas, change-cause, and the pod-template fields changed between the previous "
-            "and the newest revision. Use it when failures may have started with a rollout."
+            "Revisions of a Deployment, StatefulSet or DaemonSet, newest first (age, images, "
+            "change-cause) and the pod-template fields the last rollout changed."
         ),
         args=_args.RolloutArgs,
         needs="cluster",
     ),
     _S(
         name="list_namespace_events",
-        description=(
-            "Events of a whole namespace, newest first, repeats merged (count), optionally only one type, "
-            "reason or involved kind: what happened around the incident."
-        ),
+        description=("Events of a whole namespace, newest first, repeats merged, optionally filtered."),
         args=_args.NamespaceEventsArgs,
         needs="cluster",
     ),
     _S(
         name="list_custom_kinds",
         description=(
-            "The custom kinds (cert-manager, Argo CD, Flux, Istio, OpenShift, OLM...) this cluster serves "
-            "and you may read with get_resource/list_resources."
+            "Custom kinds (cert-manager, Argo CD, Flux, Istio, OpenShift, OLM...) you may read here."
         ),
         args=_args.CustomKindsArgs,
         needs="cluster",
@@ -164,8 +157,8 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="top",
         description=(
-            "Current CPU and memory usage of Nodes (vs allocatable) or of a namespace's Pods (vs limits) "
-            "from the metrics API, like kubectl top; says so when the cluster does not serve it."
+            "CPU and memory usage of Nodes (vs allocatable) or of a namespace's Pods (vs limits), like "
+            "kubectl top."
         ),
         args=_args.TopArgs,
         needs="cluster",
@@ -173,8 +166,7 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="prometheus_query",
         description=(
-            "Evaluate a PromQL expression now (or `ago`): one line per series, highest values first, "
-            "bounded. Aggregate (sum by, topk) rather than fetching raw series."
+            "Evaluate PromQL now (or `ago`): one line per series, highest first, bounded. Aggregate."
         ),
         args=_args.PromQueryArgs,
         needs="prometheus",
@@ -182,33 +174,32 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="prometheus_query_range",
         description=(
-            "Evaluate PromQL over the last `range` (at most 7d): per series first/min/max/last and the "
-            "trend (rising steadily = leak or growth, spiky = burst), never the raw points."
+            "Evaluate PromQL over the last `range` (max 7d): per series first/min/max/last and trend."
         ),
         args=_args.PromRangeArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_metrics",
-        description="Metric names containing a word (e.g. memory, restarts, filesystem), to write queries.",
+        description="Metric names containing a word (memory, restarts, filesystem...).",
         args=_args.PromMetricsArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_label_values",
-        description="The values of one label (e.g. namespace, pod, node), optionally of one metric only.",
+        description="Values of one label, optionally of one metric.",
         args=_args.PromLabelArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_alerts",
-        description="Alerts Prometheus evaluates as firing (or pending), with labels, value and summary.",
+        description="Firing (or pending) alerts with labels, value and summary.",
         args=_args.PromAlertsArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_rules",
-        description="Alerting and recording rules with their PromQL, state and evaluation errors.",
+        description="Alerting and recording rules: PromQL, state, evaluation errors.",
         args=_args.PromRulesArgs,
         needs="prometheus",
     ),
