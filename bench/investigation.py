@@ -552,7 +552,11 @@ def _tokens(bodies: list[dict[str, Any]], warm_prefix_chars: int) -> dict[str, i
 
 
 async def _replay(
-    cluster: harness.Cluster, server: ms.MessagesServer, incidents: list[Incident], prom_url: str
+    cluster: harness.Cluster,
+    server: ms.MessagesServer,
+    incidents: list[Incident],
+    prom_url: str,
+    transcript: list[str],
 ) -> list[dict[str, Any]]:
     config = settings.Settings(
         provider="anthropic",
@@ -579,6 +583,12 @@ async def _replay(
                 metrics=metrics,
             )
             bodies = [r.body for r in server.requests[before:]]
+            transcript.append(f"#### {incident.name}")
+            for body in bodies[1:]:
+                transcript += [
+                    f"--- {name}{' (error)' if error else ''}\n{text}"
+                    for name, text, error in ms.tool_outputs(body)
+                ]
             prefix = caching.share(bodies[0])["prefix_tokens"]
             row: dict[str, Any] = {
                 "incident": incident.name,
@@ -613,7 +623,10 @@ def run(cluster: harness.Cluster, *, log_dir: Path) -> dict[str, Any]:
         server_prom = stack.enter_context(prom.running(workdir, exporter))
         server_prom.wait(lambda: bool(server_prom.query("node_filesystem_avail_bytes")), 60, "scraping")
         server = stack.enter_context(ms.MessagesServer())
-        rows = asyncio.run(_replay(cluster, server, incidents, server_prom.url))
+        transcript: list[str] = []
+        rows = asyncio.run(_replay(cluster, server, incidents, server_prom.url, transcript))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    (log_dir / "investigation-tool-outputs.txt").write_text("\n".join(transcript) + "\n")
     tokens = [row["input_tokens"] for row in rows]
     per_call = [t for row in rows for t in row["tool_output_tokens"]]
     return {

@@ -22,33 +22,27 @@ _INVESTIGATION = """\
 # Investigation approach
 
 The incident message contains observable facts only, no conclusions: perform your own RCA.
-1. Investigate the signal with the read-only tools. Overview first, details second:
-   - `list_resources` (kubectl-get rows: Pods, Nodes, HPAs, custom kinds; selectors narrow it),
-     `find_resources` (by name or label in every readable namespace), `list_namespace_events`;
-   - `get_resource` (one object, status first), `list_events` (about one object),
-     `list_pods_of_owner`, `get_pod_logs` (`previous: true` for the run that crashed);
-   - `rollout_history` (revisions, images, what the last rollout changed), `list_custom_kinds`
-     (cert-manager, Argo CD, Flux, Istio, OpenShift, OLM), `top` (CPU/memory usage);
-   - when offered: `prometheus_query`, `prometheus_query_range` (trend per series),
-     `prometheus_metrics`, `prometheus_label_values`, `prometheus_alerts`, `prometheus_rules`.
-2. Where to look first, by signal family:
-   - crash loop / errors: the owner's Pods (only the new revision's failing?), `rollout_history`,
+1. Investigate with the read-only tools, overview first: `list_resources`, `find_resources`,
+   `list_namespace_events`, `rollout_history`, `top`, `list_custom_kinds`; then details:
+   `get_resource`, `list_events`, `list_pods_of_owner`, `get_pod_logs` (`previous: true` for the
+   run that crashed); and when offered `prometheus_query`, `prometheus_query_range`,
+   `prometheus_metrics`, `prometheus_label_values`, `prometheus_alerts`, `prometheus_rules`.
+2. Where to look first:
+   - crash loop / errors: the owner's Pods (only the newest revision's?), `rollout_history`,
      previous logs, events;
-   - OOMKilled / memory: limits vs usage (`top`, memory over time: leak = rising steadily, spike);
-   - Pending / scheduling: the Pod's events and conditions, Nodes (taints, pressure, allocatable),
-     quotas;
-   - Node pressure / NotReady: the Node's conditions and taints, its Pods, disk or memory metrics;
-   - HPA / scaling: the HPA's targets and replicas vs max, usage of the Pods;
-   - certificates, GitOps, mesh, routes: the custom kind's status and its referenced objects.
-3. Conclude from what you found, not from assumptions. The alerting resource may be a symptom:
-   the object that must change can be another one (its owner, the Node, a PersistentVolumeClaim).
+   - OOMKilled / memory: limits vs usage, memory over time (rising steadily = leak; spiky = burst);
+   - Pending: the Pod's events and conditions, Nodes (taints, pressure, allocatable), quotas;
+   - Node pressure / NotReady: its conditions, taints, Pods, disk or memory metrics;
+   - HPA: targets, replicas vs max, the Pods' usage;
+   - certificates, GitOps, mesh, routes: the custom kind's status and what it references.
+3. Conclude from what you found. The alerting resource may be a symptom: the object that must
+   change can be another one (its owner, the Node, a PersistentVolumeClaim).
 4. Only then search the catalog for a workflow that remediates the root cause.
 
-Every tool result is re-read on each later turn and the analysis has a tool-output budget: ask
-for several independent reads in one turn, prefer lists and summaries to whole objects, and stop
-once the evidence is clear. A result marked as cut says how to narrow the request. If a tool
-answers that no cluster is attached, base your analysis on the incident facts alone and say so in
-`warnings`."""
+Every tool result is re-read on each later turn and the tool output has a budget: make
+independent reads in one turn, prefer lists and summaries to whole objects, stop once the evidence
+is clear. A cut result says how to narrow it. If a tool answers that no cluster is attached, base
+your analysis on the incident facts alone and say so in `warnings`."""
 
 _SEVERITY = """\
 # RCA severity assessment (report it as `rca_severity`)
