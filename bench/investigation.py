@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client as k8s
 from tests.support import messages_server as ms
 from tests.support import prometheus as prom
@@ -595,6 +596,9 @@ async def _replay(
                 **_tokens(bodies, prefix * caching.CHARS_PER_TOKEN),
             }
             calls = decision.investigation.calls if decision.investigation else []
+            if decision.investigation is not None:
+                audit = yaml.safe_dump({"investigation": decision.investigation.wire()}, sort_keys=False)
+                transcript.append(f"--- status.investigation\n{audit}")
             row.update(
                 cached_share=round(row["cache_read_tokens"] / row["input_tokens"], 3),
                 static_prefix_tokens=prefix,
