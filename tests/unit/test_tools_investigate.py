@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aianalysis.analysis import tools
+from aianalysis import settings
+from aianalysis.analysis import pipeline, tools
 from aianalysis.kube import kinds
 from tests.unit.test_tools import FakeReader, deployment, incident, make_catalog, pod
 
@@ -154,3 +155,7 @@ async def test_bad_arguments_get_a_clear_error_not_a_read() -> None:
     unknown = await toolbox.call("rollout_history", {"kind": "CronJob", "name": "x"})
     assert unknown.is_error and "Deployment" in unknown.text
     assert reader.calls == []
+
+
+def test_the_tool_boxs_default_limits_are_the_settings_defaults() -> None:
+    assert tools.Limits() == pipeline.tool_limits(settings.Settings())
