@@ -261,3 +261,70 @@ def _install_crd(cluster: devcluster.Cluster, *, group: str, kind: str, plural: 
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
     cluster.kubectl("wait", "--for=condition=Established", f"crd/{plural}.{group}", "--timeout=60s")
+
+
+@pytest.fixture
+def metrics_api(cluster: devcluster.Cluster) -> Iterator[None]:
+    """metrics.k8s.io served by two CRDs shaped like metrics-server's NodeMetrics and PodMetrics (the
+    test cluster has no kubelet to measure); removed afterwards, so other tests see no metrics API."""
+    names = []
+    for kind, plural, scope in (("NodeMetrics", "nodes", "Cluster"), ("PodMetrics", "pods", "Namespaced")):
+        crd = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": f"{plural}.metrics.k8s.io",
+                "annotations": {"api-approved.kubernetes.io": "unapproved, test stand-in for metrics-server"},
+            },
+            "spec": {
+                "group": "metrics.k8s.io",
+                "scope": scope,
+                "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List"},
+                "versions": [
+                    {
+                        "name": "v1beta1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
+        names.append(f"crd/{plural}.metrics.k8s.io")
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "--wait=true", "--timeout=60s", *names)
+
+
+async def test_top_compares_pod_usage_with_limits_when_the_metrics_api_is_served(
+    cluster: devcluster.Cluster, api: client.ApiClient, chain: Chain, namespace: str, metrics_api: None
+) -> None:
+    cluster.kubectl(
+        "create",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "metrics.k8s.io/v1beta1",
+                "kind": "PodMetrics",
+                "metadata": {"name": "web-5d8f-a"},
+                "timestamp": "2026-11-20T10:00:00Z",
+                "window": "30s",
+                "containers": [{"name": "app", "usage": {"cpu": "12m", "memory": "120Mi"}}],
+            }
+        ),
+    )
+    result = await toolbox(api, namespace).call("top", {"resource": "pods"})
+    assert not result.is_error, result.text
+    assert "NAME  CPU(m)  CPU/LIMIT  MEMORY(Mi)  MEMORY/LIMIT" in result.text
+    assert "web-5d8f-a  12  -  120  94%" in result.text  # 120Mi of the 128Mi limit; no CPU limit
