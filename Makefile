@@ -10,9 +10,10 @@ HELM_BIN = $(shell hack/build-helm.sh)
 ALERTMANAGER_BIN = $(shell hack/build-alertmanager.sh)
 KUBE_SCORE_BIN = $(shell hack/build-kube-score.sh)
 PROMTOOL_BIN = $(shell hack/build-promtool.sh)
+PROMETHEUS_BIN = $(shell hack/build-prometheus.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s helm alertmanager kube-score promtool manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s helm alertmanager kube-score promtool prometheus manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -51,6 +52,9 @@ kube-score:  ## build (or reuse) kube-score from Go modules (chart tests)
 promtool:  ## build (or reuse) promtool from Go modules (alert rule tests)
 	hack/build-promtool.sh
 
+prometheus:  ## unpack (or reuse) a Prometheus server from the distribution's package (Prometheus tools' tests, bench)
+	hack/build-prometheus.sh
+
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
 
@@ -71,13 +75,14 @@ test: venv lint typecheck contracts deps
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
+	AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
 	    $(VENV)/bin/pytest -q -ra --durations=15
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
 
 bench: venv
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(PY) -m bench
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" $(PY) -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info devtools/*.egg-info

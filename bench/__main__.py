@@ -2,9 +2,10 @@
 
     python -m bench [--quick] [--only NAME ...] [--out DIR]
 
-NAME is one of search, caching, overhead, concurrency, memory, storm (repeatable; default all). Prints a
-table of the goals and writes every figure to ``DIR/bench-<time>.json`` and ``DIR/latest.json``
-(default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios.
+NAME is one of search, caching, investigation, overhead, concurrency, memory, storm (repeatable;
+default all). Prints a table of the goals and writes every figure to ``DIR/bench-<time>.json`` and
+``DIR/latest.json`` (default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the
+cluster scenarios, and ``AIANALYSIS_PROMETHEUS_BIN`` (``make prometheus``) for ``investigation``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import caching, concurrency, harness, memory, overhead, report, search, storm
+from bench import caching, concurrency, harness, investigation, memory, overhead, report, search, storm
 
-NAMES = ("search", "caching", "overhead", "concurrency", "memory", "storm")
-CLUSTER = ("overhead", "concurrency", "memory", "storm")
+NAMES = ("search", "caching", "investigation", "overhead", "concurrency", "memory", "storm")
+CLUSTER = ("investigation", "overhead", "concurrency", "memory", "storm")
 
 FULL: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
@@ -94,6 +95,7 @@ def _on_cluster(run: Callable[..., Any]) -> Runner:
 RUNNERS: dict[str, Runner] = {
     "search": lambda _cluster, sizes, _logs: search.run(**sizes),
     "caching": lambda _cluster, _sizes, logs: caching.run(dump=logs.parent / "first-request.json"),
+    "investigation": _on_cluster(investigation.run),
     "overhead": _on_cluster(overhead.run),
     "concurrency": _on_cluster(concurrency.run),
     "memory": _on_cluster(memory.run),

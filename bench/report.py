@@ -46,6 +46,8 @@ def table(results: dict[str, Any]) -> str:
         )
     if "storm" in results:
         _storm(results["storm"], rows, details)
+    if "investigation" in results:
+        _investigation(results["investigation"], rows, details)
     if "caching" in results:
         cache = results["caching"]
         rows.append(
@@ -64,6 +66,31 @@ def table(results: dict[str, Any]) -> str:
             else f"caching: prefix {cache['prefix_tokens']} tokens is BELOW the API's minimum"
         )
     return _format(rows, results) + "\n\n" + "\n".join(details)
+
+
+def _investigation(data: dict[str, Any], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:
+    rows.append(
+        (
+            f"input tokens per investigated incident ({len(data['incidents'])} incidents, real tools)",
+            f"{data['median_input_tokens']:,.0f} median, {data['cache_share']:.0%} cache reads",
+            f"<= {data['goal_median_tokens']:,} with >= {data['goal_cache_share']:.0%} cached",
+            _mark(
+                data["median_input_tokens"] <= data["goal_median_tokens"]
+                and data["min_cache_share"] >= data["goal_cache_share"]
+            ),
+        )
+    )
+    for incident in data["incidents"]:
+        details.append(
+            f"investigation {incident['incident']}: {incident['requests']} requests, "
+            f"{incident['input_tokens']:,} input tokens ({incident['cached_share']:.0%} cached; "
+            f"tools + system {incident['static_prefix_tokens']:,} per request); tool output per call: "
+            + ", ".join(incident["tool_calls"])
+        )
+    details.append(
+        f"investigation: tool-output tokens per call median {data['tool_output_tokens_per_call_median']:g}, "
+        f"max {data['tool_output_tokens_per_call_max']}; tokens ~ {data['token_estimate']}"
+    )
 
 
 def _overhead(data: dict[str, Any], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:

@@ -475,6 +475,11 @@ class RecoveryStatus(Model):
     recovery_strategy: RecoveryStrategy | None = None
 
 
+MAX_AUDIT_RECORDS = 100
+"""Hard ceiling of status.investigation.calls (the CRD's maxItems); a setting chooses below it."""
+MAX_AUDIT_ARGUMENT_CHARS = 300
+
+
 class LLMUsage(Model):
     provider: str
     model: str | None = None
@@ -487,6 +492,33 @@ class LLMUsage(Model):
     tool_errors: int = 0
     cluster_reads: int = 0
     cluster_read_failures: int = 0
+
+
+class ToolCallRecord(Model):
+    """One tool call of the conversation, as audited (what the LLM asked and what it got back)."""
+
+    tool: Annotated[str, Field(max_length=64)]
+    arguments: Annotated[str, Field(max_length=MAX_AUDIT_ARGUMENT_CHARS)] | None = None
+    """The arguments as compact JSON (cut to 300 characters, secret-looking values redacted)."""
+    result_chars: Annotated[int, Field(ge=0)]
+    result_tokens: Annotated[int, Field(ge=0)]
+    """Estimated as characters / 4."""
+    duration_ms: Annotated[int, Field(ge=0)]
+    truncated: bool = False
+    """The result left something out (rows, series, characters) and said how to narrow."""
+    error: bool = False
+
+
+class InvestigationAudit(Model):
+    """How the decision was reached: the tool calls in order (the first ``tool_audit_max_records``)."""
+
+    calls: list[ToolCallRecord] = Field(default_factory=list, max_length=MAX_AUDIT_RECORDS)
+    calls_not_recorded: Annotated[int, Field(ge=0)] = 0
+    output_tokens: Annotated[int, Field(ge=0)] = 0
+    """Tool-output tokens of the whole conversation (characters / 4), every call counted."""
+    budget_tokens: Annotated[int, Field(ge=0)] = 0
+    """The analysis' budget of investigation tool output (``tool_output_budget_tokens``)."""
+    budget_exhausted: bool = False
 
 
 class IntakeStatus(Model):
@@ -516,6 +548,7 @@ class AIAnalysisStatus(Model):
     validation_attempts: list[ValidationAttempt] | None = None
     recovery: RecoveryStatus | None = None
     llm: LLMUsage | None = None
+    investigation: InvestigationAudit | None = None
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
 

@@ -16,6 +16,19 @@ LogFormat = Literal["text", "json"]
 
 ENV_PREFIX = "AIANALYSIS_"
 
+DEFAULT_CUSTOM_GROUPS: tuple[str, ...] = (
+    "cert-manager.io",  # Certificate, Issuer, ClusterIssuer, CertificateRequest
+    "acme.cert-manager.io",  # Order, Challenge
+    "argoproj.io",  # Argo CD Application, AppProject; Argo Rollouts
+    "*.toolkit.fluxcd.io",  # Flux Kustomization, HelmRelease, GitRepository...
+    "networking.istio.io",  # VirtualService, DestinationRule, Gateway...
+    "security.istio.io",  # PeerAuthentication, AuthorizationPolicy
+    "route.openshift.io",  # Route
+    "build.openshift.io",  # BuildConfig, Build
+    "apps.openshift.io",  # DeploymentConfig
+    "operators.coreos.com",  # OLM Subscription, ClusterServiceVersion, InstallPlan
+)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
@@ -125,6 +138,49 @@ class Settings:
     tool_output_max_chars: int = 8000
     """Cap on the text one investigation tool returns to the LLM."""
 
+    tool_output_budget_tokens: int = 20_000
+    """Budget of one analysis for what the investigation tools return (characters / 4): each call
+    is capped to what is left, and once it is spent they answer "budget spent" (the catalog tools
+    stay available). Every returned token is re-read on each later turn, so this bounds cost."""
+
+    tool_audit_max_records: int = 40
+    """Tool calls recorded in ``status.investigation.calls`` (later ones are only counted; at most 100)."""
+
+    investigation_namespaces: tuple[str, ...] = ()
+    """Namespaces the investigation tools may read besides the incident's (comma-separated; ``*`` =
+    all). Cluster-scoped kinds (Nodes, PersistentVolumes) are always readable."""
+
+    investigation_custom_groups: tuple[str, ...] = DEFAULT_CUSTOM_GROUPS
+    """API groups whose custom kinds the tools may read when the cluster serves them (comma-separated,
+    ``*.toolkit.fluxcd.io`` style wildcards). Kinds named like secrets are never read."""
+
+    prometheus_url: str | None = None
+    """Prometheus-compatible HTTP API (Prometheus, Thanos Query, Cortex, Mimir) for the Prometheus
+    tools and the effectiveness assessment (before/after metrics, the alert state), e.g.
+    ``https://prometheus-k8s.monitoring.svc:9091``. Unset: no Prometheus tools, those checks skipped;
+    set but not answering: the assessment's verdict is ``unknown``."""
+
+    prometheus_token: str | None = dataclasses.field(default=None, repr=False)
+    """Bearer token for Prometheus (from a Secret). Never logged."""
+
+    prometheus_token_file: str | None = None
+    """File holding the bearer token, re-read on every request (a projected ServiceAccount token)."""
+
+    prometheus_ca_file: str | None = None
+    """CA bundle that signs Prometheus' serving certificate (default: the system's)."""
+
+    prometheus_tenant: str | None = None
+    """``X-Scope-OrgID`` header value for multi-tenant backends (Thanos, Cortex, Mimir)."""
+
+    prometheus_timeout_seconds: float = 10.0
+    """Per-request timeout of a Prometheus call; a slower query is reported to the LLM as such."""
+
+    prometheus_max_series: int = 20
+    """Series a query result shows (the highest last values); the rest are counted, not shown."""
+
+    prometheus_max_response_bytes: int = 4_000_000
+    """Largest Prometheus answer read; a larger one is refused with advice to narrow the query."""
+
     log_format: LogFormat = "text"
     """``text`` for people, ``json`` for log pipelines."""
 
@@ -177,10 +233,6 @@ class Settings:
     assessment_recurrence_threshold: int = 2
     """An incident analysed again after this many ``effective`` executions on its target within
     the history goes to human review (``recurring_after_remediation``); 0 disables it."""
-
-    prometheus_url: str | None = None
-    """Prometheus (or a compatible API) for before/after metrics and the alert state; unset: those
-    checks are skipped. When set and it does not answer, the verdict is ``unknown``."""
 
     # ---- the executor (``aianalysis executor``; a separate, opt-in process) ----
 
@@ -277,6 +329,9 @@ def _problems(s: Settings) -> list[str]:
         "max_tokens",
         "provider_retry_limit",
         "tool_output_max_chars",
+        "tool_output_budget_tokens",
+        "prometheus_max_series",
+        "prometheus_max_response_bytes",
         "max_conversations",
         "lease_duration_seconds",
     ):
@@ -288,6 +343,7 @@ def _problems(s: Settings) -> list[str]:
         "metrics_port",
         "health_port",
         "max_reconcile_retries",
+        "tool_audit_max_records",
     ):
         if getattr(s, name) < 0:
             out.append(f"{env_name(name)} must not be negative, not {getattr(s, name)}")
@@ -322,9 +378,18 @@ def _problems(s: Settings) -> list[str]:
         "provider_retry_delay_seconds",
         "provider_max_retry_after_seconds",
         "catalog_sync_stale_seconds",
+        "prometheus_timeout_seconds",
     ):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
+    if s.tool_audit_max_records > 100:
+        out.append(
+            f"{env_name('tool_audit_max_records')} must be at most 100, not {s.tool_audit_max_records}"
+        )
+    if s.prometheus_url and not s.prometheus_url.startswith(("http://", "https://")):
+        out.append(
+            f"{env_name('prometheus_url')} must start with http:// or https://, not {s.prometheus_url!r}"
+        )
     return out
 
 

@@ -109,6 +109,36 @@ def test_the_operator_may_not(installed: devcluster.DevCluster, ns: str, questio
 
 
 @pytest.mark.parametrize(
+    ("verb", "group", "resource", "expected"),
+    [
+        ("list", "metrics.k8s.io", "pods", True),  # top, when metrics-server serves the API
+        ("list", "metrics.k8s.io", "nodes", True),
+        ("list", "cert-manager.io", "certificates", True),  # custom kinds of the allowed groups
+        ("get", "argoproj.io", "applications", True),
+        ("list", "kustomize.toolkit.fluxcd.io", "kustomizations", True),
+        ("patch", "cert-manager.io", "certificates", False),
+        ("list", "bitnami.com", "sealedsecrets", False),  # a group outside the allowlist
+    ],
+)
+def test_the_operator_reads_the_allowed_custom_groups_and_the_metrics_api_only(
+    installed: devcluster.DevCluster, ns: str, verb: str, group: str, resource: str, expected: bool
+) -> None:
+    """Asked through a SubjectAccessReview: these groups are not served by the test cluster, which
+    ``kubectl auth can-i`` cannot resolve."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": OPERATOR,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{SA_NAMESPACE}"],
+            "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": ns},
+        },
+    }
+    answer = installed.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(review))
+    assert json.loads(answer.stdout)["status"].get("allowed", False) is expected
+
+
+@pytest.mark.parametrize(
     "question",
     [
         "patch aianalyses.kubernaut.io --subresource=status -n {ns}",
@@ -121,6 +151,7 @@ def test_the_operator_may_not(installed: devcluster.DevCluster, ns: str, questio
         "create events -n {ns}",
         "get pods --subresource=log -n {ns}",
         "list customresourcedefinitions.apiextensions.k8s.io",
+        "list controllerrevisions.apps -n {ns}",
     ],
 )
 def test_the_operator_may(installed: devcluster.DevCluster, ns: str, question: str) -> None:
@@ -168,6 +199,24 @@ async def test_every_investigation_tool_read_is_allowed(
             name="web-1-a", namespace=ns, container=None, previous=False, tail_lines=10
         )
         assert logs == ""
+        # the SRE tools' list reads: one page each, authorised (a 403 would raise Unavailable)
+        for kind in (
+            _kinds.BY_KIND["Pod"],
+            _kinds.BY_KIND["Event"],
+            _kinds.BY_KIND["ReplicaSet"],
+            _kinds.BY_KIND["Node"],
+        ):
+            page = await reader.list_page(kind=kind, namespace=ns if kind.namespaced else None, limit=5)
+            assert isinstance(page.items, list)
+        revisions = _kinds.Kind(
+            kind="ControllerRevision",
+            group="apps",
+            version="v1",
+            plural="controllerrevisions",
+            namespaced=True,
+        )
+        assert (await reader.list_page(kind=revisions, namespace=ns, limit=5)).items == []
+        assert any(group.group == "apps" for group in await reader.api_groups())
 
 
 def test_operator_with_the_shipped_role_analyses_recovers_and_logs_no_permission_problem(

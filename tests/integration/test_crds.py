@@ -253,6 +253,32 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             cache_write_tokens=2048,
             tool_calls=6,
         ),
+        investigation=resources.InvestigationAudit(
+            calls=[
+                resources.ToolCallRecord(
+                    tool="list_resources",
+                    arguments='{"kind":"Pod","label_selector":"app=web"}',
+                    result_chars=812,
+                    result_tokens=203,
+                    duration_ms=41,
+                    truncated=True,
+                    error=False,
+                ),
+                resources.ToolCallRecord(
+                    tool="prometheus_query",
+                    arguments='{"query":"up"}',
+                    result_chars=120,
+                    result_tokens=30,
+                    duration_ms=1200,
+                    truncated=False,
+                    error=True,
+                ),
+            ],
+            calls_not_recorded=3,
+            output_tokens=233,
+            budget_tokens=20000,
+            budget_exhausted=True,
+        ),
         conditions=[condition],
         intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1, resolved_at=T1),
     )

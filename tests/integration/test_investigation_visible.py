@@ -4,6 +4,7 @@ claim an investigated root cause — it asks for review with its own reason."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,60 @@ async def test_a_read_that_succeeds_keeps_the_investigated_verdict(
     assert decision.llm.cluster_reads == 2 and decision.llm.cluster_read_failures == 1, (
         "its pod does not exist"
     )
+
+
+async def test_status_records_every_tool_call_for_kubectl_get_aia_o_yaml(
+    cluster: devcluster.Cluster, crds: list[str], namespace: str
+) -> None:
+    """BR-PLAYBOOK-022: how the decision was reached is in status.investigation, in call order, with
+    the arguments, sizes, durations and which calls failed; it survives the API server."""
+    spec = incident(namespace)
+    cluster.kubectl(
+        "create", "deployment", spec.resource.name, "-n", namespace, "--image=registry.example/app:1"
+    )
+    decision = await analyse(cluster, spec)
+    audit = decision.investigation
+    assert audit is not None
+    tools_called = [call.tool for call in audit.calls]
+    assert tools_called[:3] == ["get_resource", "get_resource", "search_workflow_catalog"]
+    deployment, pod = audit.calls[0], audit.calls[1]
+    assert not deployment.error and pod.error and deployment.result_tokens > pod.result_tokens > 0
+    assert deployment.arguments is not None and f'"name":"{spec.resource.name}"' in deployment.arguments
+    assert audit.output_tokens >= sum(call.result_tokens for call in audit.calls) - len(audit.calls)
+    assert audit.budget_tokens == settings.Settings().tool_output_budget_tokens and not audit.budget_exhausted
+    written = status.completed(
+        previous=resources.AIAnalysisStatus(phase="Investigating", attempt=1),
+        decision=decision,
+        now=pipeline.utcnow(),
+        generation=1,
+    )
+    name = "audited"
+    cluster.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=yaml.safe_dump(
+            {
+                "apiVersion": resources.API_VERSION,
+                "kind": "AIAnalysis",
+                "metadata": {"name": name},
+                "spec": spec.wire(),
+            }
+        ),
+    )
+    patch = {"status": written.wire()}
+    cluster.kubectl(
+        "patch",
+        "aianalysis",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(patch),
+    )
+    shown = yaml.safe_load(cluster.kubectl("get", "aia", name, "-n", namespace, "-o", "yaml").stdout)
+    assert shown["status"]["investigation"] == written.wire()["investigation"]

@@ -242,8 +242,14 @@ async def test_openai_runs_the_whole_analysis_with_function_tools() -> None:
         "list_events",
         "get_pod_logs",
         "list_pods_of_owner",
+        "list_resources",
+        "find_resources",
+        "rollout_history",
+        "list_namespace_events",
+        "list_custom_kinds",
+        "top",
         "submit_selection",
-    }
+    }  # no Prometheus configured: no Prometheus tools
     assert first["messages"][0]["role"] == "system" and first["tool_choice"] == "auto"
     assert server.requests[0].headers["authorization"] == f"Bearer {OPENAI_KEY}"
     tool_results = [m for m in last["messages"] if m["role"] == "tool"]

@@ -452,6 +452,42 @@ def test_platform_provider_values_become_a_valid_operator_configuration(
     apply_dry_run(cluster, yaml.safe_dump_all(objects))
 
 
+def test_prometheus_values_turn_on_the_prometheus_tools_with_token_ca_and_egress(
+    helm: Path, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
+) -> None:
+    values = {
+        "prometheus": {
+            "url": "https://thanos-query.monitoring.svc:9091",
+            "tenant": "team-a",
+            "tokenSecret": {"name": "prometheus-reader", "key": "token"},
+            "caConfigMap": {"name": "prometheus-ca"},
+        },
+        "networkPolicy": {"prometheus": {"ports": [9091]}},
+        "investigation": {"namespaces": ["ingress-nginx"], "budgetTokens": 12000},
+    }
+    objects = render(helm, tmp_path, values=values, namespace=namespace)
+    env = env_of(objects)
+    plain = {name: item["value"] for name, item in env.items() if "value" in item}
+    assert env["AIANALYSIS_PROMETHEUS_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "prometheus-reader",
+        "key": "token",
+    }
+    config = settings.from_env({**plain, "AIANALYSIS_PROMETHEUS_TOKEN": "from-a-secret"})
+    assert (config.prometheus_url, config.prometheus_tenant) == (
+        "https://thanos-query.monitoring.svc:9091",
+        "team-a",
+    )
+    assert config.prometheus_ca_file == "/etc/aianalysis/prometheus-ca/ca.crt"
+    assert config.investigation_namespaces == ("ingress-nginx",) and config.tool_output_budget_tokens == 12000
+    pod = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert {"name": "prometheus-ca", "configMap": {"name": "prometheus-ca"}} in pod["volumes"]
+    policy = next(o for o in objects if o["kind"] == "NetworkPolicy")["spec"]
+    assert any([p["port"] for p in rule["ports"]] == [9091] for rule in policy["egress"])
+    apply_dry_run(cluster, yaml.safe_dump_all(objects))
+    default = env_of(render(helm, tmp_path, namespace=namespace))
+    assert not any(name.startswith("AIANALYSIS_PROMETHEUS") for name in default)
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [

@@ -272,3 +272,39 @@ def test_executor_settings_are_checked() -> None:
         {"AIANALYSIS_EXECUTOR_DEADLINE_MULTIPLIER": "0"}
     )
     assert "AIANALYSIS_EXECUTOR_BACKOFF_LIMIT" in rejected({"AIANALYSIS_EXECUTOR_BACKOFF_LIMIT": "-1"})
+
+
+def test_investigation_and_prometheus_settings_are_read_and_the_token_never_shows() -> None:
+    config = settings.from_env(
+        {
+            "AIANALYSIS_PROMETHEUS_URL": "https://thanos.monitoring.svc:9091",
+            "AIANALYSIS_PROMETHEUS_TOKEN": "prom-secret-token",
+            "AIANALYSIS_PROMETHEUS_TENANT": "team-a",
+            "AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS": "2.5",
+            "AIANALYSIS_INVESTIGATION_NAMESPACES": "ingress-nginx, monitoring",
+            "AIANALYSIS_INVESTIGATION_CUSTOM_GROUPS": "cert-manager.io,*.toolkit.fluxcd.io",
+            "AIANALYSIS_TOOL_OUTPUT_BUDGET_TOKENS": "12000",
+        }
+    )
+    assert (
+        config.prometheus_url == "https://thanos.monitoring.svc:9091" and config.prometheus_tenant == "team-a"
+    )
+    assert config.prometheus_timeout_seconds == 2.5 and config.tool_output_budget_tokens == 12000
+    assert config.investigation_namespaces == ("ingress-nginx", "monitoring")
+    assert config.investigation_custom_groups == ("cert-manager.io", "*.toolkit.fluxcd.io")
+    assert "prom-secret-token" not in repr(config)
+    assert settings.from_env({}).prometheus_url is None
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("AIANALYSIS_PROMETHEUS_URL", "prometheus:9090", "must start with http:// or https://"),
+        ("AIANALYSIS_TOOL_OUTPUT_BUDGET_TOKENS", "0", "must be at least 1"),
+        ("AIANALYSIS_TOOL_AUDIT_MAX_RECORDS", "500", "must be at most 100"),
+        ("AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS", "0", "must be positive"),
+    ],
+)
+def test_bad_investigation_settings_name_the_variable(variable: str, value: str, expected: str) -> None:
+    with pytest.raises(errors.ConfigError, match=f"{variable}.*{expected}|{expected}"):
+        settings.from_env({variable: value})

@@ -108,6 +108,8 @@ class FakeReader:
         self.pods_of: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail: Exception | None = None
+        self.custom: list[_kinds.Kind] = []
+        """Custom kinds the fake API server "serves" (discovery)."""
 
     def add(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -124,6 +126,43 @@ class FakeReader:
             return copy.deepcopy(self.objects[(kind, namespace, name)])
         except KeyError:
             raise tools.Unavailable(f"{kind} {namespace}/{name} not found") from None
+
+    async def read(self, *, kind: _kinds.Kind, name: str, namespace: str | None) -> dict[str, Any]:
+        return await self.get_object(kind=kind.kind, name=name, namespace=namespace)
+
+    async def list_page(
+        self,
+        *,
+        kind: _kinds.Kind,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> tools.Page:
+        self._record("list_page", kind=kind.kind, namespace=namespace, label_selector=label_selector)
+        found = [
+            copy.deepcopy(obj)
+            for (k, ns, _), obj in sorted(self.objects.items(), key=lambda item: str(item[0]))
+            if k == kind.kind and (namespace is None or ns == namespace)
+        ]
+        if kind.kind == "Event":
+            found += [
+                copy.deepcopy(e)
+                for e in self.events
+                if namespace is None or e["metadata"].get("namespace") == namespace
+            ]
+        return tools.Page(items=found[:limit], more=len(found) > limit)
+
+    async def api_groups(self) -> list[tools.ServedGroup]:
+        self._record("api_groups")
+        return [
+            tools.ServedGroup(group=g, version=v)
+            for g, v in sorted({(k.group, k.version) for k in self.custom})
+        ]
+
+    async def group_kinds(self, *, group: str, version: str) -> list[_kinds.Kind]:
+        self._record("group_kinds", group=group)
+        return [k for k in self.custom if (k.group, k.version) == (group, version)]
 
     async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[dict[str, Any]]:
         self._record("list_events", kind=kind, name=name, namespace=namespace)
@@ -264,6 +303,12 @@ def test_definitions_are_anthropic_tool_params_without_the_submit_tool() -> None
         "list_events",
         "get_pod_logs",
         "list_pods_of_owner",
+        "list_resources",
+        "find_resources",
+        "rollout_history",
+        "list_namespace_events",
+        "list_custom_kinds",
+        "top",
     }
     for definition in definitions:
         assert set(definition) == {"name", "description", "input_schema"}
@@ -453,7 +498,10 @@ async def test_secrets_and_the_raw_catalog_are_never_read(reader: FakeReader, ki
 async def test_unsupported_kind_lists_the_supported_ones(reader: FakeReader) -> None:
     result = await toolbox(reader).call("get_resource", {"kind": "Frobnicator", "name": "x"})
     assert (
-        result.is_error and "unsupported kind 'Frobnicator'" in result.text and "StatefulSet" in result.text
+        result.is_error
+        and "unknown kind 'Frobnicator'" in result.text
+        and "StatefulSet" in result.text
+        and "list_custom_kinds" in result.text
     )
 
 

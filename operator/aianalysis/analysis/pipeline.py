@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+from pathlib import Path
 
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, resources
@@ -28,6 +29,7 @@ async def analyze(
     now: resources.Clock = resources.utcnow,
     history: assessment_history.History | None = None,
     namespace: str | None = None,
+    metrics: tools.MetricsReader | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
@@ -47,6 +49,8 @@ async def analyze(
         reader=reader,
         max_chars=settings.tool_output_max_chars,
         facts=await facts.of(where.incident),
+        metrics=metrics,
+        limits=tool_limits(settings),
     )
     past = prompts.history_section(assessment_history.describe(history, now=now()) if history else [])
     prompt = prompts.user_prompt(spec) + ("\n\n" + past if past else "")
@@ -88,9 +92,8 @@ async def analyze(
         }
     )
     floor = settings.confidence_floor
-    decision = with_history(
-        decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor), history
-    )
+    decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
+    decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history)
     if context_warnings:
         decision = dataclasses.replace(decision, warnings=[*decision.warnings, *context_warnings])
     if toolbox.investigation_failed:
@@ -138,6 +141,35 @@ def normalized(
     if wanted == signal.type:
         return spec
     return spec.model_copy(update={"signal": signal.model_copy(update={"type": wanted})})
+
+
+def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
+    """What the investigation tools may return and read, from settings."""
+    return tools.Limits(
+        budget_tokens=settings.tool_output_budget_tokens,
+        max_audit_records=settings.tool_audit_max_records,
+        namespaces=settings.investigation_namespaces,
+        custom_groups=settings.investigation_custom_groups,
+        max_series=settings.prometheus_max_series,
+    )
+
+
+def metrics_reader(settings: settings_mod.Settings) -> tools.MetricsReader | None:
+    """The process' Prometheus client (one connection pool; close it at cleanup), or None when no
+    Prometheus is configured (the Prometheus tools are then not offered)."""
+    if not settings.prometheus_url:
+        return None
+    return tools.PrometheusClient(
+        tools.PrometheusConfig(
+            url=settings.prometheus_url,
+            token=settings.prometheus_token,
+            token_file=Path(settings.prometheus_token_file) if settings.prometheus_token_file else None,
+            ca_file=Path(settings.prometheus_ca_file) if settings.prometheus_ca_file else None,
+            tenant=settings.prometheus_tenant,
+            timeout_seconds=settings.prometheus_timeout_seconds,
+            max_response_bytes=settings.prometheus_max_response_bytes,
+        )
+    )
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:

@@ -207,6 +207,7 @@ def completed(
         validation_attempts=decision.attempts or None,
         recovery=decision.recovery,
         llm=decision.llm,
+        investigation=decision.investigation,
         conditions=[
             ready_condition(
                 status="True",
@@ -232,5 +233,7 @@ class Decision:
     attempts: list[resources.ValidationAttempt]
     recovery: resources.RecoveryStatus | None
     llm: resources.LLMUsage
+    investigation: resources.InvestigationAudit | None = None
+    """The audit of the conversation's tool calls (None: no tool box, e.g. a provider failure)."""
     failed_rules: list[str] = dataclasses.field(default_factory=list)
     """Validation rules that rejected an answer, one entry per rule per rejected answer."""

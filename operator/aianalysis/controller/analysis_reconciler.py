@@ -174,6 +174,7 @@ class _Run:
                     settings=self.runtime.settings,
                     history=await self._history(spec),
                     namespace=self.ref.namespace,
+                    metrics=self.runtime.metrics_reader,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed

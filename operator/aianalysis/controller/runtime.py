@@ -12,7 +12,7 @@ from collections.abc import Callable
 from aianalysis import catalog as catalog_mod
 from aianalysis import kube, metrics
 from aianalysis import settings as settings_mod
-from aianalysis.analysis import llm, tools
+from aianalysis.analysis import llm, pipeline, tools
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import leadership
@@ -29,6 +29,8 @@ class Runtime(kit_runtime.ProcessRuntime):
 
     provider: llm.Provider
     reader: tools.ClusterReader
+    metrics_reader: tools.MetricsReader | None
+    """The Prometheus client (None: no Prometheus configured, no Prometheus tools)."""
     semaphore: asyncio.Semaphore
     budget: budget_mod.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
@@ -54,6 +56,7 @@ class Runtime(kit_runtime.ProcessRuntime):
             provider=llm.make_provider(settings, on_request=on_request),
             api=api,
             reader=k8s_tools.KubernetesReader(api),
+            metrics_reader=pipeline.metrics_reader(settings),
             semaphore=asyncio.Semaphore(settings.max_concurrent_analyses),
             catalog_sync=catalog_sync_mod.CatalogSync(
                 api=api,
@@ -106,4 +109,6 @@ class Runtime(kit_runtime.ProcessRuntime):
         if self.lease is not None:
             await self.lease.release()
         await self.provider.aclose()
+        if self.metrics_reader is not None:
+            await self.metrics_reader.aclose()
         await self.close_shared()

@@ -16,6 +16,7 @@ from typing import Any
 
 from aianalysis.analysis import tools
 from aianalysis.evaluation import scenario as scenario_mod
+from aianalysis.kube import kinds, reader
 
 _MIDDLE_OWNER = {"Deployment": "ReplicaSet", "CronJob": "Job"}
 
@@ -75,6 +76,50 @@ class InMemoryCluster:
     async def list_objects(self, *, kind: str, namespace: str) -> list[tools.JSONObject]:
         return [copy.deepcopy(obj) for obj in self._in(namespace, kind)]
 
+    async def list_page(
+        self,
+        *,
+        kind: kinds.Kind,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> reader.Page:
+        """Equality selectors (``a=b``, ``a!=b``, comma-separated) on labels and on dotted fields."""
+        labels = _terms(label_selector)
+        fields = _terms(field_selector)
+        found = [
+            obj
+            for obj in self._objects
+            if obj["kind"] == kind.kind
+            and (namespace is None or obj["metadata"].get("namespace") == namespace)
+            and all(_matches((obj["metadata"].get("labels") or {}).get(k), op, v) for k, op, v in labels)
+            and all(_matches(_field(obj, k), op, v) for k, op, v in fields)
+        ]
+        return reader.Page(items=[copy.deepcopy(obj) for obj in found[:limit]], more=len(found) > limit)
+
+    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> tools.JSONObject:
+        return await self.get_object(kind=kind.kind, name=name, namespace=namespace)
+
+    async def api_groups(self) -> list[reader.ServedGroup]:
+        versions = {
+            str(obj.get("apiVersion", "")) for obj in self._objects if "/" in str(obj.get("apiVersion", ""))
+        }
+        return [reader.ServedGroup(group=v.split("/")[0], version=v.split("/")[1]) for v in sorted(versions)]
+
+    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+        seen = {
+            (str(obj["kind"]), bool(obj["metadata"].get("namespace")))
+            for obj in self._objects
+            if obj.get("apiVersion") == f"{group}/{version}"
+        }
+        return [
+            kinds.Kind(
+                kind=kind, group=group, version=version, plural=kind.lower() + "s", namespaced=namespaced
+            )
+            for kind, namespaced in sorted(seen)
+        ]
+
     def _find(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
         return next(
             (
@@ -89,6 +134,32 @@ class InMemoryCluster:
 
     def _in(self, namespace: str, kind: str) -> list[dict[str, Any]]:
         return [o for o in self._objects if o["kind"] == kind and o["metadata"].get("namespace") == namespace]
+
+
+def _terms(selector: str | None) -> list[tuple[str, str, str]]:
+    out = []
+    for term in (selector or "").split(","):
+        if not term.strip():
+            continue
+        key, op, value = term.partition("!=") if "!=" in term else term.partition("=")
+        if not op:
+            raise tools.Unavailable(
+                f"unable to parse requirement {term!r}: only a=b and a!=b are supported here"
+            )
+        out.append((key.strip(), op, value.strip().lstrip("=")))
+    return out
+
+
+def _matches(actual: object, op: str, value: str) -> bool:
+    equal = str(actual) == value if actual is not None else value == ""
+    return equal if op != "!=" else not equal
+
+
+def _field(obj: Mapping[str, Any], path: str) -> object:
+    node: Any = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def _about(event: Mapping[str, Any], kind: str, name: str, namespace: str | None) -> bool:

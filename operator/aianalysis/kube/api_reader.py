@@ -3,8 +3,9 @@
 - Calls are blocking, so each runs in a thread (``asyncio.to_thread``) with a request timeout.
 - Objects are fetched with the client's typed methods and ``_preload_content=False``: we get the
   API server's JSON exactly (no ``None``-filled model dumps, no lost unknown fields), and the same
-  code works across client versions. Kinds come from the tool box's fixed table; Secrets are not
-  in it, so this class cannot read one even if asked.
+  code works across client versions. Kinds come from the tool box's fixed table or, for
+  ``list_page``/``read``, from discovery filtered by the tool box's policy; core Secrets are
+  refused here as well, whoever asks.
 - Outcomes: data; ``tools.Unavailable`` for definitive answers (404 "not found", 403, 400 "no
   logs"...), shown to the LLM; ``errors.ClusterError`` for failures that may pass (connection,
   429, 5xx).
@@ -99,6 +100,84 @@ class KubernetesReader:
         self, *, kind: str, namespace: str, label_selector: str | None = None
     ) -> list[reader.JSONObject]:
         return await self._list(kind, namespace, label_selector)
+
+    # ---- lists, custom kinds, discovery (the investigation tools) ------------------------------
+
+    async def list_page(
+        self,
+        *,
+        kind: kinds.Kind,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> reader.Page:
+        _not_secrets(kind)
+        options: dict[str, Any] = {"limit": max(1, min(limit, MAX_LIST_ITEMS))}
+        if label_selector:
+            options["label_selector"] = label_selector
+        if field_selector:
+            options["field_selector"] = field_selector
+        what = f"{kind.plural} in {namespace}" if namespace else kind.plural
+        found = await self._json(what, self._lister(kind, namespace), **options)
+        metadata = found.get("metadata") or {}
+        remaining = metadata.get("remainingItemCount")
+        return reader.Page(
+            items=list(found.get("items") or []),
+            more=bool(metadata.get("continue")),
+            remaining=remaining if isinstance(remaining, int) else None,
+        )
+
+    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> reader.JSONObject:
+        _not_secrets(kind)
+        what = f"{kind.kind} {namespace}/{name}" if kind.namespaced else f"{kind.kind} {name}"
+        return await self._json(what, self._reader_of(kind, namespace), name)
+
+    async def api_groups(self) -> list[reader.ServedGroup]:
+        found = await self._json("the API groups", client.ApisApi(self._api).get_api_versions)
+        groups = []
+        for group in found.get("groups") or ():
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            if group.get("name") and preferred:
+                groups.append(reader.ServedGroup(group=str(group["name"]), version=str(preferred)))
+        return groups
+
+    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+        custom = client.CustomObjectsApi(self._api)
+        found = await self._json(f"the kinds of {group}/{version}", custom.get_api_resources, group, version)
+        out = []
+        for resource in found.get("resources") or ():
+            name, verbs = str(resource.get("name", "")), resource.get("verbs") or ()
+            if "/" in name or "list" not in verbs or "get" not in verbs:
+                continue  # a subresource, or not readable
+            out.append(
+                kinds.Kind(
+                    kind=str(resource.get("kind")),
+                    group=group,
+                    version=version,
+                    plural=name,
+                    namespaced=bool(resource.get("namespaced")),
+                    short=tuple(resource.get("shortNames") or ()),
+                )
+            )
+        return out
+
+    def _lister(self, kind: kinds.Kind, namespace: str | None) -> Callable[..., Any]:
+        """A callable taking the list options and returning the raw response."""
+        if kind.group:
+            custom = client.CustomObjectsApi(self._api)
+            if kind.namespaced and namespace is not None:
+                return lambda **kw: custom.list_namespaced_custom_object(
+                    kind.group, kind.version, namespace, kind.plural, **kw
+                )
+            return lambda **kw: custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kw)
+        core = client.CoreV1Api(self._api)
+        if not kind.namespaced:
+            return getattr(core, f"list_{snake(kind.kind)}")  # type: ignore[no-any-return]  # client is untyped
+        if namespace is None:
+            return getattr(core, f"list_{snake(kind.kind)}_for_all_namespaces")  # type: ignore[no-any-return]
+        method = getattr(core, f"list_namespaced_{snake(kind.kind)}")
+        return lambda **kw: method(namespace, **kw)
 
     # ---- plumbing ----------------------------------------------------------------------------
 
@@ -206,6 +285,11 @@ def _kind(kind: str) -> kinds.Kind:
     if spec is None:
         raise reader.Unavailable(f"kind {kind!r} is not readable")
     return spec
+
+
+def _not_secrets(kind: kinds.Kind) -> None:
+    if not kind.group and kind.plural == "secrets":
+        raise reader.Unavailable("Secrets are never read")
 
 
 def _owned_by(obj: reader.JSONObject, uids: set[str]) -> bool:

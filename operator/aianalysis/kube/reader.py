@@ -1,4 +1,8 @@
-"""What the investigation tools need from a cluster, as a protocol (the real one is ``kube.api_reader``).
+"""What the investigation tools need from a cluster (``ClusterReader``, the real one is
+``kube.api_reader.KubernetesReader``) and from a metrics backend (``MetricsReader``, the real one is
+``analysis.tools.prometheus.PrometheusClient``), as protocols. Other callers (the offline provider's
+deterministic investigation) use the same protocols, so a fake in a unit test and the real reader
+are interchangeable.
 
 A reader returns plain JSON-like data, exactly as the API server sent it; the tool box redacts,
 summarises, fences and caps it. Outcomes a reader must distinguish:
@@ -10,9 +14,11 @@ summarises, fences and caps it. Outcomes a reader must distinguish:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Protocol
 
 from aianalysis import errors
+from aianalysis.kube import kinds
 
 JSONObject = dict[str, Any]
 
@@ -31,6 +37,25 @@ class Unavailable(errors.AIAnalysisError):
 
 class NotFound(Unavailable):
     """The object does not exist (404)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Page:
+    """One bounded page of a list: at most the ``limit`` asked for. ``more`` is True when the API
+    server holds more objects (it returned a ``continue`` token; readers never follow it), and
+    ``remaining`` is its ``remainingItemCount`` when it computed one."""
+
+    items: list[JSONObject]
+    more: bool = False
+    remaining: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServedGroup:
+    """An API group the server serves (discovery), with its preferred version."""
+
+    group: str
+    version: str
 
 
 class ClusterReader(Protocol):
@@ -59,4 +84,69 @@ class ClusterReader(Protocol):
     async def list_objects(self, *, kind: str, namespace: str) -> list[JSONObject]:
         """Every object of a namespaced kind in one namespace (bounded; used to find the HPAs and
         PodDisruptionBudgets that concern a remediation target)."""
+        ...
+
+    # ---- lists, custom kinds and discovery (list_resources, find_resources, rollout_history,
+    # list_namespace_events, list_custom_kinds, top) ----------------------------------------------
+    # These take a ``kinds.Kind`` (group, version, plural, scope) rather than a name, so they serve
+    # the fixed table's kinds, ControllerRevisions, the metrics API's NodeMetrics/PodMetrics and any
+    # custom kind discovery found alike. The tool box decides what may be read (policy); a reader
+    # reads what it is given.
+
+    async def list_page(
+        self,
+        *,
+        kind: kinds.Kind,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> Page:
+        """One page of objects (selectors applied by the API server; a malformed selector is
+        :class:`Unavailable` with the server's message). ``namespace`` None: all namespaces for a
+        namespaced kind, the cluster for a cluster-scoped one."""
+        ...
+
+    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> JSONObject:
+        """One object of any served kind (``get_object`` for a kind from discovery)."""
+        ...
+
+    async def api_groups(self) -> list[ServedGroup]:
+        """The API groups the server serves (``/apis``), each with its preferred version."""
+        ...
+
+    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+        """The readable (get + list) kinds of one group version, subresources left out."""
+        ...
+
+
+class MetricsReader(Protocol):
+    """Read-only access to a Prometheus-compatible HTTP API (Prometheus, Thanos, Cortex, Mimir).
+    Each method returns the ``data`` of a successful answer as Prometheus sent it. Outcomes: the
+    data; :class:`Unavailable` when the backend refused for good (malformed PromQL, 4xx), with its
+    message; ``errors.ClusterError`` when it may pass (down, timeout, 429, 5xx). Times are Unix
+    seconds."""
+
+    async def query(self, *, promql: str, time: float) -> Any:
+        """``/api/v1/query``: ``{"resultType", "result"}``."""
+        ...
+
+    async def query_range(self, *, promql: str, start: float, end: float, step: int) -> Any:
+        """``/api/v1/query_range``: ``{"resultType": "matrix", "result"}``."""
+        ...
+
+    async def label_values(self, *, label: str, match: str | None, start: float, end: float) -> Any:
+        """``/api/v1/label/<label>/values``: a list of strings (``__name__`` = metric names)."""
+        ...
+
+    async def alerts(self) -> Any:
+        """``/api/v1/alerts``: ``{"alerts": [...]}``."""
+        ...
+
+    async def rules(self) -> Any:
+        """``/api/v1/rules``: ``{"groups": [...]}``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection pool (at the process' cleanup)."""
         ...

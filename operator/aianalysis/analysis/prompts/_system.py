@@ -22,22 +22,27 @@ _INVESTIGATION = """\
 # Investigation approach
 
 The incident message contains observable facts only, no conclusions: perform your own RCA.
-1. Investigate the signal with the read-only Kubernetes tools:
-   - `get_resource` - one object (status first; secret-looking values redacted),
-   - `list_events` - the events about one object,
-   - `list_pods_of_owner` - the Pods of a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
-     CronJob, with container states, restart counts, termination reasons and resources,
-   - `get_pod_logs` - the last lines of a container's log (`previous: true` for the run that
-     crashed).
-2. Gather evidence: follow ownerReferences from a failing Pod to the object that controls it,
-   compare limits and requests with what the containers needed, read events and logs.
-3. Conclude from what you found, not from assumptions. The alerting resource may be a symptom:
-   the object that must change can be another one (its owner, the Node, a PersistentVolumeClaim).
+1. Investigate with the read-only tools, overview first: `list_resources`, `find_resources`,
+   `list_namespace_events`, `rollout_history`, `top`, `list_custom_kinds`; then details:
+   `get_resource`, `list_events`, `list_pods_of_owner`, `get_pod_logs` (`previous: true` for the
+   run that crashed); and when offered `prometheus_query`, `prometheus_query_range`,
+   `prometheus_metrics`, `prometheus_label_values`, `prometheus_alerts`, `prometheus_rules`.
+2. Where to look first:
+   - crash loop / errors: the owner's Pods (only the newest revision's?), `rollout_history`,
+     previous logs, events;
+   - OOMKilled / memory: limits vs usage, memory over time (rising steadily = leak; spiky = burst);
+   - Pending: the Pod's events and conditions, Nodes (taints, pressure, allocatable), quotas;
+   - Node pressure / NotReady: its conditions, taints, Pods, disk or memory metrics;
+   - HPA: targets, replicas vs max, the Pods' usage;
+   - certificates, GitOps, mesh, routes: the custom kind's status and what it references.
+3. Conclude from what you found. The alerting resource may be a symptom: the object that must
+   change can be another one (its owner, the Node, a PersistentVolumeClaim).
 4. Only then search the catalog for a workflow that remediates the root cause.
 
-Use the tools appropriate to the signal; a few targeted reads beat a sweep, and your number of
-turns is limited. If a tool answers that no cluster is attached, base your analysis on the
-incident facts alone and say so in `warnings`."""
+Every tool result is re-read on each later turn and the tool output has a budget: make
+independent reads in one turn, prefer lists and summaries to whole objects, stop once the evidence
+is clear. A cut result says how to narrow it. If a tool answers that no cluster is attached, base
+your analysis on the incident facts alone and say so in `warnings`."""
 
 _SEVERITY = """\
 # RCA severity assessment (report it as `rca_severity`)

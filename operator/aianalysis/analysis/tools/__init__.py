@@ -1,30 +1,46 @@
-"""The LLM's tools: the workflow catalog (search, details) and read-only Kubernetes investigation
-(get a resource, list its events, tail pod logs, list the pods of an owner).
+"""The LLM's tools: the workflow catalog (search, details) and read-only investigation of the
+cluster (one object, its events, pod logs, the pods of an owner; lists, search, rollout history,
+namespace events, custom kinds, resource usage) and of Prometheus (queries, metric and label
+lookup, alerts, rules).
 
-``ToolBox`` serves one conversation; ``ClusterReader`` is what it needs from a cluster, and
-``aianalysis.kube.api_reader.KubernetesReader`` is the real one over the ``kubernetes`` client.
+``ToolBox`` serves one conversation; ``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are
+what it needs from a cluster and from Prometheus; ``kube.api_reader.KubernetesReader`` and
+``PrometheusClient`` are the real ones.
 """
 
 from __future__ import annotations
 
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
+    NO_CLUSTER,
+    PROMETHEUS_TOOL_NAMES,
     TOOL_NAMES,
+    Limits,
     ToolBox,
     ToolResult,
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
-from aianalysis.analysis.tools._redact import redact_text
+from aianalysis.analysis.tools._redact import REDACTED, redact_text
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
-from aianalysis.kube.reader import ClusterReader, JSONObject, Unavailable
+from aianalysis.analysis.tools.prometheus import PrometheusClient, PrometheusConfig
+from aianalysis.kube.reader import ClusterReader, JSONObject, MetricsReader, Page, ServedGroup, Unavailable
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
+    "NO_CLUSTER",
+    "PROMETHEUS_TOOL_NAMES",
+    "REDACTED",
     "TOOL_NAMES",
     "ClusterReader",
     "JSONObject",
+    "Limits",
+    "MetricsReader",
+    "Page",
+    "PrometheusClient",
+    "PrometheusConfig",
+    "ServedGroup",
     "ToolBox",
     "ToolResult",
     "Unavailable",

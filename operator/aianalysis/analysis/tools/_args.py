@@ -147,3 +147,82 @@ def _clean(node: Any) -> Any:
         node["properties"] = {name: _clean(value) for name, value in node["properties"].items()}
         return node
     return {key: _clean(value) for key, value in node.items()}
+
+
+MAX_LIST_ROWS = 100
+MAX_SELECTOR_CHARS = 500
+MAX_PROMQL_CHARS = 2000
+
+Selector = Annotated[str, Field(max_length=MAX_SELECTOR_CHARS)]
+Duration = Annotated[str, Field(pattern=r"^\s*(\d{1,6}[smhdw])+\s*$", max_length=20)]
+PromQL = Annotated[str, Field(min_length=1, max_length=MAX_PROMQL_CHARS)]
+
+
+class ListArgs(Args):
+    kind: KindName
+    namespace: Namespace | None = None
+    label_selector: Selector | None = Field(None, description="e.g. app=web,tier!=cache")
+    field_selector: Selector | None = Field(None, description="e.g. status.phase!=Running")
+    limit: int = Field(30, ge=1, le=MAX_LIST_ROWS)
+
+
+class FindArgs(Args):
+    kind: KindName
+    name_contains: str | None = Field(None, min_length=1, max_length=253)
+    label_selector: Selector | None = None
+    field_selector: Selector | None = Field(None, description="e.g. spec.nodeName=node-1")
+    limit: int = Field(30, ge=1, le=MAX_LIST_ROWS)
+
+
+class RolloutArgs(Args):
+    kind: Literal["Deployment", "StatefulSet", "DaemonSet"]
+    name: ObjectName
+    namespace: Namespace | None = None
+
+
+class NamespaceEventsArgs(Args):
+    namespace: Namespace | None = None
+    type: Literal["Warning", "Normal"] | None = None
+    reason: str | None = Field(None, pattern=r"^[A-Za-z0-9]{1,128}$", description="e.g. BackOff")
+    involved_kind: str | None = Field(None, pattern=r"^[A-Za-z]{1,63}$", description="e.g. Pod")
+    limit: int = Field(40, ge=1, le=MAX_LIST_ROWS)
+
+
+class CustomKindsArgs(Args):
+    """list_custom_kinds takes no arguments."""
+
+
+class TopArgs(Args):
+    resource: Literal["nodes", "pods"]
+    namespace: Namespace | None = None
+    sort_by: Literal["cpu", "memory"] = "memory"
+    limit: int = Field(20, ge=1, le=MAX_LIST_ROWS)
+
+
+class PromQueryArgs(Args):
+    query: PromQL
+    ago: Duration | None = Field(None, description="e.g. 30m")
+
+
+class PromRangeArgs(Args):
+    query: PromQL
+    range: Duration = Field("1h", description="e.g. 30m, 6h, 2d")
+    step: Duration | None = Field(None, description="e.g. 1m (default: ~240 points)")
+
+
+class PromMetricsArgs(Args):
+    contains: str = Field(min_length=2, max_length=100, pattern=r"^[A-Za-z0-9_:]+$")
+
+
+class PromLabelArgs(Args):
+    label: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+    metric: str | None = Field(None, pattern=r"^[A-Za-z_:][A-Za-z0-9_:]{0,199}$")
+
+
+class PromAlertsArgs(Args):
+    state: Literal["firing", "pending", "all"] = "firing"
+
+
+class PromRulesArgs(Args):
+    name_contains: str | None = Field(None, max_length=100)
+    only_unhealthy: bool = False

@@ -1,25 +1,39 @@
 """The tool box one conversation uses: tool definitions for the provider, and dispatch of calls.
 
 A call never raises for anything the LLM did (unknown tool, bad arguments, a refused kind, an
-object that does not exist, a cluster read that failed): it returns ``ToolResult(is_error=True)``
-with a message the LLM can act on, and the conversation goes on. Only programming errors escape.
-A transient cluster failure is reported to the LLM too rather than failing the whole analysis:
-one unreadable log should not throw away an investigation.
+object that does not exist, a cluster or Prometheus read that failed): it returns
+``ToolResult(is_error=True)`` with a message the LLM can act on, and the conversation goes on.
+Only programming errors escape. A transient failure is reported to the LLM too rather than failing
+the whole analysis: one unreadable log should not throw away an investigation.
+
+Every call is accounted (``_audit``): its output is capped per call and, for investigation tools,
+by what the analysis' budget has left; each call lands in a bounded audit record.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
 
-from aianalysis import catalog, errors, resources
+from aianalysis import catalog, errors, resources, settings
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _catalog_tools, _cluster_tools, _output
-from aianalysis.kube import kinds as _kinds
+from aianalysis.analysis.tools import (
+    _args,
+    _audit,
+    _catalog_tools,
+    _cluster_tools,
+    _investigate,
+    _output,
+    _policy,
+    _prom_tools,
+    _promql,
+    _specs,
+)
 from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
@@ -32,106 +46,35 @@ class ToolResult:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class _Spec:
-    name: str
-    description: str
-    args: type[_args.Args]
-    needs_cluster: bool
+class Limits:
+    """How much the tools may return and read (from settings; the defaults are the settings')."""
+
+    budget_tokens: int = 20_000
+    max_audit_records: int = 40
+    namespaces: tuple[str, ...] = ()
+    """Namespaces readable besides the incident's (``*`` = all)."""
+    custom_groups: tuple[str, ...] = settings.DEFAULT_CUSTOM_GROUPS
+    max_series: int = 20
 
 
-_KINDS_TEXT = ", ".join(_kinds.names())
-_SPECS: tuple[_Spec, ...] = (
-    _Spec(
-        name="list_action_types",
-        description=(
-            "The action types of the workflows eligible for this incident, each with a one-line meaning "
-            'and how many workflows have it: {"action_types": [{"action_type", "meaning", "workflows"}]}. '
-            "Start discovery here: pick the action type your RCA calls for, then search_workflow_catalog "
-            "with action_type, then get_workflow_details."
-        ),
-        args=_args.ActionTypesArgs,
-        needs_cluster=False,
-    ),
-    _Spec(
-        name="search_workflow_catalog",
-        description=(
-            "Search the remediation workflow catalog, after your RCA. Returns JSON "
-            '{"workflows": [{"workflow_id", "version", "description", "confidence"}], "total_results"}, '
-            "best first; confidence (0-1) is how well a workflow matches the query. Only workflows "
-            "eligible for this incident's business context are ever returned: the system applies it, "
-            "and the optional business arguments can only narrow it. Use the CURRENT signal type your "
-            "investigation established; action_type (from list_action_types) narrows to one action type."
-        ),
-        args=_args.SearchArgs,
-        needs_cluster=False,
-    ),
-    _Spec(
-        name="get_workflow_details",
-        description=(
-            "The definition of one workflow returned by search_workflow_catalog: title, description, "
-            "action type, signal types, guidance (when_to_use, when_not_to_use, preconditions: respect "
-            "them), estimated duration and the parameter schema (name, type, required, description, "
-            "enum, pattern, minimum, maximum, default, depends_on; filled_by marks parameters the system "
-            "fills from the remediation target - leave those out). Read it before filling parameters, "
-            "and select the exact version it returns."
-        ),
-        args=_args.DetailsArgs,
-        needs_cluster=False,
-    ),
-    _Spec(
-        name="get_resource",
-        description=(
-            "Read one Kubernetes object (read-only) as YAML, status before spec, managedFields stripped, "
-            f"secret-looking values redacted. Supported kinds: {_KINDS_TEXT}. Secrets are never read."
-        ),
-        args=_args.ResourceArgs,
-        needs_cluster=True,
-    ),
-    _Spec(
-        name="list_events",
-        description=(
-            "The Kubernetes Events about one object (its involvedObject), oldest first: time, type, "
-            "reason, count, source and message. Events expire (by default after one hour)."
-        ),
-        args=_args.EventsArgs,
-        needs_cluster=True,
-    ),
-    _Spec(
-        name="get_pod_logs",
-        description=(
-            f"The last lines (at most {_args.MAX_TAIL_LINES}) of one container's log. Use previous=true "
-            "for the run that crashed or was OOM-killed."
-        ),
-        args=_args.LogsArgs,
-        needs_cluster=True,
-    ),
-    _Spec(
-        name="list_pods_of_owner",
-        description=(
-            "The Pods controlled by a Deployment (through its ReplicaSets), ReplicaSet, StatefulSet, "
-            "DaemonSet, Job or CronJob (through its Jobs), following ownerReferences: phase, node, "
-            "owner, container states, restart counts, last termination reasons, requests and limits."
-        ),
-        args=_args.OwnerArgs,
-        needs_cluster=True,
-    ),
+TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _specs.SPECS if spec.needs != "prometheus")
+"""The tools every conversation is offered (the Prometheus ones come on top when configured)."""
+
+PROMETHEUS_TOOL_NAMES: tuple[str, ...] = tuple(
+    spec.name for spec in _specs.SPECS if spec.needs == "prometheus"
 )
 
-_DEFINITIONS: list[dict[str, Any]] = [
-    {"name": spec.name, "description": spec.description, "input_schema": _args.input_schema(spec.args)}
-    for spec in _SPECS
-]
-
-TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS)
-
-CATALOG_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _SPECS if not spec.needs_cluster)
+CATALOG_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _specs.SPECS if spec.needs == "catalog")
 """The tools that read only the catalog (what ``aianalysis mcp`` serves)."""
+
+_DEFINITIONS = {spec.name: spec.definition() for spec in _specs.SPECS}
 
 
 class ToolBox:
     """The tools of one conversation. ``seen`` maps each workflow_id a catalog tool showed to the
     versions shown; ``returned`` holds the objects the investigation tools returned (what a target
-    may be, besides the incident's surroundings); ``calls`` counts every call, failed ones included."""
+    may be, besides the incident's surroundings); ``calls`` counts every call, failed ones included;
+    ``ledger`` holds the budget and the audit record."""
 
     def __init__(
         self,
@@ -141,7 +84,10 @@ class ToolBox:
         reader: _reader.ClusterReader | None,
         max_chars: int,
         facts: catalog.TargetFacts | None = None,
+        metrics: _reader.MetricsReader | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        limits = limits or Limits()
         self.seen: dict[str, set[str]] = {}
         self.returned: set[scope.Key] = set()
         self.calls = 0
@@ -149,61 +95,116 @@ class ToolBox:
         """Calls answered with an error."""
         self.cluster_reads = 0
         self.cluster_read_failures = 0
-        """Investigation calls that reached the cluster, and those the cluster could not answer."""
+        """Investigation calls that reached the cluster (or Prometheus), and those it could not answer."""
+        self.ledger = _audit.Ledger(budget_tokens=limits.budget_tokens, max_records=limits.max_audit_records)
         self._max_chars = max_chars
         self._catalog = _catalog_tools.CatalogTools(
             catalog=catalog, business=spec.business_context, seen=self.seen, max_chars=max_chars, facts=facts
         )
-        self._cluster = (
-            None
-            if reader is None
-            else _cluster_tools.ClusterTools(
-                reader=reader, incident=spec.resource, max_chars=max_chars, returned=self.returned
-            )
+        policy = _policy.ReadPolicy(
+            incident_namespace=spec.resource.namespace,
+            namespaces=limits.namespaces,
+            custom_groups=limits.custom_groups,
         )
-        self._specs = {spec.name: spec for spec in _SPECS}
         self._handlers: dict[str, Callable[[Any], Awaitable[str]]] = {
             "list_action_types": self._action_types,
             "search_workflow_catalog": self._search,
             "get_workflow_details": self._details,
         }
-        if self._cluster is not None:
-            self._handlers.update(
-                get_resource=self._cluster.get_resource,
-                list_events=self._cluster.list_events,
-                get_pod_logs=self._cluster.get_pod_logs,
-                list_pods_of_owner=self._cluster.list_pods_of_owner,
+        self._has_cluster = reader is not None
+        if reader is not None:
+            explore = _investigate.InvestigationTools(
+                reader=reader, policy=policy, max_chars=max_chars, returned=self.returned
             )
+            cluster = _cluster_tools.ClusterTools(
+                reader=reader,
+                incident=spec.resource,
+                max_chars=max_chars,
+                returned=self.returned,
+                policy=policy,
+                resolve=explore.resolve,
+            )
+            self._handlers.update(
+                get_resource=cluster.get_resource,
+                list_events=cluster.list_events,
+                get_pod_logs=cluster.get_pod_logs,
+                list_pods_of_owner=cluster.list_pods_of_owner,
+                list_resources=explore.list_resources,
+                find_resources=explore.find_resources,
+                rollout_history=explore.rollout_history,
+                list_namespace_events=explore.list_namespace_events,
+                list_custom_kinds=explore.list_custom_kinds,
+                top=explore.top,
+            )
+        self._offered = TOOL_NAMES
+        if metrics is not None:
+            prom = _prom_tools.PrometheusTools(
+                source=metrics, max_chars=max_chars, max_series=limits.max_series
+            )
+            self._handlers.update(
+                prometheus_query=prom.query,
+                prometheus_query_range=prom.query_range,
+                prometheus_metrics=prom.metrics,
+                prometheus_label_values=prom.label_values,
+                prometheus_alerts=prom.alerts,
+                prometheus_rules=prom.rules,
+            )
+            self._offered = (*TOOL_NAMES, *PROMETHEUS_TOOL_NAMES)
 
     def definitions(self) -> list[dict[str, Any]]:
-        """Anthropic tool params (name, description, input_schema); a fresh copy each time, so the
-        provider may add ``cache_control`` without touching the next conversation's."""
-        return copy.deepcopy(_DEFINITIONS)
+        """Anthropic tool params (name, description, input_schema) of the tools offered; a fresh copy
+        each time, so the provider may add ``cache_control`` without touching the next conversation's.
+        The same for every analysis of one configuration (the cache prefix stays stable)."""
+        return [copy.deepcopy(_DEFINITIONS[name]) for name in self._offered]
 
     async def call(self, name: str, arguments: object) -> ToolResult:
+        """Run one call and account for it (audit record, budget)."""
+        started = time.monotonic()
+        spec = _specs.BY_NAME.get(name)
+        with _output.accounting(self._call_limit(spec)) as truncated:
+            result = await self._dispatch(spec, name, arguments)
+        self.ledger.record(
+            tool=name,
+            arguments=arguments,
+            text=result.text,
+            seconds=time.monotonic() - started,
+            truncated=truncated[0],
+            error=result.is_error,
+            investigates=spec is not None and spec.investigates,
+        )
+        return result
+
+    async def _dispatch(self, spec: _specs.Spec | None, name: str, arguments: object) -> ToolResult:
         self.calls += 1
-        spec = self._specs.get(name)
-        if spec is None:
-            return self._error(f"unknown tool {name!r}; available tools: {', '.join(TOOL_NAMES)}")
-        if spec.needs_cluster and self._cluster is None:
+        if spec is None or name not in self._offered:
+            return self._error(f"unknown tool {name!r}; available tools: {', '.join(self._offered)}")
+        if spec.needs == "cluster" and not self._has_cluster:
             return self._error(NO_CLUSTER)
         try:
             args = spec.args.model_validate(arguments)
         except pydantic.ValidationError as exc:
             return self._error(f"invalid arguments for {name}: {_problems(exc)}")
-        self.cluster_reads += spec.needs_cluster
+        if spec.investigates and not self.ledger.can_investigate():
+            return self._error(self.ledger.spent_message())
+        self.cluster_reads += spec.investigates
         try:
             return ToolResult(await self._handlers[name](args))
-        except _args.Refused as exc:
+        except (_args.Refused, _promql.BadRequest) as exc:
             return self._error(str(exc))
         except _reader.Unavailable as exc:
-            self.cluster_read_failures += spec.needs_cluster
+            self.cluster_read_failures += spec.investigates
             return self._error(str(exc))
         except errors.ClusterError as exc:
-            self.cluster_read_failures += spec.needs_cluster
+            self.cluster_read_failures += spec.investigates
+            source = "Prometheus" if spec.needs == "prometheus" else "the cluster"
             return self._error(
-                f"reading the cluster failed ({exc}); it may work later - continue with the evidence you have"
+                f"reading {source} failed ({exc}); it may work later - continue with the evidence you have"
             )
+
+    def _call_limit(self, spec: _specs.Spec | None) -> int:
+        if spec is None or not spec.investigates:
+            return self._max_chars
+        return min(self._max_chars, self.ledger.remaining_chars())
 
     def set_target_facts(self, facts: catalog.TargetFacts | None) -> None:
         """The facts detected on the remediation target, for workflows' detectedLabels (None = unknown)."""

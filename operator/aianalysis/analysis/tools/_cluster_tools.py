@@ -3,17 +3,18 @@
 
 Everything read from the cluster is redacted (``_redact``), then fenced as untrusted data and
 capped at ``max_chars``. Arguments are checked before any read: Secrets and RemediationWorkflows
-are refused, a missing namespace defaults to the incident's.
+are refused, a missing namespace defaults to the incident's, and a namespace outside the read
+policy (``_policy``) is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aianalysis import resources
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _output, _redact
+from aianalysis.analysis.tools import _args, _output, _policy, _redact
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
@@ -51,21 +52,33 @@ class ClusterTools:
         incident: resources.ResourceRef,
         max_chars: int,
         returned: set[scope.Key] | None = None,
+        policy: _policy.ReadPolicy | None = None,
+        resolve: Callable[[str], Awaitable[_kinds.Kind]] | None = None,
     ) -> None:
         self._reader = reader
         self._incident = incident
         self._max_chars = max_chars
         self._returned = returned if returned is not None else set()
         self._home = incident.name if incident.kind == "Namespace" else incident.namespace
+        self._policy = policy or _policy.ReadPolicy(incident_namespace=self._home, namespaces=("*",))
+        self._resolve = resolve
+        """Resolves kinds beyond the fixed table (custom kinds from discovery); None: table only."""
 
     async def get_resource(self, args: _args.ResourceArgs) -> str:
-        kind = _kind(args.kind)
+        kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
-        obj = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
+        if _kinds.BY_KIND.get(kind.kind) is kind:
+            obj = _redact.redact_object(
+                await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
+            )
+        else:
+            obj = _redact.redact_custom(
+                await self._reader.read(kind=kind, name=args.name, namespace=namespace)
+            )
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
         if namespace is not None and namespace == self._home:
             self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
-        body = _output.to_yaml(_output.status_first(_redact.redact_object(obj)))
+        body = _output.to_yaml(_output.status_first(obj))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
             f"secret-looking values {_redact.REDACTED}):"
@@ -73,7 +86,7 @@ class ClusterTools:
         return _output.fenced(header, body, label=f"{kind.kind}/{args.name}", max_chars=self._max_chars)
 
     async def list_events(self, args: _args.EventsArgs) -> str:
-        kind = _kind(args.kind)
+        kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         events = await self._reader.list_events(kind=kind.kind, name=args.name, namespace=namespace)
         where = f"{kind.kind} {_where(args.name, namespace)}"
@@ -154,7 +167,14 @@ class ClusterTools:
         namespace = given or self._home
         if not namespace:
             raise _args.Refused(f"{kind} is namespaced: pass a namespace (the incident names none)")
+        try:
+            self._policy.check_namespace(namespace)
+        except _policy.Denied as exc:
+            raise _args.Refused(str(exc)) from None
         return namespace
+
+    async def _kind(self, text: str) -> _kinds.Kind:
+        return await self._resolve(text) if self._resolve is not None else _kind(text)
 
 
 def _kind(text: str) -> _kinds.Kind:

@@ -1,7 +1,12 @@
-"""Shaping tool output for the LLM: the size cap, and cluster data as fenced YAML."""
+"""Shaping tool output for the LLM: the size cap, and cluster data as fenced YAML; per call, the
+cap lowered to what the analysis' budget has left, and whether something was left out."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import re
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import yaml
@@ -16,6 +21,7 @@ def cap(text: str, *, max_chars: int) -> str:
     untrusted text is capped by ``fenced``)."""
     if len(text) <= max_chars:
         return text
+    note_truncated()
     marker = "\n[... {} characters cut to fit the tool output limit ...]"
     keep = max(max_chars - len(marker.format(len(text))), 0)
     return text[:keep] + marker.format(len(text) - keep)
@@ -25,8 +31,13 @@ def fenced(
     header: str, body: str, *, label: str, max_chars: int, keep: Literal["head", "tail"] = "head"
 ) -> str:
     """A trusted one-line header and untrusted cluster text fenced under it, all within ``max_chars``."""
-    budget = max(max_chars - len(header) - 1, 0)
-    return header + "\n" + prompts.fence(body.rstrip("\n"), label=label, max_chars=budget, keep=keep)
+    budget = max(limit(max_chars) - len(header) - 1, 0)
+    out = prompts.fence(body.rstrip("\n"), label=label, max_chars=budget, keep=keep)
+    if not CUT_MARKER.search(out) or CUT_MARKER.search(body):
+        return header + "\n" + out
+    note_truncated()
+    out = prompts.fence(body.rstrip("\n"), label=label, max_chars=max(budget - len(NARROW) - 1, 0), keep=keep)
+    return header + "\n" + NARROW + "\n" + out
 
 
 def to_yaml(data: Any) -> str:
@@ -42,3 +53,43 @@ def status_first(obj: dict[str, Any]) -> dict[str, Any]:
     ordered = {key: obj[key] for key in _FIRST_KEYS if key in obj}
     ordered.update({key: value for key, value in obj.items() if key not in ordered})
     return ordered
+
+
+# ---- per-call accounting ----------------------------------------------------------------------
+# The tool box sets these for each call (each call runs in its own task, or awaits to the end
+# before the next starts), so a handler needs no extra parameter to respect the remaining budget
+# or to say it left something out.
+
+_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("tool_output_limit", default=None)
+_TRUNCATED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("tool_truncated", default=None)
+NARROW = (
+    "(the data below was cut at the tool output limit: ask for less - a selector, a namespace, "
+    "fewer lines - or a summary tool such as list_resources instead of get_resource)"
+)
+CUT_MARKER = re.compile(r"\[\.\.\. \d+ characters cut")
+
+
+@contextlib.contextmanager
+def accounting(limit: int) -> Iterator[list[bool]]:
+    """Account for one call: its output cap; the flag yielded turns True when something is cut."""
+    flag = [False]
+    limit_token = _LIMIT.set(limit)
+    flag_token = _TRUNCATED.set(flag)
+    try:
+        yield flag
+    finally:
+        _TRUNCATED.reset(flag_token)
+        _LIMIT.reset(limit_token)
+
+
+def limit(default: int) -> int:
+    """The cap for the current call: the per-call cap, lowered to what the analysis' budget has left."""
+    current = _LIMIT.get()
+    return default if current is None else min(default, current)
+
+
+def note_truncated() -> None:
+    """The current call's output leaves something out (rows, series, characters)."""
+    flag = _TRUNCATED.get()
+    if flag is not None:
+        flag[0] = True

@@ -118,3 +118,40 @@ def _config_map(obj: dict[str, Any]) -> None:
         obj["binaryData"] = {
             key: f"[binary, {len(str(value))} base64 characters]" for key, value in binary.items()
         }
+
+
+# Keys that name a secret rather than hold one (``secretName``, ``tokenSecretRef``): kept, they
+# tell the LLM which Secret is missing without exposing anything.
+_REFERENCE_KEY = re.compile(r"(name|ref|namespace|keyref|selector)$", re.IGNORECASE)
+
+
+def redact_custom(obj: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource redacted like any object, plus every scalar value (or list of scalars)
+    under a secret-looking key anywhere in it (``spec.auth.password``, ``privateKeyPEM``...).
+    Custom kinds have no schema we know, so the key name is all there is to go by."""
+    out = redact_object(obj)
+    for key in ("spec", "status", "data"):
+        if key in out:
+            out[key] = _secret_keys(out[key])
+    return out
+
+
+def _secret_keys(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: REDACTED
+            if _scalar(value) and is_secret_name(str(key)) and not _REFERENCE_KEY.search(str(key))
+            else _secret_keys(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_secret_keys(item) for item in node]
+    if isinstance(node, str):
+        return redact_text(node)
+    return node
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(not isinstance(item, (dict, list)) for item in value)
+    return not isinstance(value, dict)

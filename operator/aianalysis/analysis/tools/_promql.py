@@ -1,0 +1,153 @@
+"""Prometheus answers shaped for the LLM: durations, range limits, and per-series summaries.
+
+Pure: values in, text or plain data out. A range query's points are never shown; each series is
+summarised as first/min/max/last and a trend, so a day of data costs about as much as one instant
+value (the trend, not the points, is what tells a leak from a spike).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+_DURATION = re.compile(r"^(?:(\d{1,6})([smhdw]))+$")
+_PART = re.compile(r"(\d{1,6})([smhdw])")
+
+MAX_RANGE_SECONDS = 7 * 86_400
+"""The longest range a range query may cover (a week)."""
+MAX_POINTS = 1_000
+"""Points per series a range query may ask for (range / step); Prometheus itself allows 11,000."""
+
+
+class BadRequest(ValueError):
+    """Arguments that cannot become a sensible Prometheus request; the message says how to fix them."""
+
+
+def seconds(text: str, *, what: str) -> int:
+    """A Prometheus duration (``90s``, ``15m``, ``1h30m``, ``2d``) in seconds."""
+    text = text.strip()
+    if not _DURATION.fullmatch(text):
+        raise BadRequest(f"{what} {text!r} is not a duration like 30s, 5m, 1h or 1h30m")
+    total = sum(int(n) * _UNITS[unit] for n, unit in _PART.findall(text))
+    if total <= 0:
+        raise BadRequest(f"{what} must be longer than 0s")
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+    step: int
+
+    @property
+    def points(self) -> int:
+        return int((self.end - self.start) // self.step) + 1
+
+
+def window(*, duration: str, step: str | None, end: float) -> Window:
+    """The range ``[end - duration, end]`` with a step that keeps the points per series bounded:
+    the given step if it does, else an error naming the smallest step that would."""
+    length = seconds(duration, what="range")
+    if length > MAX_RANGE_SECONDS:
+        raise BadRequest(
+            f"range {duration} is longer than the {MAX_RANGE_SECONDS // 86_400}d allowed; "
+            "query a shorter range (the incident's last hours are usually what matters)"
+        )
+    if step is None:
+        chosen = max(math.ceil(length / 240), 15)
+    else:
+        chosen = seconds(step, what="step")
+        if length / chosen + 1 > MAX_POINTS:
+            smallest = math.ceil(length / (MAX_POINTS - 1))
+            raise BadRequest(
+                f"range {duration} at step {step} is {int(length / chosen) + 1} points per series "
+                f"(at most {MAX_POINTS}); use a step of at least {smallest}s or leave step out"
+            )
+    return Window(start=end - length, end=end, step=chosen)
+
+
+def labels(metric: dict[str, Any]) -> str:
+    """``name{a="1",b="2"}`` (the metric name first, then the labels sorted)."""
+    name = str(metric.get("__name__", ""))
+    rest = ",".join(f'{key}="{value}"' for key, value in sorted(metric.items()) if key != "__name__")
+    return f"{name}{{{rest}}}" if rest or not name else name
+
+
+def number(value: float) -> str:
+    """A value in at most 4 significant digits (``0.00012``, ``1.235e+09``, ``NaN``)."""
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    return f"{value:.4g}"
+
+
+def _floats(pairs: Sequence[Sequence[Any]]) -> list[float]:
+    out = []
+    for pair in pairs:
+        try:
+            out.append(float(pair[1]))
+        except (TypeError, ValueError, IndexError):
+            continue
+    return out
+
+
+def trend(values: Sequence[float]) -> str:
+    """rising / falling / flat / spiky, from the change first -> last against the spread."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2:
+        return "single point"
+    low, high = min(finite), max(finite)
+    spread = high - low
+    if spread == 0:
+        return "flat"
+    change = finite[-1] - finite[0]
+    scale = max(abs(high), abs(low), 1e-12)
+    if abs(change) >= 0.5 * spread and spread / scale > 0.02:
+        direction = "rising" if change > 0 else "falling"
+        pairs = list(itertools.pairwise(finite))
+        steady = all(b >= a for a, b in pairs) or all(b <= a for a, b in pairs)
+        return f"{direction}{' steadily' if steady else ''}"
+    if spread / scale <= 0.05:
+        return "flat"
+    peak = finite.index(high)
+    return f"spiky (peak at point {peak + 1} of {len(finite)}, then back)"
+
+
+def summarise_matrix(result: list[dict[str, Any]]) -> list[tuple[float, str]]:
+    """One line per series: labels, first, min, max, last, trend; keyed by the last value (for
+    ordering, highest first)."""
+    rows = []
+    for series in result:
+        values = _floats(series.get("values") or ())
+        if not values:
+            continue
+        line = (
+            f"{labels(series.get('metric') or {})}: first {number(values[0])}, min {number(min(values))}, "
+            f"max {number(max(values))}, last {number(values[-1])}, {trend(values)} ({len(values)} points)"
+        )
+        rows.append((_key(values[-1]), line))
+    return rows
+
+
+def summarise_vector(result: list[dict[str, Any]]) -> list[tuple[float, str]]:
+    rows = []
+    for sample in result:
+        values = _floats([sample.get("value") or ()])
+        if values:
+            rows.append((_key(values[0]), f"{labels(sample.get('metric') or {})} {number(values[0])}"))
+    return rows
+
+
+def _key(value: float) -> float:
+    return value if math.isfinite(value) else -math.inf
+
+
+def top(rows: list[tuple[float, str]], limit: int) -> tuple[list[str], int]:
+    """The ``limit`` rows with the highest values, and how many were left out."""
+    ordered = sorted(rows, key=lambda row: row[0], reverse=True)
+    return [line for _, line in ordered[:limit]], max(len(ordered) - limit, 0)

@@ -1,0 +1,221 @@
+"""A real Prometheus server (Debian's package unpacked by hack/build-prometheus.sh, or a Go build)
+on loopback only, scraping a tiny exporter the test runs in-process, with one alerting rule."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def binary() -> Path:
+    """``$AIANALYSIS_PROMETHEUS_BIN/prometheus``, else unpacked (or reused) by the hack script."""
+    cache = os.environ.get("AIANALYSIS_PROMETHEUS_BIN")
+    if not cache:
+        built = subprocess.run(
+            [str(ROOT / "hack" / "build-prometheus.sh")],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        cache = built.stdout.strip()
+    return Path(cache) / "prometheus"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Exporter:
+    """``/metrics`` in the text format: a gauge per pod that the test sets, and ``wide`` series of
+    a counter (to make results huge). Served from a thread on 127.0.0.1."""
+
+    def __init__(self, *, wide: int = 0) -> None:
+        self.values: dict[str, float] = {}
+        self.wide = wide
+        self.extra: list[str] = []
+        """More lines in the text format (other metrics), served as they are."""
+        self.scrapes = 0
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                exporter.scrapes += 1
+                body = exporter.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def render(self) -> str:
+        lines = ["# TYPE shop_memory_bytes gauge"]
+        lines += [f'shop_memory_bytes{{pod="{pod}"}} {value}' for pod, value in sorted(self.values.items())]
+        lines.append("# TYPE shop_requests_total counter")
+        lines += [f'shop_requests_total{{path="/item/{i}"}} {i}' for i in range(self.wide)]
+        return "\n".join([*lines, *self.extra]) + "\n"
+
+    def __enter__(self) -> Exporter:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+RULES = {
+    "groups": [
+        {
+            "name": "shop",
+            "rules": [
+                {
+                    "alert": "ShopMemoryHigh",
+                    "expr": "shop_memory_bytes > 100",
+                    "labels": {"severity": "critical"},
+                    "annotations": {"summary": "Pod {{ $labels.pod }} uses {{ $value }} bytes"},
+                },
+                {"record": "shop:memory:sum", "expr": "sum(shop_memory_bytes)"},
+            ],
+        }
+    ]
+}
+
+
+class Prometheus:
+    def __init__(self, workdir: Path, *, targets: list[str]) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        (workdir / "rules.yml").write_text(yaml.safe_dump(RULES))
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(workdir / "rules.yml")],
+            "scrape_configs": [{"job_name": "shop", "static_configs": [{"targets": targets}]}],
+        }
+        self.config_file = workdir / "prometheus.yml"
+        self.config_file.write_text(yaml.safe_dump(config))
+        self.log_file = workdir / "prometheus.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> Prometheus:
+        argv = [
+            str(binary()),
+            f"--config.file={self.config_file}",
+            f"--storage.tsdb.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--log.level=warn",
+        ]
+        with self.log_file.open("wb") as sink:
+            self.proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        self.wait(lambda: httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200, timeout, "ready")
+        return self
+
+    def wait(self, condition: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"prometheus exited {self.proc.returncode}:\n{self.logs()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if condition():
+                    return
+            time.sleep(0.2)
+        raise AssertionError(f"prometheus not {what} after {timeout}s:\n{self.logs()}")
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5).json()
+        return list(answer["data"]["result"])
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def logs(self) -> str:
+        return self.log_file.read_text(errors="replace")[-6000:] if self.log_file.exists() else ""
+
+
+@contextlib.contextmanager
+def running(workdir: Path, exporter: Exporter) -> Iterator[Prometheus]:
+    server = Prometheus(workdir, targets=[f"127.0.0.1:{exporter.port}"])
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections and never answers (a Prometheus that hangs)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+
+
+class RecordingServer:
+    """Answers every request like Prometheus' ``/api/v1/alerts`` with no alerts, recording headers."""
+
+    def __init__(self) -> None:
+        self.headers: list[dict[str, str]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                recorder.headers.append(dict(self.headers.items()))
+                body = b'{"status":"success","data":{"alerts":[]}}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> RecordingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
