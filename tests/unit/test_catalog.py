@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aianalysis import catalog, resources
-from aianalysis.catalog import index, semver
+from aianalysis.catalog import semver
 
 # ---- builders (also used by test_catalog_policy) -----------------------------------------------
 
@@ -380,41 +380,6 @@ def test_confidence_always_within_zero_and_one() -> None:
     for _ in range(200):
         for hit in search(found, " ".join(rng.sample(words, rng.randint(1, 5))), top_k=50):
             assert 0.0 < hit.confidence <= 1.0
-
-
-def test_both_scoring_paths_give_identical_results() -> None:
-    """Scoring walks either the candidates or the posting lists, whichever is cheaper; the choice
-    depends on catalog size, and must never change an order or a confidence."""
-    rng = random.Random(5)
-    words = [f"word{n}" for n in range(30)]
-    found = index.Index()
-    for n in range(300):
-        found.add(
-            catalog.Workflow(
-                name=f"o{n}",
-                spec=spec(
-                    f"wf-{n}",
-                    title=" ".join(rng.sample(words, 3)),
-                    description=" ".join(rng.sample(words, 8)),
-                    signals=[rng.choice(["OOMKilled", "Evicted", "Error"])] if n % 3 else [],
-                    action_type=None if n % 3 else "RestartPod",
-                    guidance={"whenNotToUse": " ".join(rng.sample(words, 5)) + " evicted"},
-                ),
-            )
-        )
-    candidates = found._candidates(catalog.SearchQuery(), business=ANY)
-    for _ in range(50):
-        query = catalog.SearchQuery(text=" ".join(rng.sample(words, 4)) + rng.choice(["", " evicted"]))
-        wanted = found._wanted_signals(query)
-        terms = found._weighted_terms(query.text, wanted)
-        signalled = found._signalled(candidates, wanted)
-        by_candidates = found._score_candidates(
-            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
-        )
-        by_postings = found._score_postings(
-            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
-        )
-        assert sorted(by_candidates) == sorted(by_postings)
 
 
 def test_search_hits_carry_the_minimal_schema() -> None:
