@@ -50,9 +50,8 @@ class CatalogSync:
     ) -> None:
         self._custom = k8s.CustomObjectsApi(api)
         self._catalog = catalog
-        self._gate = catalog_admission.Gate(
-            catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
-        )
+        self._reporter = reporter or catalog_admission.ClusterReporter(api)
+        self._gate = catalog_admission.Gate(catalog=catalog, reporter=self._reporter)
         self._on_change = on_change
         self._on_heard = on_heard
         self._page_size = page_size
@@ -91,6 +90,13 @@ class CatalogSync:
         self._heard()
         return len(listed)
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the verdicts of what was loaded so far are written to the cluster (the
+        writes follow the load in a thread of their own); False on timeout."""
+        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+            return self._reporter.flush(timeout)
+        return True
+
     def start(self) -> None:
         """Follow changes in a daemon thread (call after ``load``; a second call does nothing)."""
         if self._thread is not None:
@@ -114,6 +120,8 @@ class CatalogSync:
     def stop(self) -> None:
         """Ask the thread to end; it does at its next event or when the current watch times out."""
         self._stopping.set()
+        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+            self._reporter.close()
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """One watch event: ADDED/MODIFIED upsert the object, DELETED removes it."""
