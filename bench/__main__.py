@@ -2,9 +2,11 @@
 
     python -m bench [--quick] [--only NAME ...] [--out DIR]
 
-NAME is one of search, caching, overhead, concurrency, memory, storm (repeatable; default all). Prints a
-table of the goals and writes every figure to ``DIR/bench-<time>.json`` and ``DIR/latest.json``
-(default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios.
+NAME is one of search, growth, caching, overhead, concurrency, memory, storm (repeatable; default all).
+Prints a table of the goals and writes every figure to ``DIR/bench-<time>.json`` and
+``DIR/latest.json`` (default ``bench/results``), and the growth curves (memory and search latency by
+catalog size, memory by analyses) to ``DIR/growth-<time>.png`` when matplotlib is installed. Needs
+``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios.
 """
 
 from __future__ import annotations
@@ -20,24 +22,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import caching, concurrency, harness, memory, overhead, report, search, storm
+from bench import caching, concurrency, growth, harness, memory, overhead, report, search, storm
 
-NAMES = ("search", "caching", "overhead", "concurrency", "memory", "storm")
+NAMES = ("search", "growth", "caching", "overhead", "concurrency", "memory", "storm")
 CLUSTER = ("overhead", "concurrency", "memory", "storm")
 
 FULL: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
     "overhead": {"count": 500, "concurrency": 16, "rounds": 3},
     "concurrency": {"count": 100, "caps": [10, 25], "delay": 2.0},
-    "memory": {"workflows": 10_000, "analyses": 1000},
+    "memory": {"workflows": 10_000, "analyses": [100, 1000, 5000]},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
+    "growth": {"sizes": [1000, 10_000, 50_000], "queries": 300},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 200},
     "overhead": {"count": 100, "concurrency": 16, "rounds": 1},
     "concurrency": {"count": 40, "caps": [10], "delay": 1.0},
-    "memory": {"workflows": 2000, "analyses": 200},
+    "memory": {"workflows": 2000, "analyses": [100, 200]},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
+    "growth": {"sizes": [1000, 10_000], "queries": 100},
 }
 
 
@@ -71,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = RUNNERS[name](cluster, sizes.get(name, {}), log_dir)
             print(f"bench: {name} done in {time.monotonic() - step:.0f}s", file=sys.stderr, flush=True)
     results["load_after"] = os.getloadavg()
+    chart = growth.draw(results, args.out / f"growth-{stamp}.png")
+    if chart is not None:
+        results["chart"] = str(chart)
     results["seconds"] = round(time.monotonic() - began)
     text = json.dumps(results, indent=1)
     (args.out / f"bench-{stamp}.json").write_text(text)
@@ -93,6 +100,7 @@ def _on_cluster(run: Callable[..., Any]) -> Runner:
 
 RUNNERS: dict[str, Runner] = {
     "search": lambda _cluster, sizes, _logs: search.run(**sizes),
+    "growth": lambda _cluster, sizes, _logs: growth.run(**sizes),
     "caching": lambda _cluster, _sizes, logs: caching.run(dump=logs.parent / "first-request.json"),
     "overhead": _on_cluster(overhead.run),
     "concurrency": _on_cluster(concurrency.run),

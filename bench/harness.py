@@ -329,6 +329,9 @@ class Operator:
     def wait_catalog(self, size: int, *, timeout: float) -> None:
         self._wait(lambda: self.metric("aianalysis_catalog_workflows") >= size, f"{size} workflows", timeout)
 
+    def wait_ready(self, *, timeout: float) -> None:
+        self._wait(lambda: self._get(self.health_port, "/readyz") is not None, "ready", timeout)
+
     def metric(self, name: str) -> float:
         """Sum of a metric's samples (0 when absent)."""
         text = self._get(self.metrics_port, "/metrics") or ""

@@ -332,7 +332,7 @@ class Index:
         total = sum(weight for _, weight in terms)
         denominator = SIGNAL_WEIGHT * bool(wanted) + TEXT_WEIGHT * bool(terms)
         flags = candidates.to_bytes(self._nbytes(), "little")
-        matched: dict[int, float] = {}
+        matched = [0.0] * len(self._slots)
         for term, weight in terms:
             for postings, factor in (
                 (self._title, TITLE_MATCH),
@@ -344,14 +344,15 @@ class Index:
                     continue
                 add = weight * factor
                 for i in _restrict(posting, candidates, flags):
-                    matched[i] = matched.get(i, 0.0) + add
+                    matched[i] += add
         groups: dict[tuple[bool, float], list[int]] = {}
         signalled = self._signalled(candidates, wanted)
-        for i in _positions(signalled) if signalled else ():
-            groups.setdefault((True, matched.pop(i, 0.0)), []).append(i)
-        for i, weight in matched.items():
-            if weight > 0.0:
-                groups.setdefault((False, weight), []).append(i)
+        marks = signalled.to_bytes(self._nbytes(), "little")
+        for i in _positions(candidates):
+            if marks[i >> 3] >> (i & 7) & 1:
+                groups.setdefault((True, matched[i]), []).append(i)
+            elif matched[i] > 0.0:
+                groups.setdefault((False, matched[i]), []).append(i)
         tiers: dict[float, list[int]] = {}
         for (signal, weight), slots in groups.items():
             share = weight / total if terms else 0.0
