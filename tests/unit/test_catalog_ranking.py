@@ -29,7 +29,7 @@ def reference(
 ) -> list[model.SearchHit]:
     """Full scan: every candidate scored from its own title / description / whenNotToUse terms."""
     every_version = found._candidates(dataclasses.replace(query, all_versions=True), business=business)
-    slots = [i for i in range(len(found._slots)) if every_version >> i & 1]
+    slots = [i for i, bit in enumerate(reversed(bin(every_version)[2:])) if bit == "1"]
     if not query.all_versions:
         highest: dict[str, int] = {}
         for i in slots:
@@ -47,9 +47,10 @@ def reference(
     denominator = index.SIGNAL_WEIGHT * bool(wanted) + index.TEXT_WEIGHT * bool(terms)
     candidates = sum(1 << i for i in slots)
     signalled = found._signalled(candidates, wanted)
+    signalled_slots = {i for i, bit in enumerate(reversed(bin(signalled)[2:])) if bit == "1"}
     scored = []
     for i in slots:
-        title, description, negative = found._entry(i).terms()
+        title, description, negative = _terms(found, i)
         matched = 0.0
         for term, weight in terms:
             if term in title:
@@ -58,13 +59,25 @@ def reference(
                 matched += weight * index.DESCRIPTION_MATCH
             elif term in negative:
                 matched += weight * index.NOT_MATCH
-        signal = bool(signalled >> i & 1)
+        signal = i in signalled_slots
         if signal or matched > 0.0:
             share = matched / total if terms else 0.0
             confidence = min(1.0, (index.SIGNAL_WEIGHT * signal + index.TEXT_WEIGHT * share) / denominator)
             scored.append((-confidence, found._entry(i).rank, i))
     scored.sort()
     return [found._hit(i, -negative) for negative, _, i in scored[: query.top_k]]
+
+
+_TERMS: dict[index.Index, dict[int, tuple[frozenset[str], frozenset[str], frozenset[str]]]] = {}
+
+
+def _terms(found: index.Index, slot: int) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """A slot's terms, derived from its spec once per index (the indexes here never change after
+    they are built; the cache holds each index, so no other one can take its place)."""
+    known = _TERMS.setdefault(found, {})
+    if slot not in known:
+        known[slot] = found._entry(slot).terms()
+    return known[slot]
 
 
 def same(found: index.Index, query: model.SearchQuery, business: resources.BusinessContext) -> None:
