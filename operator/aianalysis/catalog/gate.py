@@ -152,6 +152,7 @@ class ClusterReporter:
         self._pending: dict[str, _Write] = {}
         self._writer: threading.Thread | None = None
         self._closed = False
+        self._held = False
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         metadata = obj.get("metadata") or {}
@@ -193,9 +194,24 @@ class ClusterReporter:
             if earlier is not None and earlier.condition == wanted:
                 announce = announce or earlier.announce
             self._pending[name] = _Write(wanted, announce)
-            if self._writer is None and not self._closed:
-                self._writer = threading.Thread(target=self._write_all, name="catalog-verdicts", daemon=True)
-                self._writer.start()
+            self._start_writer()
+
+    def hold(self) -> None:
+        """Queue verdicts without writing them until ``release`` (while the catalog loads: the
+        writer would compete with the load for the interpreter)."""
+        with self._lock:
+            self._held = True
+
+    def release(self) -> None:
+        with self._lock:
+            self._held = False
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        """(lock held)"""
+        if self._pending and self._writer is None and not self._closed and not self._held:
+            self._writer = threading.Thread(target=self._write_all, name="catalog-verdicts", daemon=True)
+            self._writer.start()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every pending verdict is written (or dropped); False on timeout."""

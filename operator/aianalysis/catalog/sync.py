@@ -67,6 +67,16 @@ class CatalogSync:
     def load(self) -> int:
         """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
         Returns how many objects were listed."""
+        writer = self._reporter if isinstance(self._reporter, catalog_admission.ClusterReporter) else None
+        if writer is not None:
+            writer.hold()  # the verdicts are written once the catalog serves
+        try:
+            return self._load()
+        finally:
+            if writer is not None:
+                writer.release()
+
+    def _load(self) -> int:
         listed: set[str] = set()
         token: str | None = None
         while True:
