@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             step = time.monotonic()
             results[name] = RUNNERS[name](cluster, sizes.get(name, {}), log_dir)
             print(f"bench: {name} done in {time.monotonic() - step:.0f}s", file=sys.stderr, flush=True)
+            # What is measured so far survives a later benchmark's failure.
+            (args.out / f"bench-{stamp}.partial.json").write_text(json.dumps(results, indent=1))
     results["load_after"] = os.getloadavg()
     chart = growth.draw(results, args.out / f"growth-{stamp}.png")
     if chart is not None:
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(results, indent=1)
     (args.out / f"bench-{stamp}.json").write_text(text)
     (args.out / "latest.json").write_text(text)
+    (args.out / f"bench-{stamp}.partial.json").unlink(missing_ok=True)
     print(report.table(results))
     print(f"\nfull results: {args.out / f'bench-{stamp}.json'}")
     return 0

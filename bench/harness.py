@@ -232,6 +232,19 @@ class TerminalWatch:
 
     def _run(self) -> None:
         while not self._stop:
+            try:
+                self._follow()
+            except k8s.ApiException as exc:
+                if exc.status != 410:
+                    raise
+                # Expired (the API server compacted past our version): list what is there, go on.
+                listed = self.cluster.custom.list_namespaced_custom_object(G, V, self.namespace, AIA)
+                for obj in listed["items"]:
+                    self._see(obj)
+                self._version = listed["metadata"]["resourceVersion"]
+
+    def _follow(self) -> None:
+        while not self._stop:
             stream = watch.Watch().stream(
                 self.cluster.custom.list_namespaced_custom_object,
                 G,
