@@ -2,10 +2,12 @@
 
     python -m bench [--quick] [--only NAME ...] [--out DIR]
 
-NAME is one of search, caching, investigation, overhead, concurrency, memory, storm (repeatable;
-default all). Prints a table of the goals and writes every figure to ``DIR/bench-<time>.json`` and
-``DIR/latest.json`` (default ``bench/results``). Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the
-cluster scenarios, and ``AIANALYSIS_PROMETHEUS_BIN`` (``make prometheus``) for ``investigation``.
+NAME is one of search, growth, caching, investigation, overhead, concurrency, memory, storm
+(repeatable; default all). Prints a table of the goals and writes every figure to
+``DIR/bench-<time>.json`` and ``DIR/latest.json`` (default ``bench/results``), and the growth curves
+(memory and search latency by catalog size, memory by analyses) to ``DIR/growth-<time>.png`` when
+matplotlib is installed. Needs ``AIANALYSIS_K8S_BIN`` (``make k8s``) for the cluster scenarios, and
+``AIANALYSIS_PROMETHEUS_BIN`` (``make prometheus``) for ``investigation``.
 """
 
 from __future__ import annotations
@@ -21,24 +23,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import caching, concurrency, harness, investigation, memory, overhead, report, search, storm
+from bench import (
+    caching,
+    concurrency,
+    growth,
+    harness,
+    investigation,
+    memory,
+    overhead,
+    report,
+    search,
+    storm,
+)
 
-NAMES = ("search", "caching", "investigation", "overhead", "concurrency", "memory", "storm")
+NAMES = ("search", "growth", "caching", "investigation", "overhead", "concurrency", "memory", "storm")
 CLUSTER = ("investigation", "overhead", "concurrency", "memory", "storm")
 
 FULL: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
     "overhead": {"count": 500, "concurrency": 16, "rounds": 3},
     "concurrency": {"count": 100, "caps": [10, 25], "delay": 2.0},
-    "memory": {"workflows": 10_000, "analyses": 1000},
+    "memory": {"workflows": 10_000, "analyses": [100, 1000, 5000]},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
+    "growth": {"sizes": [1000, 10_000, 50_000], "queries": 300},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 200},
     "overhead": {"count": 100, "concurrency": 16, "rounds": 1},
     "concurrency": {"count": 40, "caps": [10], "delay": 1.0},
-    "memory": {"workflows": 2000, "analyses": 200},
+    "memory": {"workflows": 2000, "analyses": [100, 200]},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
+    "growth": {"sizes": [1000, 10_000], "queries": 100},
 }
 
 
@@ -71,11 +86,17 @@ def main(argv: list[str] | None = None) -> int:
             step = time.monotonic()
             results[name] = RUNNERS[name](cluster, sizes.get(name, {}), log_dir)
             print(f"bench: {name} done in {time.monotonic() - step:.0f}s", file=sys.stderr, flush=True)
+            # What is measured so far survives a later benchmark's failure.
+            (args.out / f"bench-{stamp}.partial.json").write_text(json.dumps(results, indent=1))
     results["load_after"] = os.getloadavg()
+    chart = growth.draw(results, args.out / f"growth-{stamp}.png")
+    if chart is not None:
+        results["chart"] = str(chart)
     results["seconds"] = round(time.monotonic() - began)
     text = json.dumps(results, indent=1)
     (args.out / f"bench-{stamp}.json").write_text(text)
     (args.out / "latest.json").write_text(text)
+    (args.out / f"bench-{stamp}.partial.json").unlink(missing_ok=True)
     print(report.table(results))
     print(f"\nfull results: {args.out / f'bench-{stamp}.json'}")
     return 0
@@ -94,6 +115,7 @@ def _on_cluster(run: Callable[..., Any]) -> Runner:
 
 RUNNERS: dict[str, Runner] = {
     "search": lambda _cluster, sizes, _logs: search.run(**sizes),
+    "growth": lambda _cluster, sizes, _logs: growth.run(**sizes),
     "caching": lambda _cluster, _sizes, logs: caching.run(dump=logs.parent / "first-request.json"),
     "investigation": _on_cluster(investigation.run),
     "overhead": _on_cluster(overhead.run),

@@ -24,7 +24,7 @@ import random
 import statistics
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from aianalysis import catalog, resources
 
@@ -74,34 +74,45 @@ def _subset(rng: random.Random, values: tuple[str, ...], *, unrestricted: float)
     return sorted(rng.sample(values, rng.randint(1, len(values))))
 
 
+def spec_stream(
+    size: int, *, seed: int = 7
+) -> tuple[Vocabulary, Iterator[tuple[str, resources.RemediationWorkflowSpec]]]:
+    """The vocabulary and, lazily, the ``size`` workflows (name, spec) of the synthetic catalog:
+    a caller that loads them one by one never holds them all (``bench.growth`` measures memory)."""
+    rng = random.Random(seed)
+    vocabulary = Vocabulary(rng)
+
+    def specs() -> Iterator[tuple[str, resources.RemediationWorkflowSpec]]:
+        for number in range(size):
+            workflow_id = f"wf-{number // 2:05d}"  # two versions per workflowId on average
+            spec = resources.RemediationWorkflowSpec.model_validate(
+                {
+                    "workflowId": workflow_id,
+                    "version": f"1.{number % 2}.{rng.randint(0, 9)}",
+                    "title": vocabulary.sample(rng.randint(3, 7)),
+                    "description": vocabulary.sample(rng.randint(20, 50)),
+                    "labels": {
+                        "signalTypes": rng.sample(SIGNALS, rng.randint(1, 2)),
+                        "severity": _subset(rng, SEVERITIES, unrestricted=0.5),
+                        "component": _subset(rng, COMPONENTS, unrestricted=0.4),
+                        "environment": _subset(rng, ENVIRONMENTS, unrestricted=0.4),
+                        "priority": _subset(rng, PRIORITIES, unrestricted=0.5),
+                        "businessCategory": _subset(rng, CATEGORIES, unrestricted=0.7),
+                    },
+                    "riskLevel": rng.choice(("low", "medium", "high")),
+                    "execution": {"containerImage": f"registry.example/wf/{workflow_id}:1"},
+                }
+            )
+            yield f"{workflow_id}-{number}", spec
+
+    return vocabulary, specs()
+
+
 def synthetic_specs(
     size: int, *, seed: int = 7
 ) -> tuple[list[tuple[str, resources.RemediationWorkflowSpec]], Vocabulary]:
-    rng = random.Random(seed)
-    vocabulary = Vocabulary(rng)
-    specs = []
-    for number in range(size):
-        workflow_id = f"wf-{number // 2:05d}"  # two versions per workflowId on average
-        spec = resources.RemediationWorkflowSpec.model_validate(
-            {
-                "workflowId": workflow_id,
-                "version": f"1.{number % 2}.{rng.randint(0, 9)}",
-                "title": vocabulary.sample(rng.randint(3, 7)),
-                "description": vocabulary.sample(rng.randint(20, 50)),
-                "labels": {
-                    "signalTypes": rng.sample(SIGNALS, rng.randint(1, 2)),
-                    "severity": _subset(rng, SEVERITIES, unrestricted=0.5),
-                    "component": _subset(rng, COMPONENTS, unrestricted=0.4),
-                    "environment": _subset(rng, ENVIRONMENTS, unrestricted=0.4),
-                    "priority": _subset(rng, PRIORITIES, unrestricted=0.5),
-                    "businessCategory": _subset(rng, CATEGORIES, unrestricted=0.7),
-                },
-                "riskLevel": rng.choice(("low", "medium", "high")),
-                "execution": {"containerImage": f"registry.example/wf/{workflow_id}:1"},
-            }
-        )
-        specs.append((f"{workflow_id}-{number}", spec))
-    return specs, vocabulary
+    vocabulary, specs = spec_stream(size, seed=seed)
+    return list(specs), vocabulary
 
 
 def synthetic_catalog(size: int, *, seed: int = 7) -> tuple[catalog.Catalog, Vocabulary]:

@@ -232,6 +232,19 @@ class TerminalWatch:
 
     def _run(self) -> None:
         while not self._stop:
+            try:
+                self._follow()
+            except k8s.ApiException as exc:
+                if exc.status != 410:
+                    raise
+                # Expired (the API server compacted past our version): list what is there, go on.
+                listed = self.cluster.custom.list_namespaced_custom_object(G, V, self.namespace, AIA)
+                for obj in listed["items"]:
+                    self._see(obj)
+                self._version = listed["metadata"]["resourceVersion"]
+
+    def _follow(self) -> None:
+        while not self._stop:
             stream = watch.Watch().stream(
                 self.cluster.custom.list_namespaced_custom_object,
                 G,
@@ -328,6 +341,9 @@ class Operator:
 
     def wait_catalog(self, size: int, *, timeout: float) -> None:
         self._wait(lambda: self.metric("aianalysis_catalog_workflows") >= size, f"{size} workflows", timeout)
+
+    def wait_ready(self, *, timeout: float) -> None:
+        self._wait(lambda: self._get(self.health_port, "/readyz") is not None, "ready", timeout)
 
     def metric(self, name: str) -> float:
         """Sum of a metric's samples (0 when absent)."""

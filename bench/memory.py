@@ -1,6 +1,7 @@
-"""Operator memory with a large catalog: W RemediationWorkflows in the apiserver (the synthetic
-catalog of ``bench/catalog_search.py``), the operator started (offline provider), then A analyses
-to a terminal status; VmRSS and VmHWM (peak) of the operator process from /proc.
+"""Operator memory and start with a large catalog: W RemediationWorkflows in the apiserver (the
+synthetic catalog of ``bench/catalog_search.py``), the operator started (offline provider; start →
+catalog loaded, and → ready), then analyses to a terminal status in cumulative steps (100, 1,000,
+5,000); VmRSS and VmHWM (peak) of the operator process from /proc at each step.
 
 Run last: the catalog stays in the cluster.
 """
@@ -29,7 +30,8 @@ def _workflow_bodies(size: int) -> list[dict[str, Any]]:
     ]
 
 
-def run(cluster: harness.Cluster, *, workflows: int, analyses: int, log_dir: Path) -> dict[str, Any]:
+def run(cluster: harness.Cluster, *, workflows: int, analyses: list[int], log_dir: Path) -> dict[str, Any]:
+    """``analyses`` are cumulative steps (e.g. 100, 1,000, 5,000): RSS is read at each."""
     offline = {"AIANALYSIS_PROVIDER": "offline"}
     existing = cluster.count(harness.RW)
     with harness.Operator(cluster, env=offline, log_dir=log_dir) as operator:
@@ -42,26 +44,51 @@ def run(cluster: harness.Cluster, *, workflows: int, analyses: int, log_dir: Pat
     catalog_size = existing + workflows
     namespace = cluster.namespace("mem")
     signals = catalog_search.SIGNALS[:12]
-    bodies = [workload.analysis_body(n, signals=signals, name_prefix="mem") for n in range(analyses)]
+    steps: list[dict[str, Any]] = []
     with harness.Operator(cluster, env=offline, log_dir=log_dir) as operator:
         operator.wait_catalog(catalog_size, timeout=600)
         startup_s = time.monotonic() - operator.started
+        operator.wait_ready(timeout=120)
+        ready_s = time.monotonic() - operator.started
         loaded = harness.memory_kib(operator.pid)
         with harness.TerminalWatch(cluster, namespace) as watcher:
-            cluster.create_all(bodies, namespace=namespace, threads=16)
-            watcher.wait(analyses, timeout=900)
-        time.sleep(1.0)
-        final = harness.memory_kib(operator.pid)
+            done = 0
+            for total in analyses:
+                bodies = [
+                    workload.analysis_body(n, signals=signals, name_prefix="mem") for n in range(done, total)
+                ]
+                began = time.monotonic()
+                cluster.create_all(bodies, namespace=namespace, threads=16)
+                watcher.wait(total, timeout=900 + total * 0.5)
+                took = time.monotonic() - began
+                time.sleep(1.0)
+                rss = harness.memory_kib(operator.pid)
+                steps.append(
+                    {
+                        "analyses": total,
+                        "rss_mib": round(rss["VmRSS"] / MIB, 1),
+                        "hwm_mib": round(rss["VmHWM"] / MIB, 1),
+                        "per_second": round((total - done) / took, 1),
+                    }
+                )
+                done = total
+    at_goal = next((step for step in steps if step["analyses"] >= 1000), steps[-1])
+    after_catalog = round(loaded["VmRSS"] / MIB, 1)
     return {
         "workflows": catalog_size,
-        "analyses": analyses,
+        "analyses": at_goal["analyses"],
         "create_workflows_s": round(create_s, 1),
         "startup_s": round(startup_s, 1),
+        "ready_s": round(ready_s, 1),
         "idle_workflows": existing,
         "rss_idle_mib": round(idle["VmRSS"] / MIB, 1),
-        "rss_after_catalog_mib": round(loaded["VmRSS"] / MIB, 1),
-        "rss_end_mib": round(final["VmRSS"] / MIB, 1),
-        "hwm_mib": round(final["VmHWM"] / MIB, 1),
+        "rss_after_catalog_mib": after_catalog,
+        "rss_end_mib": at_goal["rss_mib"],
+        "hwm_mib": at_goal["hwm_mib"],
+        "steps": steps,
+        "kib_per_analysis": round((steps[-1]["rss_mib"] - after_catalog) * MIB / steps[-1]["analyses"], 1),
         "phases": sorted(set(watcher.phases.values())),
         "goal_max_mib": 150,
+        "goal_idle_max_mib": 90,
+        "goal_startup_max_s": 10,
     }

@@ -28,6 +28,8 @@ def table(results: dict[str, Any]) -> str:
             )
     if "search" in results:
         _search(results["search"], rows, details)
+    if "growth" in results:
+        _growth(results["growth"], details)
     if "memory" in results:
         mem = results["memory"]
         rows.append(
@@ -39,11 +41,32 @@ def table(results: dict[str, Any]) -> str:
                 _mark(mem["hwm_mib"] * 1.048576 <= mem["goal_max_mib"]),
             )
         )
-        details.append(
-            f"memory: operator idle with {mem['idle_workflows']} workflows {mem['rss_idle_mib']:.0f} MiB; "
-            f"{mem['workflows']:,} workflows created in "
-            f"{mem['create_workflows_s']} s; operator start to catalog loaded {mem['startup_s']} s"
+        rows.append(
+            (
+                f"operator memory idle ({mem['idle_workflows']} workflows)",
+                f"RSS {mem['rss_idle_mib']:.0f} MiB",
+                f"<= {mem.get('goal_idle_max_mib', 90)} MB",
+                _mark(mem["rss_idle_mib"] * 1.048576 <= mem.get("goal_idle_max_mib", 90)),
+            )
         )
+        rows.append(
+            (
+                f"operator start -> {mem['workflows']:,}-workflow catalog loaded (-> ready)",
+                f"{mem['startup_s']} s ({mem.get('ready_s', '?')} s)",
+                f"<= {mem.get('goal_startup_max_s', 10)} s",
+                _mark(mem["startup_s"] <= mem.get("goal_startup_max_s", 10)),
+            )
+        )
+        details.append(
+            f"memory: {mem['workflows']:,} workflows created in {mem['create_workflows_s']} s; "
+            f"catalog adds {mem['rss_after_catalog_mib'] - mem['rss_idle_mib']:.0f} MiB to the idle operator"
+            + (f"; {mem['kib_per_analysis']} KiB per analysis" if "kib_per_analysis" in mem else "")
+        )
+        for step in mem.get("steps", []):
+            details.append(
+                f"  {step['analyses']:>6,} analyses: RSS {step['rss_mib']:.0f} MiB, "
+                f"peak {step['hwm_mib']:.0f} MiB, {step['per_second']:.1f} analyses/s in this step"
+            )
     if "storm" in results:
         _storm(results["storm"], rows, details)
     if "investigation" in results:
@@ -134,14 +157,30 @@ def _search(rows_in: list[dict[str, Any]], rows: list[tuple[str, str, str, str]]
     largest = max(row["workflows"] for row in rows_in)
     at_largest = [row for row in rows_in if row["workflows"] == largest]
     worst = max(at_largest, key=lambda row: row["p50_ms"])
+    worst_p99 = max(row["p99_ms"] for row in at_largest)
     rows.append(
         (
-            f"catalog search p50 at {largest:,} workflows (worst profile: {worst['profile']})",
-            f"{worst['p50_ms']:.2f} ms (p99 {worst['p99_ms']:.2f} ms)",
-            "<= 5 ms" if largest >= 10_000 else "(5 ms at 10,000)",
-            _mark(worst["p50_ms"] <= 5.0) if largest >= 10_000 else "-",
+            f"catalog search p50 / p99 at {largest:,} workflows (worst profile: {worst['profile']})",
+            f"{worst['p50_ms']:.2f} ms / {worst_p99:.2f} ms",
+            "<= 5 ms / <= 20 ms" if largest >= 10_000 else "(at 10,000)",
+            _mark(worst["p50_ms"] <= 5.0 and worst_p99 <= 20.0) if largest >= 10_000 else "-",
         )
     )
+
+
+def _growth(data: dict[str, Any], details: list[str]) -> None:
+    imports = data["imports"]
+    details.append(
+        f"growth: the operator's imports {imports['imports_mib']:.0f} MiB ({imports['modules']} modules, "
+        f"{imports['imports_s']} s) on a {imports['python_mib']:.0f} MiB interpreter"
+    )
+    details.append("  workflows  catalog MiB  KiB/workflow  load s  typical p50/p99 ms  text-only p50/p99 ms")
+    for row in data["catalog"]:
+        details.append(
+            f"  {row['workflows']:>9,}  {row['catalog_mib']:>11.1f}  {row['kib_per_workflow']:>12.2f}  "
+            f"{row['load_s']:>6.1f}  {row['typical_p50_ms']:>8.2f} / {row['typical_p99_ms']:<7.2f}  "
+            f"{row['text_only_p50_ms']:>8.2f} / {row['text_only_p99_ms']:.2f}"
+        )
 
 
 def _storm(data: dict[str, Any], rows: list[tuple[str, str, str, str]], details: list[str]) -> None:

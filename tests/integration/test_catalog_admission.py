@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s_client
 
 from aianalysis import catalog, kube, metrics, resources
 from aianalysis.catalog import importer as catalog_import
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNAUT_CATALOG = ROOT / "examples" / "kubernaut" / "catalog"
+BULK = "catalog-admission-bulk"
 STOREFRONT = resources.BusinessContext(
     environment="production", priority="P1", risk_tolerance="high", custom_labels={"team": "storefront"}
 )
@@ -259,3 +261,51 @@ def test_an_imported_kubernaut_directory_applies_and_its_workflows_are_selectabl
         }
     finally:
         cluster.kubectl("delete", "rw", *names, "--ignore-not-found")
+
+
+def test_a_large_catalog_serves_before_its_conditions_are_written_and_a_restart_writes_none(
+    cluster: devcluster.Cluster, prefix: str, api: Any
+) -> None:
+    """Loading never waits for the status writes (thousands at a fresh install): the catalog is
+    complete when ``load`` returns, the Accepted conditions follow from the writer thread, and a
+    second operator (a restart) finds them written and writes nothing."""
+    names = [f"{prefix}-bulk-{n:03d}" for n in range(120)]
+    bodies = [workflow(name) for name in names]
+    for body in bodies:
+        body["metadata"]["labels"] = {"test": BULK}
+    apply(cluster, *bodies)
+    try:
+        _load_twice(cluster, api, names)
+    finally:  # one request, where kubectl would delete them one by one
+        custom = k8s_client.CustomObjectsApi(api)
+        custom.delete_collection_cluster_custom_object(
+            resources.GROUP,
+            resources.VERSION,
+            resources.REMEDIATIONWORKFLOW_PLURAL,
+            label_selector=f"test={BULK}",
+        )
+
+
+def _load_twice(cluster: devcluster.Cluster, api: Any, names: list[str]) -> None:
+    first = catalog.Catalog()
+    sync = catalog_sync.CatalogSync(api=api, catalog=first)
+    sync.load()
+    assert all(first.get(name) is not None for name in names)
+    assert sync.flush(timeout=60)
+    listed = json.loads(cluster.kubectl("get", "rw", "-l", f"test={BULK}", "-o", "json").stdout)
+    versions = {}
+    for obj in listed["items"]:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        assert [c["status"] for c in conditions if c["type"] == "Accepted"] == ["True"], obj["metadata"][
+            "name"
+        ]
+        versions[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+    assert set(names) <= set(versions)
+    sync.stop()
+
+    again = catalog_sync.CatalogSync(api=api, catalog=catalog.Catalog())
+    again.load()
+    assert again.flush(timeout=60)
+    again.stop()
+    relisted = json.loads(cluster.kubectl("get", "rw", "-l", f"test={BULK}", "-o", "json").stdout)
+    assert {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in relisted["items"]} == versions

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aianalysis import catalog, resources
-from aianalysis.catalog import index, semver
+from aianalysis.catalog import semver
 
 # ---- builders (also used by test_catalog_policy) -----------------------------------------------
 
@@ -382,41 +382,6 @@ def test_confidence_always_within_zero_and_one() -> None:
             assert 0.0 < hit.confidence <= 1.0
 
 
-def test_both_scoring_paths_give_identical_results() -> None:
-    """Scoring walks either the candidates or the posting lists, whichever is cheaper; the choice
-    depends on catalog size, and must never change an order or a confidence."""
-    rng = random.Random(5)
-    words = [f"word{n}" for n in range(30)]
-    found = index.Index()
-    for n in range(300):
-        found.add(
-            catalog.Workflow(
-                name=f"o{n}",
-                spec=spec(
-                    f"wf-{n}",
-                    title=" ".join(rng.sample(words, 3)),
-                    description=" ".join(rng.sample(words, 8)),
-                    signals=[rng.choice(["OOMKilled", "Evicted", "Error"])] if n % 3 else [],
-                    action_type=None if n % 3 else "RestartPod",
-                    guidance={"whenNotToUse": " ".join(rng.sample(words, 5)) + " evicted"},
-                ),
-            )
-        )
-    candidates = found._candidates(catalog.SearchQuery(), business=ANY)
-    for _ in range(50):
-        query = catalog.SearchQuery(text=" ".join(rng.sample(words, 4)) + rng.choice(["", " evicted"]))
-        wanted = found._wanted_signals(query)
-        terms = found._weighted_terms(query.text, wanted)
-        signalled = found._signalled(candidates, wanted)
-        by_candidates = found._score_candidates(
-            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
-        )
-        by_postings = found._score_postings(
-            candidates, signalled=signalled, terms=terms, confidence=lambda s, m: m + s
-        )
-        assert sorted(by_candidates) == sorted(by_postings)
-
-
 def test_search_hits_carry_the_minimal_schema() -> None:
     hit = search(catalog_of(spec("oom", title="Increase memory", description="Raises it.")), "memory")[0]
     assert hit == catalog.SearchHit(
@@ -451,3 +416,19 @@ def test_search_is_fast_enough_for_a_big_catalog() -> None:
         )
         timings.append(time.perf_counter() - started)
     assert sorted(timings)[len(timings) // 2] < 0.05
+
+
+def test_stored_specs_share_their_field_name_sets_and_dump_as_before() -> None:
+    """The catalog shares pydantic's per-model ``__pydantic_fields_set__`` between equal ones
+    (43% of a spec's memory); what a spec says and dumps stays the same."""
+    first, second = spec("wf-a", title="Raise memory"), spec("wf-b", title="Restart pods")
+    before = [s.model_dump(exclude_unset=True) for s in (first, second)]
+    found = catalog.Catalog()
+    found.upsert("a", first)
+    found.upsert("b", second)
+    stored = [found.get("wf-a"), found.get("wf-b")]
+    assert stored[0] is not None and stored[1] is not None
+    assert stored[0].spec.__pydantic_fields_set__ is stored[1].spec.__pydantic_fields_set__
+    assert stored[0].spec.labels.__pydantic_fields_set__ is stored[1].spec.labels.__pydantic_fields_set__
+    assert [w.spec.model_dump(exclude_unset=True) for w in stored] == before
+    assert stored[0].spec == spec("wf-a", title="Raise memory")

@@ -3,9 +3,14 @@
 Maintained incrementally: each ``add``/``discard`` (one per catalog change) costs microseconds,
 and nothing is recomputed per search except what depends on the query. Filters are Python ints
 used as bitsets (bit i = slot i), so the policy filter is a handful of big-int ANDs whatever the
-catalog size; scoring then touches either the surviving candidates or the posting lists of the
-query terms, whichever is smaller. Not thread-safe on its own: ``store.Catalog`` holds its lock
-around every call.
+catalog size. Posting lists (the slots holding a term in a title, a description, a
+``whenNotToUse``) are arrays of slot numbers while a term is rare and bitsets once more than 1/32
+of the slots hold it, so they cost at most 4 bytes per (workflow, term) and at most a bit per slot
+(at 10,000 workflows: ~2 MB instead of the ~19 MB sets of ints took). Scoring cuts each query
+term's posting lists down to the candidates (one AND, or a walk of a short array), sums the
+matched weight per slot, groups the slots by score and ranks only the best groups until ``top_k``
+are taken: the work grows with what the query matches, not with the catalog. Not thread-safe on
+its own: ``store.Catalog`` holds its lock around every call.
 
 Confidence (what ``SearchHit.confidence`` means)
 ------------------------------------------------
@@ -42,8 +47,10 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import sys
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Iterable
 
 from aianalysis import resources
 from aianalysis.catalog import actions, model, policy, semver, target, text
@@ -56,10 +63,12 @@ NOT_MATCH = -0.5
 
 _BUSINESS_LABELS = ("environment", "priority", "businessCategory")
 _FILTER_LABELS = (*_BUSINESS_LABELS, "severity", "component")
-#: The per-query confidence function: (signal type matched, matched text weight) → confidence.
-_Scorer = Callable[[bool, float], float]
-#: Bit positions set in each byte value, to enumerate a bitset quickly.
-_BITS = tuple(tuple(bit for bit in range(8) if value >> bit & 1) for value in range(256))
+#: A posting list: the slots holding a term, as an array of slot numbers while few workflows hold
+#: it (4 bytes a slot), as a bitset int once more than 1/32 of the slots do (1 bit a slot).
+_Posting = array | int  # type: ignore[type-arg]  # array is generic only in the stubs
+_ONE = re.compile("1")
+#: Below this many slots a posting list is an array; it turns into a bitset above 1/32 of the slots.
+_MIN_DENSE = 64
 
 
 class _Newest:
@@ -80,22 +89,19 @@ class _Newest:
         return hash(self.key)
 
 
-#: (-confidence, tie-break rank, slot): sorts best first.
-_Scored = tuple[float, tuple[str, _Newest], int]
-
-
 class _Entry:
     """A workflow analysed once, when it enters the index. Its terms and filter labels are not kept
     here: the posting lists and masks hold them, and ``discard`` derives them again from the spec
     (at 10,000 workflows, per-entry copies cost ~55 MB of the operator's memory)."""
 
-    __slots__ = ("conditional", "rank", "signals", "version_key", "workflow")
+    __slots__ = ("conditional", "rank", "signals", "version_key", "workflow", "workflow_id")
 
     def __init__(self, workflow: model.Workflow) -> None:
         spec = workflow.spec
         self.workflow = workflow
+        self.workflow_id = sys.intern(spec.workflow_id)
         self.version_key = semver.key(spec.version)
-        self.rank = (spec.workflow_id, _Newest(self.version_key))
+        self.rank = (self.workflow_id, _Newest(self.version_key))
         self.signals = frozenset(sys.intern(policy.norm(signal)) for signal in spec.labels.signal_types)
         self.conditional = policy.is_conditional(spec)
 
@@ -142,9 +148,9 @@ class Index:
         self._unsignalled = 0
         self._conditional = 0
         self._actions: dict[str, int] = {}
-        self._title: dict[str, set[int]] = {}
-        self._description: dict[str, set[int]] = {}
-        self._not: dict[str, set[int]] = {}
+        self._title: dict[str, _Posting] = {}
+        self._description: dict[str, _Posting] = {}
+        self._not: dict[str, _Posting] = {}
         self._document_frequency: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -193,17 +199,18 @@ class Index:
         wanted = self._wanted_signals(query)
         terms = self._weighted_terms(query.text, wanted)
         if not wanted and not terms:
-            listed = ((self._entry(i).rank, i) for i in self._positions(candidates))
+            listed = ((self._entry(i).rank, i) for i in _positions(candidates))
             return [self._hit(i, 0.0) for _, i in heapq.nsmallest(query.top_k, listed)]
-        scored = self._score(candidates, wanted=wanted, terms=terms)
-        return [self._hit(i, -negative) for negative, _, i in heapq.nsmallest(query.top_k, scored)]
+        return [
+            self._hit(i, confidence) for confidence, i in self._top(candidates, wanted, terms, query.top_k)
+        ]
 
     def action_types(
         self, *, business: resources.BusinessContext, facts: target.TargetFacts | None = None
     ) -> dict[str, int]:
         """Eligible workflowIds per action type (highest eligible version of each; ``""`` = none)."""
         counts: dict[str, int] = {}
-        for slot in self._positions(self._candidates(model.SearchQuery(), business=business, facts=facts)):
+        for slot in _positions(self._candidates(model.SearchQuery(), business=business, facts=facts)):
             action = self._entry(slot).workflow.spec.action_type or ""
             counts[action] = counts.get(action, 0) + 1
         return counts
@@ -241,7 +248,7 @@ class Index:
             mask &= self._signals.get(policy.norm(query.signal_type), 0) | self._unsignalled
         if query.action_type is not None:
             mask &= self._actions.get(policy.norm(query.action_type), 0)
-        for slot in self._positions(mask & self._conditional) if mask & self._conditional else ():
+        for slot in _positions(mask & self._conditional) if mask & self._conditional else ():
             if policy.conditional_ineligibility(self._entry(slot).workflow.spec, effective, facts=facts):
                 mask &= ~(1 << slot)
         return mask if query.all_versions else self._highest_per_id(mask)
@@ -251,17 +258,21 @@ class Index:
         survived the filters, else the highest older one that did. Only the older versions that
         survived are walked (after the policy filter: few), never the whole catalog."""
         kept = mask & self._latest
-        best: dict[str, int] = {}
-        for slot in self._positions(mask & ~self._latest):
-            workflow_id = self._entry(slot).workflow.workflow_id
-            if kept >> self._latest_slot[workflow_id] & 1:
+        older = mask & ~self._latest
+        if not older:
+            return kept
+        flags = kept.to_bytes(self._nbytes(), "little")
+        latest_slot = self._latest_slot
+        best: dict[str, tuple[_Entry, int]] = {}
+        for slot in _positions(older):
+            entry = self._entry(slot)
+            latest = latest_slot[entry.workflow_id]
+            if flags[latest >> 3] >> (latest & 7) & 1:
                 continue  # its latest version survived
-            held = best.get(workflow_id)
-            if held is None or self._entry(slot).version_key > self._entry(held).version_key:
-                best[workflow_id] = slot
-        for slot in best.values():
-            kept |= 1 << slot
-        return kept
+            held = best.get(entry.workflow_id)
+            if held is None or entry.version_key > held[0].version_key:
+                best[entry.workflow_id] = (entry, slot)
+        return kept | _bitset(slot for _, slot in best.values())
 
     def _admitting(self, label: str, value: str | None) -> int:
         """Slots whose ``label`` admits ``value`` (None = the incident has no value)."""
@@ -301,91 +312,59 @@ class Index:
             words = text.token_set(signal)
             if not words:
                 continue
-            slots: set[int] | None = None
+            slots: int | None = None
             for word in words:
-                having = self._title.get(word, set()) | self._description.get(word, set())
+                having = _as_bits(self._title.get(word, 0)) | _as_bits(self._description.get(word, 0))
                 slots = having if slots is None else slots & having
-            for slot in slots or ():
-                found |= 1 << slot
+            found |= slots or 0
         return found & self._unsignalled
 
-    def _score(
-        self, candidates: int, *, wanted: frozenset[str], terms: list[tuple[str, float]]
-    ) -> list[_Scored]:
-        """Every candidate with a positive score."""
+    def _top(
+        self, candidates: int, wanted: frozenset[str], terms: list[tuple[str, float]], top_k: int
+    ) -> list[tuple[float, int]]:
+        """The ``top_k`` best (confidence, slot) among the candidates with a positive score, best
+        first (ties: rank, then slot).
+
+        Work is bounded by what the query touches: each term's posting lists are cut down to the
+        candidates (a bitset AND, or a walk of a short array), the matched weight is summed per
+        slot in term order (so equal matches give bit-identical floats), slots are grouped by
+        (signal, matched weight), and only the best groups are ranked, until ``top_k`` are taken."""
         total = sum(weight for _, weight in terms)
         denominator = SIGNAL_WEIGHT * bool(wanted) + TEXT_WEIGHT * bool(terms)
-
-        def confidence(signal: bool, matched: float) -> float:
-            share = matched / total if terms else 0.0
-            return min(1.0, (SIGNAL_WEIGHT * signal + TEXT_WEIGHT * share) / denominator)
-
-        signalled = self._signalled(candidates, wanted)
-        by_candidate = candidates.bit_count() * (len(terms) + 1)
-        by_posting = (
-            sum(
-                len(postings.get(term, ()))
-                for term, _ in terms
-                for postings in (self._title, self._description, self._not)
-            )
-            + signalled.bit_count()
-        )
-        if by_candidate <= by_posting:
-            return self._score_candidates(candidates, signalled=signalled, terms=terms, confidence=confidence)
-        return self._score_postings(candidates, signalled=signalled, terms=terms, confidence=confidence)
-
-    def _score_candidates(
-        self, candidates: int, *, signalled: int, terms: list[tuple[str, float]], confidence: _Scorer
-    ) -> list[_Scored]:
-        """Scores by walking the candidates."""
-        nowhere: set[int] = set()
-        postings = [
-            (
-                weight,
-                self._title.get(term, nowhere),
-                self._description.get(term, nowhere),
-                self._not.get(term, nowhere),
-            )
-            for term, weight in terms
-        ]
-        found = []
-        for i in self._positions(candidates):
-            matched = 0.0
-            for weight, in_title, in_description, in_not in postings:
-                if i in in_title:
-                    matched += weight * TITLE_MATCH
-                elif i in in_description:
-                    matched += weight * DESCRIPTION_MATCH
-                elif i in in_not:
-                    matched += weight * NOT_MATCH
-            signal = bool(signalled >> i & 1)
-            if signal or matched > 0.0:
-                found.append((-confidence(signal, matched), self._entry(i).rank, i))
-        return found
-
-    def _score_postings(
-        self, candidates: int, *, signalled: int, terms: list[tuple[str, float]], confidence: _Scorer
-    ) -> list[_Scored]:
-        """The same as ``_score_candidates``, walking the query terms' posting lists instead;
-        per slot the additions happen in the same order, so the floats are identical (a term is
-        in at most one of a workflow's three posting lists)."""
         flags = candidates.to_bytes(self._nbytes(), "little")
-        matched: dict[int, float] = {}
+        matched = [0.0] * len(self._slots)
         for term, weight in terms:
             for postings, factor in (
-                (self._title.get(term, ()), TITLE_MATCH),
-                (self._description.get(term, ()), DESCRIPTION_MATCH),
-                (self._not.get(term, ()), NOT_MATCH),
+                (self._title, TITLE_MATCH),
+                (self._description, DESCRIPTION_MATCH),
+                (self._not, NOT_MATCH),
             ):
-                for i in postings:
-                    if flags[i >> 3] >> (i & 7) & 1:
-                        matched[i] = matched.get(i, 0.0) + weight * factor
-        signalled_slots = set(self._positions(signalled))
-        return [
-            (-confidence(i in signalled_slots, matched.get(i, 0.0)), self._entry(i).rank, i)
-            for i in signalled_slots | matched.keys()
-            if i in signalled_slots or matched.get(i, 0.0) > 0.0
-        ]
+                posting = postings.get(term)
+                if posting is None:
+                    continue
+                add = weight * factor
+                for i in _restrict(posting, candidates, flags):
+                    matched[i] += add
+        groups: dict[tuple[bool, float], list[int]] = {}
+        signalled = self._signalled(candidates, wanted)
+        marks = signalled.to_bytes(self._nbytes(), "little")
+        for i in _positions(candidates):
+            if marks[i >> 3] >> (i & 7) & 1:
+                groups.setdefault((True, matched[i]), []).append(i)
+            elif matched[i] > 0.0:
+                groups.setdefault((False, matched[i]), []).append(i)
+        tiers: dict[float, list[int]] = {}
+        for (signal, weight), slots in groups.items():
+            share = weight / total if terms else 0.0
+            confidence = min(1.0, (SIGNAL_WEIGHT * signal + TEXT_WEIGHT * share) / denominator)
+            tiers.setdefault(confidence, []).extend(slots)
+        best: list[tuple[float, int]] = []
+        for confidence in sorted(tiers, reverse=True):
+            ranked = ((self._entry(i).rank, i) for i in tiers[confidence])
+            best.extend((confidence, i) for _, i in heapq.nsmallest(top_k - len(best), ranked))
+            if len(best) >= top_k:
+                break
+        return best
 
     def _hit(self, slot: int, confidence: float) -> model.SearchHit:
         spec = self._entry(slot).workflow.spec
@@ -408,15 +387,6 @@ class Index:
 
     def _nbytes(self) -> int:
         return (len(self._slots) + 7) // 8
-
-    def _positions(self, mask: int) -> list[int]:
-        """Set bits of ``mask``, ascending."""
-        found: list[int] = []
-        for byte_index, byte in enumerate(mask.to_bytes(self._nbytes(), "little")):
-            if byte:
-                base = byte_index * 8
-                found.extend(base + bit for bit in _BITS[byte])
-        return found
 
     def _flip(self, entry: _Entry, *, bit: int, on: bool) -> None:
         """Set (or clear) the entry's bit in every filter mask it belongs to (a Disabled workflow
@@ -444,17 +414,16 @@ class Index:
         """Add (or remove) the entry's terms to the posting lists and document frequencies."""
         title, description, negative = entry.terms()
         lists = ((self._title, title), (self._description, description), (self._not, negative))
+        dense_from = max(_MIN_DENSE, len(self._slots) // 32)
         for postings, terms in lists:
             counted = postings is not self._not  # a warning is not a document containing the term
             for term in terms:
                 if on:
-                    postings.setdefault(term, set()).add(slot)
+                    _post_add(postings, sys.intern(term), slot, dense_from=dense_from)
                     if counted:
                         self._document_frequency[term] = self._document_frequency.get(term, 0) + 1
                     continue
-                postings[term].discard(slot)
-                if not postings[term]:
-                    del postings[term]
+                _post_discard(postings, term, slot, sparse_below=dense_from // 4)
                 if counted:
                     self._document_frequency[term] -= 1
                     if not self._document_frequency[term]:
@@ -470,6 +439,58 @@ class Index:
             newest = max(slots, key=lambda slot: self._entry(slot).version_key)
             self._latest_slot[workflow_id] = newest
             self._latest |= 1 << newest
+
+
+def _positions(mask: int) -> list[int]:
+    """Set bits of ``mask``, ascending (the reversed binary text, searched in C)."""
+    return [found.start() for found in _ONE.finditer(bin(mask)[:1:-1])]
+
+
+def _bitset(slots: Iterable[int]) -> int:
+    listed = list(slots)
+    if not listed:
+        return 0
+    flags = bytearray((max(listed) >> 3) + 1)
+    for slot in listed:
+        flags[slot >> 3] |= 1 << (slot & 7)
+    return int.from_bytes(flags, "little")
+
+
+def _as_bits(posting: _Posting) -> int:
+    return posting if isinstance(posting, int) else _bitset(posting)
+
+
+def _restrict(posting: _Posting, candidates: int, flags: bytes) -> list[int]:
+    """The slots of ``posting`` among ``candidates`` (``flags``: the candidates as bytes)."""
+    if isinstance(posting, int):
+        return _positions(posting & candidates)
+    return [i for i in posting if flags[i >> 3] >> (i & 7) & 1]
+
+
+def _post_add(postings: dict[str, _Posting], term: str, slot: int, *, dense_from: int) -> None:
+    posting = postings.get(term)
+    if posting is None:
+        postings[term] = array("I", (slot,))
+    elif isinstance(posting, int):
+        postings[term] = posting | 1 << slot
+    else:
+        posting.append(slot)
+        if len(posting) > dense_from:
+            postings[term] = _bitset(posting)
+
+
+def _post_discard(postings: dict[str, _Posting], term: str, slot: int, *, sparse_below: int) -> None:
+    posting = postings[term]
+    if isinstance(posting, int):
+        posting &= ~(1 << slot)
+        if posting.bit_count() < sparse_below:
+            postings[term] = array("I", _positions(posting))
+        else:
+            postings[term] = posting
+    else:
+        posting.remove(slot)
+    if not postings[term]:
+        del postings[term]
 
 
 def _set(mask: int, bit: int, *, on: bool) -> int:

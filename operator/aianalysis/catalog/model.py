@@ -10,7 +10,7 @@ DEFAULT_TOP_K = 10
 MAX_TOP_K = 100
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Workflow:
     """One RemediationWorkflow object: its Kubernetes name and its spec."""
 
@@ -60,7 +60,7 @@ class SearchQuery:
             raise ValueError(f"risk_tolerance must be one of {allowed}, got {self.risk_tolerance!r}")
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class SearchHit:
     """One search result in the minimal shape the LLM needs to choose (plus the title, for people).
 

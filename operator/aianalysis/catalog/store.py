@@ -12,8 +12,12 @@ outcome depends only on which objects exist (never on event order), and ``confli
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable
+from typing import Any
+
+import pydantic
 
 from aianalysis import resources
 from aianalysis.catalog import actions, index, model, policy, semver, target
@@ -42,7 +46,7 @@ class Catalog:
                 return
             if previous is not None:
                 self._forget(previous)
-            workflow = model.Workflow(name=name, spec=spec)
+            workflow = model.Workflow(name=sys.intern(name), spec=_compact(spec))
             self._objects[name] = workflow
             self._claims.setdefault(_key(workflow), set()).add(name)
             self._elect(_key(workflow))
@@ -169,6 +173,36 @@ class Catalog:
         versions.pop(version, None)
         if not versions:
             self._ids.pop(workflow_id, None)
+
+
+#: One shared ``__pydantic_fields_set__`` per distinct set of field names (see ``_compact``).
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def _compact(spec: resources.RemediationWorkflowSpec) -> resources.RemediationWorkflowSpec:
+    """Share the per-model ``__pydantic_fields_set__`` sets between equal ones, in place: each
+    model of a spec (the spec, its labels, execution, parameters ...) carries its own set of the
+    field names it was given, ~560 bytes each and 43% of a spec's memory (at 10,000 workflows:
+    ~16 MiB), and they take a handful of distinct values. Safe because the models are frozen
+    (pydantic only mutates the set in ``__setattr__``; ``model_copy`` copies it first) and nothing
+    reads it but ``exclude_unset``, which the shared set answers the same way."""
+    _share_field_sets(spec)
+    return spec
+
+
+def _share_field_sets(value: Any) -> None:
+    if isinstance(value, pydantic.BaseModel):
+        names = value.__pydantic_fields_set__
+        shared = _FIELD_SETS.setdefault(frozenset(names), names)
+        object.__setattr__(value, "__pydantic_fields_set__", shared)
+        for child in value.__dict__.values():
+            _share_field_sets(child)
+    elif isinstance(value, list | tuple):
+        for child in value:
+            _share_field_sets(child)
+    elif isinstance(value, dict):
+        for child in value.values():
+            _share_field_sets(child)
 
 
 def _key(workflow: model.Workflow) -> _Key:

@@ -44,9 +44,8 @@ class CatalogSync:
     ) -> None:
         self._api = api
         self._catalog = catalog
-        self._gate = catalog_admission.AdmissionGate(
-            catalog=catalog, reporter=reporter or catalog_admission.ClusterReporter(api)
-        )
+        self._reporter = reporter or catalog_admission.ClusterReporter(api)
+        self._gate = catalog_admission.AdmissionGate(catalog=catalog, reporter=self._reporter)
         self._on_change = on_change
         self._on_heard = on_heard
         self._page_size = page_size
@@ -62,6 +61,16 @@ class CatalogSync:
     def load(self) -> int:
         """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
         Returns how many objects were listed."""
+        writer = self._reporter if isinstance(self._reporter, catalog_admission.ClusterReporter) else None
+        if writer is not None:
+            writer.hold()  # the verdicts are written once the catalog serves
+        try:
+            return self._load()
+        finally:
+            if writer is not None:
+                writer.release()
+
+    def _load(self) -> int:
         listed: set[str] = set()
         version = ""
         for page in watching.pages(self._api, plural=PLURAL, page_size=self._page_size):
@@ -75,6 +84,13 @@ class CatalogSync:
         self._on_change()
         self._heard()
         return len(listed)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the verdicts of what was loaded so far are written to the cluster (the
+        writes follow the load in a thread of their own); False on timeout."""
+        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+            return self._reporter.flush(timeout)
+        return True
 
     def start(self) -> None:
         """Follow changes in a daemon thread (call after ``load``; a second call does nothing)."""
@@ -99,6 +115,8 @@ class CatalogSync:
     def stop(self) -> None:
         """Ask the thread to end; it does at its next event or when the current watch times out."""
         self._stopping.set()
+        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+            self._reporter.close()
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
         """One watch event: ADDED/MODIFIED upsert the object, DELETED removes it."""
