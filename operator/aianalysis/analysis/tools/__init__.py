@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
-    NO_CLUSTER,
     PROMETHEUS_TOOL_NAMES,
     TOOL_NAMES,
     Limits,
@@ -29,7 +28,6 @@ from aianalysis.kube.reader import ClusterReader, JSONObject, MetricsReader, Pag
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
-    "NO_CLUSTER",
     "PROMETHEUS_TOOL_NAMES",
     "REDACTED",
     "TOOL_NAMES",

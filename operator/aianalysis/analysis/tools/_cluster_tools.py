@@ -18,6 +18,7 @@ from aianalysis.analysis.tools import _args, _output, _policy, _redact
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})
 NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
 MAX_EVENTS = 60
 
@@ -68,9 +69,11 @@ class ClusterTools:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         if _kinds.BY_KIND.get(kind.kind) is kind:
-            obj = _redact.redact_object(
-                await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
-            )
+            raw = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
+            # Kinds of the Kubernetes API have a schema we know; any other group's (cert-manager,
+            # Argo CD...) may hold credentials under any key, so they get the custom-kind redaction.
+            builtin = kind.group in _BUILTIN_GROUPS or kind.group.endswith(".k8s.io")
+            obj = _redact.redact_object(raw) if builtin else _redact.redact_custom(raw)
         else:
             obj = _redact.redact_custom(
                 await self._reader.read(kind=kind, name=args.name, namespace=namespace)
