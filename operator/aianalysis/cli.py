@@ -463,9 +463,10 @@ def _add_approve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     approve = commands.add_parser(
         "approve",
         help="approve an analysis' selected workflow: create its WorkflowExecution",
-        description="Create the WorkflowExecution of the analysis' status.selectedWorkflow (the executor, "
-        "if installed, runs it). Refused when the analysis selected nothing, needs human review (unless "
-        "--override-review) or already has an execution (unless --again, after it ended).",
+        description="Create the WorkflowExecution of the analysis' status.selectedWorkflow, approved by you "
+        "(the user the API server authenticates; you need the verb 'approve' on workflowexecutions, e.g. "
+        "the chart's approver ClusterRole). Refused when the analysis selected nothing, needs human review "
+        "(unless --override-review) or already has an execution (unless --again, after it ended).",
     )
     approve.add_argument("name", help="the AIAnalysis")
     approve.add_argument(
@@ -492,22 +493,9 @@ def approve_analysis(args: argparse.Namespace) -> int:
             name=args.name,
             override_review=args.override_review,
             again=args.again,
-            approver=_approver(),
         )
     if result.created is None:
         print(f"aianalysis: refused: {result.message}", file=sys.stderr)
         return 1
     print(result.message)
     return 0
-
-
-def _approver() -> str:
-    """Who approved, as a label value (the local user name; the API server's audit log has the rest)."""
-    import getpass  # noqa: PLC0415
-    import re  # noqa: PLC0415
-
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "cli"
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", user)[:63].strip("-._") or "cli"

@@ -195,10 +195,16 @@ def serve(port: int) -> None:
         _serving.add(port)
 
 
+EXECUTION_REFUSALS = (
+    "NotApproved", "SelectionMismatch", "SelectionInvalid", "WorkflowChanged", "NamespaceNotAllowed"
+)  # fmt: skip
+"""The executor's refusal reasons (``executor.admission.REASONS``: metrics imports no executor)."""
+
+
 def record_execution(outcome: str, reason: str | None = None) -> None:
     """One WorkflowExecution the executor brought to its end (once per execution: the executor
     counts only the transition it wrote)."""
-    known = reason in resources.CANONICAL_REASON_CODES or reason in (None, "SelectionInvalid")
+    known = reason in resources.CANONICAL_REASON_CODES or reason in (None, *EXECUTION_REFUSALS)
     EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()
 
 

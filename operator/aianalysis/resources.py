@@ -34,7 +34,9 @@ Lifecycle = Literal["Active", "Deprecated", "Disabled"]
 RiskLevel = Literal["low", "medium", "high"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array"]
 AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
-ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed"]
+ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed", "Refused"]
+"""``Refused``: the executor would not run it (not approved, or not what was validated); no recovery."""
+ApprovalMode = Literal["Manual", "Auto"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 #: Closed vocabulary of reasons a person must look at an analysis (architecture §4).
@@ -384,6 +386,8 @@ class SelectedWorkflow(Model):
     confidence: Annotated[float, Field(ge=0, le=1)]
     rationale: str
     parameters: dict[str, str] = Field(default_factory=dict)
+    spec_digest: Annotated[str, Field(max_length=80)] | None = None
+    """``sha256:<hex>`` of the RemediationWorkflow spec these parameters were validated against."""
 
 
 class AlternativeWorkflow(Model):
@@ -483,13 +487,28 @@ class WorkflowRef(Model):
     workflow_id: str
     version: Semver
     container_image: str | None = None
+    spec_digest: Annotated[str, Field(max_length=80)] | None = None
+    """``sha256:<hex>`` of the RemediationWorkflow spec that was validated (the executor refuses
+    to run another one under the same id and version)."""
+
+
+class Approval(Model):
+    """Who allowed the execution; the API server checks it at creation (ValidatingAdmissionPolicy:
+    ``approvedBy`` is the creating user, who holds the ``approve`` verb on workflowexecutions)."""
+
+    mode: ApprovalMode
+    approved_by: Annotated[str, Field(max_length=253)]
+    selection_digest: Annotated[str, Field(max_length=80)]
+    override_review: bool = False
 
 
 class WorkflowExecutionSpec(Model):
     analysis_ref: Name
+    analysis_uid: Annotated[str, Field(max_length=64)] | None = Field(default=None, alias="analysisUID")
     workflow_ref: WorkflowRef
     parameters: dict[str, str] = Field(default_factory=dict)
     target_resource: ResourceRef | None = None
+    approval: Approval | None = None
 
 
 class WorkflowExecutionStatus(Model):

@@ -167,15 +167,34 @@ class Settings:
     """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
 
     executor_auto_execute: bool = False
-    """``autoExecute``: run selections without ``aianalysis approve`` when the analysis needs no
-    review, its confidence reaches the floor below and its environment is listed."""
+    """``autoExecute``: run selections without ``aianalysis approve``, decided from server-side facts
+    only: the analysis needs no review, its namespace is in the allowlist below AND labelled
+    ``<executor_auto_execute_namespace_label>=true``, the catalog's ``riskLevel`` is at most the
+    ceiling, and its confidence reaches the floor (never the spec's environment or riskTolerance)."""
 
     executor_auto_execute_min_confidence: float = 0.9
-    """Confidence floor of ``autoExecute``."""
+    """Confidence floor of ``autoExecute`` (one gate, never enough alone)."""
+
+    executor_auto_execute_namespaces: tuple[str, ...] = ()
+    """Namespaces (comma-separated) ``autoExecute`` may run in; empty: none."""
+
+    executor_auto_execute_namespace_label: str = "kubernaut.io/auto-execute"
+    """The Namespace label (value ``true``) its owner sets to opt in to ``autoExecute``."""
+
+    executor_auto_execute_max_risk: str = "low"
+    """The highest catalog ``riskLevel`` ``autoExecute`` runs (low, medium or high)."""
 
     executor_auto_execute_environments: tuple[str, ...] = ()
-    """Environments (``businessContext.environment``, comma-separated) ``autoExecute`` may run in;
-    empty: none."""
+    """When set: only namespaces whose environment label (``kubernaut.io/environment`` or
+    ``kubernaut.ai/environment``) is listed (comma-separated). Never ``businessContext``."""
+
+    executor_approval_policy: str = "aianalysis-operator-executor-approval"
+    """The ValidatingAdmissionPolicy (and binding of the same name) that makes the API server check
+    ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
+
+    cross_namespace: tuple[str, ...] = ()
+    """Allowed cross-namespace pairs ``analysis-namespace=target-namespace`` (comma-separated): an
+    AIAnalysis (or an alert) may otherwise only concern its own namespace."""
 
     executor_auto_execute_max_age_seconds: float = 600.0
     """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""
@@ -223,6 +242,11 @@ def _problems(s: Settings) -> list[str]:
         if getattr(s, name) > 65535:
             out.append(f"{env_name(name)} must be a port number (0..65535), not {getattr(s, name)}")
     out.extend(_intake_problems(s))
+    if s.executor_auto_execute_max_risk not in ("low", "medium", "high"):
+        out.append(f"{env_name('executor_auto_execute_max_risk')} must be low, medium or high")
+    bad_pairs = [p for p in s.cross_namespace if len(p.split("=")) != 2 or not all(p.split("="))]
+    if bad_pairs:
+        out.append(f"{env_name('cross_namespace')} takes pairs like team-a=shared, not {bad_pairs}")
     if not 0.0 <= s.executor_auto_execute_min_confidence <= 1.0:
         out.append(f"{env_name('executor_auto_execute_min_confidence')} must be within 0..1")
     if s.executor_backoff_limit < 0:
@@ -283,6 +307,11 @@ def parse_duration(name: str, raw: str) -> float:
         return float(number) * (factor or 1.0)
     except ValueError:
         raise errors.ConfigError(f"{name}={raw!r} is not a duration such as 90m, 1h or 3600s") from None
+
+
+def cross_namespace_pairs(s: Settings) -> frozenset[tuple[str, str]]:
+    """``cross_namespace`` as (analysis namespace, other namespace) pairs."""
+    return frozenset((a.strip(), b.strip()) for a, b in (p.split("=", 1) for p in s.cross_namespace))
 
 
 def env_name(field: str) -> str:

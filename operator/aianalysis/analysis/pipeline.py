@@ -188,6 +188,7 @@ def decide(
             confidence=ans.selected_workflow.confidence,
             rationale=ans.selected_workflow.rationale,
             parameters=dict(final.parameters),
+            spec_digest=final.workflow.digest,
         )
         review = _review_for_valid(ans, selected, confidence_floor)
     elif final.valid and ans is not None:

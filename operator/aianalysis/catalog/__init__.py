@@ -22,7 +22,7 @@ from aianalysis.catalog import (
     target,
 )
 from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
-from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
+from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow, spec_digest
 from aianalysis.catalog.store import LATEST, Catalog
 from aianalysis.catalog.target import (
     TargetFacts,
@@ -51,6 +51,7 @@ __all__ = [
     "parse_object",
     "policy",
     "semver",
+    "spec_digest",
     "store",
     "target",
     "target_field",

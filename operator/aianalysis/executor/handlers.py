@@ -34,6 +34,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.server_timeout = 300
     memo.runtime = runner.Runtime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
+    await memo.runtime.learn_identity()  # approvedBy of autoExecute's approvals
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
     log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
 
@@ -112,11 +113,15 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     runtime: runner.Runtime = memo.runtime
+    chosen = (body.get("status") or {}).get("selectedWorkflow") or {}
+    workflow = runtime.catalog.get(str(chosen.get("workflowId") or ""), chosen.get("version"))
     try:
+        facts = await runtime.auto_facts(body.get("metadata", {}).get("namespace") or "", workflow)
         created = await asyncio.to_thread(
-            submit.auto_execute, runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
-        )
-    except errors.ClusterError as exc:
+            submit.auto_execute, runtime.api, dict(body), policy=runtime.auto_policy, facts=facts,
+            now=runtime.now(), approver=runtime.identity,
+        )  # fmt: skip
+    except (errors.ClusterError, errors.ClusterRejectedError) as exc:
         logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
     if created:

@@ -1,8 +1,6 @@
 """Pure: one WorkflowExecution + the current catalog + what its Job reports → what to do next.
 
-* :func:`check_selection` re-validates the selection against the catalog as it is *now* (the
-  workflow may have been deleted, refused or changed since the analysis chose it), with the same
-  parameter validation the analysis used.
+* Whether it may run at all is ``admission``'s question (the analysis' own validator, re-run).
 * :func:`job_manifest` is the Job that runs a workflow of engine ``job``.
 * :func:`observe` turns the Job, its Pods and their Events into the execution's next status.
 """
@@ -17,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import validation
 from aianalysis.executor import reasons
 
 CONDITION = "Executed"
@@ -29,7 +26,7 @@ MANAGED_BY = "aianalysis-executor"
 STEP_NAME = "workflow"
 """The one step (container) of a ``job`` workflow: ``failureDetails.failedStepIndex`` is 0."""
 MAX_JOB_NAME = 63  # the Job controller copies the name into a label value
-TERMINAL = ("Completed", "Failed")
+TERMINAL = ("Completed", "Failed", "Refused")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -40,32 +37,7 @@ class JobSettings:
     deadline_multiplier: float = 2.0
 
 
-# ---- re-validation ----------------------------------------------------------------------------------
-
-
-def check_selection(
-    spec: resources.WorkflowExecutionSpec,
-    *,
-    workflow: catalog.Workflow | None,
-    business: resources.BusinessContext | None,
-) -> list[str]:
-    """Why the execution must not run (empty = run it). ``workflow`` is the catalog's entry for the
-    exact id and version now (None = gone or not accepted); ``business`` the analysis' context."""
-    ref = spec.workflow_ref
-    if workflow is None:
-        return [
-            f"workflow {ref.workflow_id} {ref.version} is no longer in the catalog (deleted or not accepted)"
-        ]
-    problems: list[str] = []
-    image = workflow.spec.execution.container_image
-    if ref.container_image and ref.container_image != image:
-        problems.append(f"the catalog now runs image {image}, not the selected {ref.container_image}")
-    if business is not None:
-        problems.extend(catalog.policy.ineligibility(workflow.spec, business))
-    checked = validation.check_parameters(workflow.spec.parameters, spec.parameters)
-    problems.extend(checked.errors)
-    problems.extend(w for w in checked.warnings if w.startswith("[undeclared_parameter]"))
-    return problems
+# ---- the catalog entry ---------------------------------------------------------------------------
 
 
 def accepted(workflow: Mapping[str, Any]) -> bool:
@@ -237,7 +209,7 @@ def next_status(
             execution_time=execution_time(started, failure.failed_at or stamp),
         )
     condition_status: resources.ConditionStatus = (
-        "True" if phase == "Completed" else "False" if phase == "Failed" else "Unknown"
+        "True" if phase == "Completed" else "False" if phase in ("Failed", "Refused") else "Unknown"
     )
     return current.model_copy(
         update={

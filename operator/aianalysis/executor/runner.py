@@ -28,7 +28,8 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import approval, plan, reasons
+from aianalysis.executor import admission, approval, plan, reasons
+from aianalysis.kube import approvals as kube_approvals
 
 log = logging.getLogger(__name__)
 G, V = resources.GROUP, resources.VERSION
@@ -65,6 +66,8 @@ class Runtime:
     locks: dict[tuple[str, str], asyncio.Lock] = dataclasses.field(default_factory=dict)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
     now: Clock = utcnow
+    identity: str = ""
+    """The user the API server knows this executor as (``approvedBy`` of its autoExecute approvals)."""
 
     @classmethod
     def create(cls, settings: settings_mod.Settings, api: k8s.ApiClient) -> Runtime:
@@ -93,9 +96,20 @@ class Runtime:
         return approval.AutoPolicy(
             enabled=s.executor_auto_execute,
             min_confidence=s.executor_auto_execute_min_confidence,
+            namespaces=s.executor_auto_execute_namespaces,
+            namespace_label=s.executor_auto_execute_namespace_label,
+            max_risk=s.executor_auto_execute_max_risk,  # type: ignore[arg-type]  # checked by Settings
             environments=s.executor_auto_execute_environments,
             max_age_seconds=s.executor_auto_execute_max_age_seconds,
         )
+
+    async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
+        labels = await asyncio.to_thread(kube_approvals.namespace_labels, self.api, namespace)
+        return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
+
+    async def learn_identity(self) -> None:
+        self.identity = await asyncio.to_thread(kube_approvals.whoami, self.api)
+        log.info("executor runs as %s", self.identity)
 
     async def load_catalog(self) -> None:
         count = await asyncio.to_thread(self.catalog_sync.load)
@@ -140,7 +154,10 @@ async def _reconcile(runtime: Runtime, body: dict[str, Any]) -> Transition | Non
     try:
         spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
     except pydantic.ValidationError as exc:
-        return await _refuse(runtime, body, current, [f"spec cannot be read: {exc.errors()[0]['msg']}"])
+        unreadable = admission.Refusal(
+            reason=admission.SELECTION_MISMATCH, problems=[f"spec cannot be read: {exc.errors()[0]['msg']}"]
+        )
+        return await _refuse(runtime, body, current, unreadable)
     meta = body["metadata"]
     job_name = plan.job_name(meta["name"])
     job = await _get(runtime, k8s.BatchV1Api(runtime.api).read_namespaced_job, job_name, meta["namespace"])
@@ -168,15 +185,10 @@ async def _start(
         message = f"engine {engine}: left to the {engine} controller; this executor runs engine job only"
         await _write(runtime, body, current, phase=current.phase, reason="EngineNotHandled", message=message)
         return None
-    business = await _business_context(runtime, body, spec)
-    problems = (
-        [f"analysisRef {spec.analysis_ref!r} names no AIAnalysis in this namespace"]
-        if business is None
-        else plan.check_selection(spec, workflow=workflow, business=business)
-    )
-    if problems:
-        return await _refuse(runtime, body, current, problems)
-    assert workflow is not None, "check_selection refuses a missing workflow"
+    refused = await _admission(runtime, body, spec, workflow)
+    if refused is not None:
+        return await _refuse(runtime, body, current, refused)
+    assert workflow is not None, "admission refuses a missing workflow"
     manifest = plan.job_manifest(body, spec=spec, workflow=workflow, settings=runtime.job_settings)
     manifest["metadata"]["annotations"] = {ANNOTATION_EXECUTION: body["metadata"]["name"]}
     manifest["spec"]["template"]["metadata"]["annotations"] = {ANNOTATION_EXECUTION: body["metadata"]["name"]}
@@ -227,12 +239,49 @@ async def _follow(
     return None  # fmt: skip
 
 
+async def _admission(
+    runtime: Runtime,
+    body: dict[str, Any],
+    spec: resources.WorkflowExecutionSpec,
+    workflow: catalog_mod.Workflow | None,
+) -> admission.Refusal | None:
+    """Fresh reads of every fact the admission check needs, then the pure check."""
+    namespace = body["metadata"]["namespace"]
+    analysis = await _get(
+        runtime, _custom(runtime).get_namespaced_custom_object, G, V, namespace, AIA, spec.analysis_ref
+    )
+    try:
+        problem = await asyncio.to_thread(
+            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor_approval_policy
+        )
+    except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
+        problem = f"the admission policy cannot be read ({exc})"
+    mode = spec.approval.mode if spec.approval is not None else None
+    auto_facts = await runtime.auto_facts(namespace, workflow) if mode == "Auto" else None
+    facts = admission.Facts(
+        execution=body,
+        spec=spec,
+        analysis=analysis,
+        workflow=workflow,
+        approval_policy_problem=problem,
+        auto=runtime.auto_policy,
+        auto_facts=auto_facts,
+        cross_namespace=settings_mod.cross_namespace_pairs(runtime.settings),
+    )
+    # Off the event loop: the validator runs the catalog's (bounded) regexes.
+    return await asyncio.to_thread(admission.refusal, facts)
+
+
 async def _refuse(
-    runtime: Runtime, body: dict[str, Any], current: resources.WorkflowExecutionStatus, problems: list[str]
+    runtime: Runtime,
+    body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
+    refused: admission.Refusal,
 ) -> Transition | None:
-    message = "not executed: the selection is no longer valid: " + "; ".join(problems)
-    failure = reasons.Failure(reason="SelectionInvalid", message=message[:1024])
-    return await _write(runtime, body, current, phase="Failed", reason="SelectionInvalid", failure=failure)
+    """``Refused``, not ``Failed``: nothing ran, so no recovery analysis (and no LLM bill) follows."""
+    return await _write(
+        runtime, body, current, phase="Refused", reason=refused.reason, message=refused.message[:1024]
+    )
 
 
 async def _write(
@@ -269,9 +318,9 @@ async def _write(
         ) from exc
     if phase not in plan.TERMINAL:
         return None
-    if reason == "SelectionInvalid":
-        metrics.record_execution("refused", "SelectionInvalid")
-        return Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
+    if phase == "Refused":
+        metrics.record_execution("refused", reason)
+        return Transition(about=body, type="Warning", reason=reason, message=text)
     if phase == "Completed":
         metrics.record_execution("completed")
         return Transition(about=body, type="Normal", reason="Completed", message=text)
@@ -301,21 +350,6 @@ async def _current_workflow(runtime: Runtime, ref: resources.WorkflowRef) -> cat
     if (spec.workflow_id, spec.version) != (ref.workflow_id, ref.version):
         return None
     return catalog_mod.Workflow(name=entry.name, spec=spec)
-
-
-async def _business_context(
-    runtime: Runtime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
-) -> resources.BusinessContext | None:
-    namespace = body["metadata"]["namespace"]
-    analysis = await _get(
-        runtime, _custom(runtime).get_namespaced_custom_object, G, V, namespace, AIA, spec.analysis_ref
-    )
-    if analysis is None:
-        return None
-    try:
-        return resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {}).business_context
-    except pydantic.ValidationError:
-        return None
 
 
 async def _pods(runtime: Runtime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
