@@ -193,8 +193,9 @@ class Settings:
     ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
 
     cross_namespace: tuple[str, ...] = ()
-    """Allowed cross-namespace pairs ``analysis-namespace=target-namespace`` (comma-separated): an
-    AIAnalysis (or an alert) may otherwise only concern its own namespace."""
+    """Allowed cross-namespace pairs ``analysis-namespace=target-namespace`` (comma-separated;
+    ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
+    its own namespace."""
 
     executor_auto_execute_max_age_seconds: float = 600.0
     """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""

@@ -640,3 +640,16 @@ def test_auto_execute_runs_fresh_selections_in_opted_in_namespaces_once(
         assert refused.returncode == 1 and "already has an execution" in refused.stderr
     finally:
         executor.stop()
+
+
+def test_the_static_approval_policy_is_the_charts() -> None:
+    """``admission/`` (demo, kustomize installs) and the chart carry one approval policy."""
+    static = [
+        d
+        for d in yaml.safe_load_all((ROOT / "admission" / "workflowexecution-approval.yaml").read_text())
+        if d
+    ]
+    charted = [d for d in executor_rbac() if d["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert [(d["kind"], d["metadata"]["name"], d["spec"]) for d in static] == [
+        (d["kind"], d["metadata"]["name"], d["spec"]) for d in charted
+    ]

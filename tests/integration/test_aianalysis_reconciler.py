@@ -260,3 +260,21 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
     assert transition is not None and st["phase"] == "Failed" and st["reason"] == "ProviderUnavailable"
     assert st["attempt"] == 1, "three tries, none billed: one conversation"
     assert st["humanReviewReason"] == "provider_unavailable"
+
+
+async def test_an_analysis_naming_another_namespace_is_refused_without_a_conversation(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    """A user who may create AIAnalyses in one namespace cannot make the operator investigate
+    kube-system with its own rights (confused deputy): Failed, NamespaceNotAllowed, no LLM call."""
+    resource = {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"}
+    created = create(runtime, namespace, "elsewhere", resource=resource)
+    started = metrics.CONVERSATIONS_RESTARTED._value.get()
+
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
+
+    st = read(runtime, namespace, "elsewhere")["status"]
+    assert st["phase"] == "Failed" and st["reason"] == "NamespaceNotAllowed", st
+    assert "kube-system" in st["message"] and "llm" not in st and not st.get("attempt")
+    assert transition is not None and transition.reason == "NamespaceNotAllowed"
+    assert metrics.CONVERSATIONS_RESTARTED._value.get() == started

@@ -30,7 +30,8 @@ from typing import Any
 import pydantic
 
 from aianalysis import errors, metrics, resources
-from aianalysis.analysis import pipeline, status
+from aianalysis import settings as settings_mod
+from aianalysis.analysis import pipeline, scope, status
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
@@ -140,6 +141,14 @@ class _Run:
             return await self.fail(
                 "InvalidSpec", f"spec cannot be analysed: {_first_errors(exc)}", review=None
             )
+        scoped = scope.own_namespace(
+            spec,
+            namespace=self.ref.namespace,
+            allowed=settings_mod.cross_namespace_pairs(self.runtime.settings),
+        )
+        if isinstance(scoped, str):
+            return await self.fail("NamespaceNotAllowed", scoped, review=None)
+        spec = scoped
         if self._over_limit():
             return await self._limit_reached()
         async with self._conversation_slot(body, spec):

@@ -118,7 +118,9 @@ def _mismatch(
 def _namespace(
     namespace: str, target: resources.ResourceRef, allowed: Set[tuple[str, str]]
 ) -> Refusal | None:
-    if not target.namespace or target.namespace == namespace or (namespace, target.namespace) in allowed:
+    if not target.namespace or target.namespace == namespace:
+        return None
+    if (namespace, target.namespace) in allowed or (namespace, "*") in allowed:
         return None
     return Refusal(
         reason=NAMESPACE_NOT_ALLOWED,

@@ -108,6 +108,9 @@ class MappingConfig(_Config):
     cluster_scoped_namespace: str | None = None
     """Namespace for analyses of cluster-scoped resources (Nodes); none = such alerts are unmapped."""
     business_context_defaults: BusinessDefaults = Field(default_factory=BusinessDefaults)
+    namespaces: list[str] = Field(default_factory=lambda: ["*"])
+    """Namespaces alerts may open analyses in (the alert's ``namespace`` label is data, not a
+    permission); ``*`` = any. An alert about another namespace is unmapped, with that reason."""
 
 
 def load_config(path: str | None, *, cluster: str | None = None) -> MappingConfig:
@@ -176,6 +179,9 @@ def map_alert(
     namespace = target.namespace or config.cluster_scoped_namespace
     if not namespace:
         reason = f"{target.kind} is cluster-scoped and no clusterScopedNamespace is configured"
+        return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
+    if "*" not in config.namespaces and namespace not in config.namespaces:
+        reason = f"namespace {namespace} is not in the intake's namespace allowlist"
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     annotations = alert.annotations
     signal = resources.Signal(

@@ -3,7 +3,7 @@
 
 Everything read from the cluster is redacted (``_redact``), then fenced as untrusted data and
 capped at ``max_chars``. Arguments are checked before any read: Secrets and RemediationWorkflows
-are refused, a missing namespace defaults to the incident's.
+are refused, a missing namespace defaults to the incident's, another namespace is refused.
 """
 
 from __future__ import annotations
@@ -125,9 +125,16 @@ class ClusterTools:
         return self._required_namespace(kind.kind, given) if kind.namespaced else None
 
     def _required_namespace(self, kind: str, given: str | None) -> str:
+        """The incident's namespace: a namespaced read elsewhere is refused, whatever the text that
+        asked for it (the operator's rights are wider than the requester's)."""
         namespace = given or self._incident.namespace
         if not namespace:
             raise _args.Refused(f"{kind} is namespaced: pass a namespace (the incident names none)")
+        if self._incident.namespace and namespace != self._incident.namespace:
+            raise _args.Refused(
+                f"namespace {namespace!r} is outside this incident's namespace {self._incident.namespace!r}: "
+                "only the incident's namespace and cluster-scoped objects can be read"
+            )
         return namespace
 
 
