@@ -1,9 +1,18 @@
 """One active operator among replicas: a ``coordination.k8s.io`` Lease, the way client-go's leader
 election does it. The standby waits in :meth:`Lease.acquire` (its handlers do not run, its
 ``/readyz`` says why); the leader renews every ``renew_seconds``; a leader that cannot renew
-within the lease's duration stops (``on_lost``), and a standby takes over once the lease has
-expired — at most ``duration_seconds`` + ``retry_seconds`` after the leader died. Writes are
-conditional on the Lease's resourceVersion, so two candidates never both win.
+within ``renew_deadline_seconds`` (< the lease's duration) stops (``on_lost``) *before* any standby
+may consider the lease expired. Writes are conditional on the Lease's resourceVersion, so two
+candidates never both win.
+
+**Expiry is observed, never computed from another machine's clock.** A standby judges a lease held
+by someone else expired only when it has seen no change to it (same holder, same renewTime, same
+resourceVersion) for the lease's whole duration *on its own monotonic clock* — as client-go does. A
+standby whose wall clock runs ahead (or a leader whose clock runs behind) cannot steal a live lease.
+
+**Every call has a deadline**: each API request carries a timeout, and each renewal is abandoned
+when the renew deadline passes, so one hung connection cannot keep a leader acting on a lease it
+no longer holds.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +30,9 @@ from kubernetes import client as k8s
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime.datetime]
+Monotonic = Callable[[], float]
+REQUEST_TIMEOUT_SECONDS = 5.0
+"""One Lease request (read, write) at most this long: well under the renew deadline."""
 
 
 def utcnow() -> datetime.datetime:
@@ -34,9 +47,20 @@ class Lease:
     identity: str
     duration_seconds: int = 15
     renew_seconds: float = 5.0
+    renew_deadline_seconds: float = 10.0
+    """The leader stops acting when it has not renewed for this long (< ``duration_seconds``)."""
     retry_seconds: float = 2.0
     clock: Clock = utcnow
+    """Wall time, only for the times written into the Lease (informational for others)."""
+    monotonic: Monotonic = time.monotonic
+    """What every decision is timed with."""
     leading: bool = False
+    _observed: tuple[object, ...] | None = dataclasses.field(default=None, init=False, repr=False)
+    _observed_at: float = dataclasses.field(default=0.0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.renew_deadline_seconds < self.duration_seconds:
+            raise ValueError("renew_deadline_seconds must be positive and below duration_seconds")
 
     async def acquire(self) -> None:
         """Return once this process holds the lease (waits while another live holder has it)."""
@@ -50,22 +74,26 @@ class Lease:
         log.info("leading: acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
 
     async def hold(self, on_lost: Callable[[], None]) -> None:
-        """Renew until cancelled; ``on_lost()`` if a renewal is not possible within the duration."""
-        last = self.clock()
+        """Renew until cancelled; ``on_lost()`` once no renewal succeeded for the renew deadline (a
+        renewal still in flight then is abandoned: its late success must not count)."""
+        last = self.monotonic()
         while True:
             await asyncio.sleep(self.renew_seconds)
-            try:
-                renewed = await self._try()
-            except Exception as exc:  # noqa: BLE001  # any failure to renew counts against the lease
-                log.warning("renewing lease %s/%s failed: %s", self.namespace, self.name, exc)
-                renewed = False
+            left = self.renew_deadline_seconds - (self.monotonic() - last)
+            renewed = False
+            if left > 0:
+                try:
+                    renewed = await asyncio.wait_for(self._try(), timeout=left)
+                except Exception as exc:  # noqa: BLE001  # any failure to renew counts against the lease
+                    log.warning("renewing lease %s/%s failed: %s", self.namespace, self.name, exc)
             if renewed:
-                last = self.clock()
-            elif (self.clock() - last).total_seconds() >= self.duration_seconds:
+                last = self.monotonic()
+            elif self.monotonic() - last >= self.renew_deadline_seconds:
                 self.leading = False
                 log.error(
-                    "lost lease %s/%s: stopping so that only one replica acts", self.namespace, self.name
-                )
+                    "lost lease %s/%s: no renewal for %.0f s; stopping so that only one replica acts",
+                    self.namespace, self.name, self.renew_deadline_seconds,
+                )  # fmt: skip
                 on_lost()
                 return
 
@@ -76,16 +104,33 @@ class Lease:
         self.leading = False
         try:
             lease: Any = await asyncio.to_thread(
-                self._coordination().read_namespaced_lease, self.name, self.namespace
+                self._coordination().read_namespaced_lease,
+                self.name,
+                self.namespace,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )
             if lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.renew_time = None
                 await asyncio.to_thread(
-                    self._coordination().replace_namespaced_lease, self.name, self.namespace, lease
+                    self._coordination().replace_namespaced_lease,
+                    self.name,
+                    self.namespace,
+                    lease,
+                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
                 )
         except (k8s.ApiException, OSError) as exc:
             log.warning("releasing lease %s/%s failed (it will expire): %s", self.namespace, self.name, exc)
+
+    def _observe(self, lease: Any) -> Observation:
+        spec = lease.spec
+        record = (
+            spec.holder_identity, spec.renew_time, spec.acquire_time, spec.lease_transitions,
+            lease.metadata.resource_version,
+        )  # fmt: skip
+        self._observed_at, seen = observe(self._observed, self._observed_at, record, self.monotonic())
+        self._observed = record
+        return seen
 
     def _coordination(self) -> k8s.CoordinationV1Api:
         return k8s.CoordinationV1Api(self.api)
@@ -98,14 +143,17 @@ class Lease:
         concurrent writer won the race (409)."""
         api, now = self._coordination(), self.clock()
         try:
-            lease: Any = api.read_namespaced_lease(self.name, self.namespace)
+            lease: Any = api.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
         except k8s.ApiException as exc:
             if exc.status != 404:
                 raise
             return self._create(api, now)
         spec = lease.spec
         mine = spec.holder_identity == self.identity
-        if not mine and spec.holder_identity and not _expired(spec, now):
+        fresh = self._observe(lease)
+        if not mine and spec.holder_identity and not fresh.expired(spec.lease_duration_seconds or 15):
             return False
         if not mine:
             spec.lease_transitions = (spec.lease_transitions or 0) + 1
@@ -114,9 +162,9 @@ class Lease:
         spec.lease_duration_seconds = self.duration_seconds
         spec.renew_time = now
         try:
-            api.replace_namespaced_lease(
-                self.name, self.namespace, lease
-            )  # conditional on its resourceVersion
+            api.replace_namespaced_lease(  # conditional on its resourceVersion
+                self.name, self.namespace, lease, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
         except k8s.ApiException as exc:
             if exc.status == 409:
                 return False
@@ -135,7 +183,7 @@ class Lease:
             ),
         )
         try:
-            api.create_namespaced_lease(self.namespace, body)
+            api.create_namespaced_lease(self.namespace, body, _request_timeout=REQUEST_TIMEOUT_SECONDS)
         except k8s.ApiException as exc:
             if exc.status == 409:
                 return False
@@ -143,10 +191,21 @@ class Lease:
         return True
 
 
-def _expired(spec: Any, now: datetime.datetime) -> bool:
-    renewed = spec.renew_time or spec.acquire_time
-    if renewed is None:
-        return True
-    if renewed.tzinfo is None:
-        renewed = renewed.replace(tzinfo=datetime.UTC)
-    return bool((now - renewed).total_seconds() > (spec.lease_duration_seconds or 15))
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """How long the lease has looked exactly as it does now, on this process' monotonic clock."""
+
+    unchanged_for_seconds: float
+
+    def expired(self, duration_seconds: float) -> bool:
+        return self.unchanged_for_seconds > duration_seconds
+
+
+def observe(
+    previous: tuple[object, ...] | None, since: float, record: tuple[object, ...], now: float
+) -> tuple[float, Observation]:
+    """Pure: the record seen at ``now`` (monotonic) against the one seen before, first seen at
+    ``since``; a change (or a first sighting) restarts the count."""
+    if record != previous:
+        return now, Observation(0.0)
+    return since, Observation(now - since)
