@@ -211,7 +211,8 @@ def record_execution(outcome: str, reason: str | None = None) -> None:
 STATUS_WRITES_DROPPED = prom.Counter(
     "aianalysis_status_writes_dropped_total",
     "Status writes not made because the object they were computed for is gone (object_deleted, "
-    "object_replaced: another object now has its name) or the API server refused them (rejected).",
+    "object_replaced: another object now has its name), the API server refused them (rejected), or "
+    "another writer already ended the analysis (already_terminal: a terminal status is written once).",
     ["reason"],
     registry=REGISTRY,
 )

@@ -278,3 +278,28 @@ async def test_an_analysis_naming_another_namespace_is_refused_without_a_convers
     assert "kube-system" in st["message"] and "llm" not in st and not st.get("attempt")
     assert transition is not None and transition.reason == "NamespaceNotAllowed"
     assert metrics.CONVERSATIONS_RESTARTED._value.get() == started
+
+
+async def test_a_terminal_status_is_written_once_and_never_overwritten(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    """Split brain: another leader completed the analysis with a selection (maybe executing already)
+    while this one was still in its conversation. This one's end is dropped, not written over it."""
+    created = create(runtime, namespace, "split")
+    theirs = {
+        "phase": "Completed", "reason": "WorkflowSelected", "completedAt": "2026-11-20T10:00:00Z",
+        "selectedWorkflow": {"workflowId": "restart-pods", "version": "1.0.0", "containerImage": "x",
+                             "confidence": 0.9, "rationale": "theirs"},
+    }  # fmt: skip
+    custom(runtime).patch_namespaced_custom_object_status(G, V, namespace, AIA, "split", {"status": theirs})
+    before = read(runtime, namespace, "split")
+    dropped = metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal")._value.get()
+
+    run = aianalysis_reconciler._Run(runtime, custom_objects.Ref.of(created))
+    transition = await run.fail("ProviderUnavailable", "ours came late", review="provider_unavailable")
+
+    after = read(runtime, namespace, "split")
+    assert after["status"] == before["status"], "the first terminal status stays"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert transition is not None and transition.reason == "AlreadyTerminal"
+    assert metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal")._value.get() == dropped + 1

@@ -39,6 +39,7 @@ from aianalysis.kube import objects as custom_objects
 log = logging.getLogger(__name__)
 
 TERMINAL = ("Completed", "Failed")
+TERMINAL_WRITE_TRIES = 3
 MAX_RETRY_DELAY_SECONDS = 300.0
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -296,9 +297,24 @@ class _Run:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
         return written
 
-    async def _finish(self, finished: _Finished) -> runtime_mod.Transition:
-        await self._write(finished.final)
+    async def _finish(self, finished: _Finished) -> runtime_mod.Transition | None:
+        if not await self._write_terminal(finished.final):
+            return _already_terminal(self.ref)
         return self._finished_transition(finished)
+
+    async def _write_terminal(self, new: resources.AIAnalysisStatus) -> bool:
+        """Write a terminal status once: bound to the resourceVersion just read, and never over a
+        terminal status another writer (a second leader after a split brain) made meanwhile — its
+        selection may already be executing. False when that happened (ours is dropped)."""
+        for _ in range(TERMINAL_WRITE_TRIES):
+            body = await self._read()
+            if self.previous.phase in TERMINAL:
+                return self.previous == new
+            version = (body.get("metadata") or {}).get("resourceVersion")
+            if await self._write(new, resource_version=version) is custom_objects.Written.OK:
+                self.previous = new
+                return True
+        raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} keeps changing")
 
     def _finished_transition(self, finished: _Finished) -> runtime_mod.Transition:
         decision = finished.decision
@@ -322,8 +338,9 @@ class _Run:
             review_reason=review,
         )
         try:
-            await self._write(failed)
-        except _Gone:
+            if not await self._write_terminal(failed):
+                return _already_terminal(self.ref)
+        except (_Gone, _Unreadable):
             return None
         except errors.AIAnalysisError as exc:
             log.error(
@@ -335,6 +352,16 @@ class _Run:
             message = f"{message} (and the status could not be written: {exc})"
         metrics.record_failure(review)
         return runtime_mod.Transition(type="Warning", reason=reason, message=message)
+
+
+def _already_terminal(ref: Ref) -> runtime_mod.Transition:
+    metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal").inc()
+    log.warning("%s/%s: another writer ended it first; this result is dropped", ref.namespace, ref.name)
+    return runtime_mod.Transition(
+        type="Warning",
+        reason="AlreadyTerminal",
+        message="another writer ended this analysis first; its status was kept and this result dropped",
+    )
 
 
 class _Unreadable(Exception):
