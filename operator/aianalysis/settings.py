@@ -68,6 +68,10 @@ class Settings:
     llm_timeout_seconds: float = 60.0
     """Per-request timeout for one Messages API call."""
 
+    analysis_deadline_seconds: float = 900.0
+    """Wall-clock deadline of one analysis' conversation (every LLM call, retry, ``retry-after`` and
+    tool read included): past it, the analysis ends Failed (AnalysisDeadlineExceeded)."""
+
     llm_max_retries: int = 4
     """SDK-level retries with backoff on 408/409/429/529/5xx and connection errors."""
 
@@ -261,6 +265,7 @@ def _problems(s: Settings) -> list[str]:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")
     for name in (
         "llm_timeout_seconds",
+        "analysis_deadline_seconds",
         "provider_retry_delay_seconds",
         "provider_max_retry_after_seconds",
         "catalog_sync_stale_seconds",

@@ -18,6 +18,7 @@ from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.integration.test_reconcile_versions import WORKFLOW, analysis
+from tests.support import messages_server as ms
 from tests.support import newer_crd
 
 pytestmark = pytest.mark.cluster
@@ -303,3 +304,31 @@ async def test_a_terminal_status_is_written_once_and_never_overwritten(
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert transition is not None and transition.reason == "AlreadyTerminal"
     assert metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal")._value.get() == dropped + 1
+
+
+async def test_an_analysis_past_its_wall_clock_deadline_ends_failed_without_another_conversation(
+    cluster: devcluster.Cluster, crds: list[str], namespace: str
+) -> None:
+    """A provider that answers each request just before the client timeout, again and again: without
+    a deadline the conversation holds its slot for retries x timeout. It ends at the deadline."""
+    with ms.MessagesServer() as server:
+        for _ in range(6):
+            server.add(ms.Hang(seconds=5))
+        config = settings.Settings(
+            provider="anthropic", api_key="k", anthropic_base_url=server.base_url, model="claude-sonnet-4-6",
+            llm_timeout_seconds=3, llm_max_retries=4, analysis_deadline_seconds=1.5,
+            provider_retry_delay_seconds=0.01, model_check=False,
+        )  # fmt: skip
+        made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
+        made.catalog.upsert("restart-pods-v1", WORKFLOW)
+        try:
+            created = create(made, namespace, "slow")
+            started = asyncio.get_running_loop().time()
+            transition = await aianalysis_reconciler.drive(made, custom_objects.Ref.of(created))
+            took = asyncio.get_running_loop().time() - started
+            st = read(made, namespace, "slow")["status"]
+        finally:
+            await made.aclose()
+    assert st["phase"] == "Failed" and st["reason"] == "AnalysisDeadlineExceeded", st
+    assert "1.5 s" in st["message"] and st["attempt"] == 1, "no second paid conversation"
+    assert transition is not None and took < 10, took

@@ -175,12 +175,15 @@ class _Run:
             started = time.monotonic()
             metrics.IN_FLIGHT.inc()
             try:
-                decision = await pipeline.analyze(
-                    spec,
-                    catalog=self.runtime.catalog,
-                    provider=self.runtime.provider,
-                    reader=self.runtime.reader,
-                    settings=self.runtime.settings,
+                decision = await _within_deadline(
+                    pipeline.analyze(
+                        spec,
+                        catalog=self.runtime.catalog,
+                        provider=self.runtime.provider,
+                        reader=self.runtime.reader,
+                        settings=self.runtime.settings,
+                    ),
+                    seconds=self.runtime.settings.analysis_deadline_seconds,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed
@@ -352,6 +355,16 @@ class _Run:
             message = f"{message} (and the status could not be written: {exc})"
         metrics.record_failure(review)
         return runtime_mod.Transition(type="Warning", reason=reason, message=message)
+
+
+async def _within_deadline(work: Awaitable[status.Decision], *, seconds: float) -> status.Decision:
+    try:
+        return await asyncio.wait_for(work, timeout=seconds)
+    except TimeoutError:
+        raise errors.AnalysisDeadlineError(
+            f"the analysis did not finish within its deadline of {seconds:g} s "
+            "(AIANALYSIS_ANALYSIS_DEADLINE_SECONDS)"
+        ) from None
 
 
 def _already_terminal(ref: Ref) -> runtime_mod.Transition:
