@@ -98,6 +98,8 @@ def executor_kubeconfig(
 def ns(jobs_cluster: devcluster.DevCluster) -> str:
     name = f"ex-{secrets.token_hex(4)}"
     jobs_cluster.kubectl("create", "namespace", name)
+    # Workflow Pods must pass Pod Security "restricted": the Job controller's Pods are admitted here.
+    jobs_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     jobs_cluster.kubectl(
         "create", "rolebinding", "approvers", "-n", name, f"--clusterrole={APPROVER_ROLE}", f"--user={ALICE}"
     )

@@ -64,12 +64,30 @@ def test_job_manifest() -> None:
         {"name": "REPLICAS", "value": "2"},
         {"name": "TARGET_NAMESPACE", "value": "prod"},
     ]
-    assert pod["serviceAccountName"] == "wf-restart"
+    assert pod["serviceAccountName"] == "wf-restart" and pod["automountServiceAccountToken"] is True
     assert pod["restartPolicy"] == "Never"
+    # Pod Security "restricted" defaults and resource bounds on every workflow Pod
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert set(container["resources"]["limits"]) == {"cpu", "memory", "ephemeral-storage"}
     assert job["spec"]["backoffLimit"] == 0
     assert job["spec"]["activeDeadlineSeconds"] == 180  # 1m30s × 2
     [owner] = job["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("WorkflowExecution", "wfe-uid", True)
+
+
+def test_a_workflow_without_a_service_account_gets_no_token() -> None:
+    bare = catalog.Workflow(
+        name=WORKFLOW.name,
+        spec=WORKFLOW.spec.model_copy(
+            update={"execution": WORKFLOW.spec.execution.model_copy(update={"service_account_name": None})}
+        ),
+    )
+    job = plan.job_manifest(execution(), spec=spec(), workflow=bare, settings=plan.JobSettings())
+    pod = job["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
 
 
 def test_deadline_and_long_names() -> None:

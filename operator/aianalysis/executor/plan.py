@@ -35,6 +35,29 @@ class JobSettings:
     backoff_limit: int = 0
     default_deadline_seconds: int = 1800
     deadline_multiplier: float = 2.0
+    cpu_limit: str = "500m"
+    memory_limit: str = "256Mi"
+    ephemeral_storage_limit: str = "256Mi"
+
+
+def pod_security(settings: JobSettings) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The Pod Security "restricted" defaults every workflow Pod gets (pod and container
+    securityContext) and its resource bounds: a workflow image runs as a non-root user, cannot
+    escalate, holds no capabilities and is confined by the runtime's default seccomp profile."""
+    pod = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    container = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    limits = {
+        "cpu": settings.cpu_limit,
+        "memory": settings.memory_limit,
+        "ephemeral-storage": settings.ephemeral_storage_limit,
+    }
+    requests = {"cpu": "10m", "memory": "32Mi", "ephemeral-storage": "16Mi"}
+    return pod, container, {"limits": limits, "requests": requests}
 
 
 # ---- the catalog entry ---------------------------------------------------------------------------
@@ -84,19 +107,27 @@ def job_manifest(
         LABEL_WORKFLOW: workflow.workflow_id[:63].rstrip("-."),
         "app.kubernetes.io/managed-by": MANAGED_BY,
     }
+    pod_security_context, container_security_context, bounds = pod_security(settings)
+    account = workflow.spec.execution.service_account_name
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
+        "securityContext": pod_security_context,
+        # A token only for a workflow that declares the ServiceAccount its remediation needs; never
+        # the namespace's ``default`` one.
+        "automountServiceAccountToken": bool(account),
         "containers": [
             {
                 "name": STEP_NAME,
                 "image": workflow.spec.execution.container_image,
                 "env": [{"name": k, "value": v} for k, v in sorted(spec.parameters.items())],
                 "terminationMessagePolicy": "FallbackToLogsOnError",
+                "securityContext": container_security_context,
+                "resources": bounds,
             }
         ],
     }
-    if workflow.spec.execution.service_account_name:
-        pod_spec["serviceAccountName"] = workflow.spec.execution.service_account_name
+    if account:
+        pod_spec["serviceAccountName"] = account
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
