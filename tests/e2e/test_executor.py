@@ -655,3 +655,35 @@ def test_the_static_approval_policy_is_the_charts() -> None:
     assert [(d["kind"], d["metadata"]["name"], d["spec"]) for d in static] == [
         (d["kind"], d["metadata"]["name"], d["spec"]) for d in charted
     ]
+
+
+def test_an_event_forged_for_the_pods_name_does_not_choose_the_failure_reason(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
+) -> None:
+    """Anyone who may create Events can write one about a Pod's name; only Events about that very
+    Pod (its uid) are evidence."""
+    cluster = jobs_cluster
+    wf = workflow(cluster)
+    executor = start_executor()
+    analysed(cluster, ns, wf)
+    assert approve(cluster, ns, "api-oom").returncode == 0
+    pod = the_pod(cluster, ns, "api-oom-exec-1", executor.logs)
+    forged = {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "forged", "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod["metadata"]["name"], "namespace": ns,
+                           "uid": "not-this-pod"},
+        "reason": "FailedMount", "message": "MountVolume.SetUp failed: forged", "type": "Warning",
+        "firstTimestamp": "2026-11-20T10:00:01Z", "lastTimestamp": "2026-11-20T10:00:01Z", "count": 1,
+    }  # fmt: skip
+    cluster.kubectl("create", "-f", "-", input=json.dumps(forged))
+    # The Pod fails without a container verdict: only Events could name a more specific reason.
+    kubelet_reports(
+        cluster,
+        ns,
+        pod["metadata"]["name"],
+        phase="Failed",
+        state={"waiting": {"reason": "ContainerCreating"}},
+    )
+    failed = wait_for(lambda: ended(cluster, ns, "api-oom-exec-1"), what="the failure", logs=executor.logs)
+    details = failed["status"]["failureDetails"]
+    assert details["reason"] != "FailedMount" and "forged" not in details["message"], details

@@ -210,9 +210,7 @@ async def _follow(
 ) -> Transition | None:
     namespace = body["metadata"]["namespace"]
     pods = [p for p in await _pods(runtime, namespace, job) if plan.owned_by(p, job)]
-    events = await _events(
-        runtime, namespace, [job["metadata"]["name"], *(p["metadata"]["name"] for p in pods)]
-    )
+    events = await _events(runtime, namespace, [job["metadata"], *(p["metadata"] for p in pods)])
     nodes = await _nodes(runtime, pods)
     seen = plan.observe(job=job, pods=pods, events=events, nodes=nodes)
     job_name = job["metadata"]["name"]
@@ -360,14 +358,16 @@ async def _pods(runtime: Runtime, namespace: str, job: dict[str, Any]) -> list[d
     return list((found or {}).get("items") or [])
 
 
-async def _events(runtime: Runtime, namespace: str, names: list[str]) -> list[dict[str, Any]]:
+async def _events(runtime: Runtime, namespace: str, about: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events about exactly these objects: matched by uid as well as name, so an Event written in
+    advance for a name (anyone who may create Events could) never picks the failure reason."""
     out: list[dict[str, Any]] = []
-    for name in names:
+    for meta in about:
         found = await _get(
             runtime,
             k8s.CoreV1Api(runtime.api).list_namespaced_event,
             namespace,
-            field_selector=f"involvedObject.name={name}",
+            field_selector=f"involvedObject.name={meta['name']},involvedObject.uid={meta.get('uid', '')}",
         )
         out.extend((found or {}).get("items") or [])
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
