@@ -751,3 +751,35 @@ def test_detected_labels_unmet_or_unknown_make_the_workflow_ineligible(
     verdict = run_target(answer(), index=make_catalog(helm_spec()), facts=facts)
     assert verdict.rules_failed == ["policy"]
     assert "helmManaged" in verdict.errors[0]
+
+
+def test_a_cluster_admin_binding_is_refused_by_policy_whatever_the_catalog_allows() -> None:
+    """A catalog entry whose own pattern would admit it (or an injected instruction) cannot bind
+    cluster-admin: the policy refuses it in the analysis, and so in the executor's re-check."""
+    binder = resources.RemediationWorkflowSpec.model_validate(
+        {
+            "workflowId": "bind-role",
+            "version": "1.0.0",
+            "title": "Bind",
+            "description": "Binds a role.",
+            "labels": {"signalTypes": ["Forbidden"]},
+            "riskLevel": "low",
+            "parameters": [{"name": "ROLE_NAME", "type": "string", "required": True}],
+            "execution": {"engine": "job", "containerImage": "registry.example/wf/bind:1"},
+        }
+    )
+    index = catalog.Catalog([catalog.Workflow(name="bind-role-v1", spec=binder)])
+    raw = answer("bind-role", parameters={"ROLE_NAME": "cluster-admin"})
+    verdict = validation.validate(
+        raw=raw, truncated=False, catalog=index, seen={"bind-role": {"1.0.0"}},
+        business=resources.BusinessContext(), recovery=None,
+    )  # fmt: skip
+    assert not verdict.valid and any(
+        e.startswith("[policy]") and "cluster-admin" in e for e in verdict.errors
+    )
+    fine = answer("bind-role", parameters={"ROLE_NAME": "reader"})
+    ok = validation.validate(
+        raw=fine, truncated=False, catalog=index, seen={"bind-role": {"1.0.0"}},
+        business=resources.BusinessContext(), recovery=None,
+    )  # fmt: skip
+    assert ok.valid, ok.errors

@@ -71,6 +71,9 @@ def check_selection(
         values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
     check = _parameters.check_parameters(workflow.spec.parameters, values)
     errors.extend(check.errors)
+    privileged = catalog.policy.privileged_binding(check.canonical)
+    if privileged:
+        errors.append(_messages.clip(f"[policy] {'; '.join(privileged)}"))
     if not check.errors and recovery is not None:
         errors.extend(_repeat_errors(workflow, canonical=check.canonical, recovery=recovery))
     return Selection(
