@@ -30,6 +30,8 @@ EXECUTOR_SA = f"{RELEASE}-executor"
 EXECUTOR = f"system:serviceaccount:{INSTALL_NAMESPACE}:{EXECUTOR_SA}"
 APPROVER_ROLE = f"{RELEASE}-approver"
 ALICE, MALLORY = "alice", "mallory"
+PLACEHOLDER = "opted-in"
+"""The chart is rendered for this namespace; each test's namespace gets the same RoleBinding."""
 """alice may approve (the chart's approver ClusterRole); mallory may only create WorkflowExecutions."""
 IMAGE = "registry.example/wf/fix@sha256:" + "a" * 64
 
@@ -45,7 +47,7 @@ def executor_rbac() -> list[dict[str, Any]]:
     """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
-         "--set", "executor.enabled=true"],
+         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
@@ -73,11 +75,12 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
         assert {o["kind"] for o in objects} == {
-            "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         }  # fmt: skip
+        cluster_wide = [o for o in objects if o["kind"] != "RoleBinding"]
         cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_wide})
         )
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
         yield cluster
@@ -98,6 +101,10 @@ def executor_kubeconfig(
 def ns(jobs_cluster: devcluster.DevCluster) -> str:
     name = f"ex-{secrets.token_hex(4)}"
     jobs_cluster.kubectl("create", "namespace", name)
+    # The executor serves only namespaces it was opted in to: the chart's RoleBinding, here too.
+    [binding] = [o for o in executor_rbac() if o["kind"] == "RoleBinding"]
+    binding["metadata"]["namespace"] = name
+    jobs_cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
     # Workflow Pods must pass Pod Security "restricted": the Job controller's Pods are admitted here.
     jobs_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     jobs_cluster.kubectl(
@@ -541,6 +548,7 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("get validatingadmissionpolicies.admissionregistration.k8s.io", True),
         ("patch aianalyses.kubernaut.io --subresource=status -n {ns}", False),
         ("create jobs.batch -n {ns}", True),
+        ("create jobs.batch -n kube-system", False),  # a namespace it was not opted in to
         ("watch pods -n {ns}", True),
         ("list events -n {ns}", True),
         ("patch workflowexecutions.kubernaut.io --subresource=status -n {ns}", True),
@@ -590,6 +598,11 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
         return [d for d in yaml.safe_load_all(out) if d]
 
     assert not [d for d in rendered() if "executor" in d["metadata"]["name"]]
+    refused = subprocess.run(
+        [str(helm_bin()), "template", RELEASE, str(CHART), "--set", "executor.enabled=true"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "executor.namespaces" in refused.stderr  # no cluster-wide Jobs
     on = rendered("--set", "executor.enabled=true", "--set", "executor.namespaces={team-a}")
     executor = [d for d in on if "executor" in d["metadata"]["name"]]
     [deployment] = [d for d in executor if d["kind"] == "Deployment"]
