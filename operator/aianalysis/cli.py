@@ -390,7 +390,11 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="RemediationWorkflow YAML files or directories",
     )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="http: address to listen on (default 127.0.0.1; any other needs AIANALYSIS_MCP_TOKEN)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="http: port (default 8000); path /mcp")
     business = serve.add_argument_group("business context (fixed for every call; decides eligibility)")
     business.add_argument("--environment", metavar="E", help="e.g. production; absent = unknown")
@@ -412,15 +416,24 @@ def mcp_serve(args: argparse.Namespace) -> int:
         business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars
     )
     serve = functools.partial(
-        mcp_server.run, options=options, transport=args.transport, host=args.host, port=args.port
+        mcp_server.run,
+        options=options,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=settings.from_env(provider="offline").mcp_token,
     )
     if args.catalog:
-        serve(catalog.load_paths(args.catalog))
+        try:
+            serve(catalog.load_paths(args.catalog))
+        except errors.ConfigError as exc:
+            print(f"aianalysis: error: {exc}", file=sys.stderr)
+            return 1
         return 0
     try:
         with mcp_server.cluster_catalog() as index:
             serve(index)
-    except errors.ClusterError as exc:
+    except (errors.ClusterError, errors.ConfigError) as exc:
         print(f"aianalysis: error: {exc}", file=sys.stderr)
         return 1
     return 0

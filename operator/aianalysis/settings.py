@@ -196,6 +196,10 @@ class Settings:
     """The ValidatingAdmissionPolicy (and binding of the same name) that makes the API server check
     ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
 
+    mcp_token: str | None = dataclasses.field(default=None, repr=False)
+    """``aianalysis mcp --transport http``: the bearer token clients must send (from a Secret). Without
+    it the server only listens on a loopback address. Never logged."""
+
     cross_namespace: tuple[str, ...] = ()
     """Allowed cross-namespace pairs ``analysis-namespace=target-namespace`` (comma-separated;
     ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
