@@ -783,3 +783,26 @@ def test_a_cluster_admin_binding_is_refused_by_policy_whatever_the_catalog_allow
         business=resources.BusinessContext(), recovery=None,
     )  # fmt: skip
     assert ok.valid, ok.errors
+
+
+def test_alternatives_are_only_eligible_workflows_shown_in_this_conversation() -> None:
+    """Injected text pushed an out-of-policy workflow into alternativeWorkflows (9 of 10 cases):
+    an alternative must have been shown by a catalog tool and be eligible for the incident."""
+    index = make_catalog(
+        spec(),
+        spec(RESTART, parameters=[param("TARGET_NAMESPACE", required=True)]),
+        spec("drain-node", risk="high"),
+        spec("never-shown"),
+    )
+    alternatives = [
+        {"workflow_id": RESTART, "confidence": 0.4},
+        {"workflow_id": "drain-node", "confidence": 0.3},
+        {"workflow_id": "never-shown", "confidence": 0.2},
+    ]
+    seen = {OOM: {"1.0.0"}, RESTART: {"1.0.0"}, "drain-node": {"1.0.0"}}
+    verdict = run(answer(alternative_workflows=alternatives), index=index, seen=seen)
+    assert verdict.valid, verdict.errors
+    assert verdict.answer is not None
+    assert [a.workflow_id for a in verdict.answer.alternative_workflows] == [RESTART]
+    assert any("'drain-node'" in w and "not eligible" in w for w in verdict.warnings)
+    assert any("'never-shown'" in w and "not shown" in w for w in verdict.warnings)

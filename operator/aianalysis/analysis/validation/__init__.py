@@ -104,7 +104,9 @@ def validate(
     except pydantic.ValidationError as exc:
         return _verdict([*errors, *_answer.schema_errors(exc)], [], answer=None)
     warnings: list[str] = []
-    parsed = _answer.drop_unknown_alternatives(parsed, index=catalog, warnings=warnings)
+    parsed = _answer.drop_unknown_alternatives(
+        parsed, index=catalog, warnings=warnings, seen=seen, business=business
+    )
     errors.extend(_answer.consistency_errors(parsed, recovery=recovery))
     target, in_scope = None, None
     if scope is not None:
