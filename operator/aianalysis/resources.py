@@ -372,10 +372,10 @@ class AffectedResource(Model):
 
 
 class RootCause(Model):
-    summary: str
+    summary: Text
     severity: Severity | None = None
     signal_type: str | None = None
-    contributing_factors: list[str] = Field(default_factory=list)
+    contributing_factors: Annotated[list[Value], Field(max_length=20)] = Field(default_factory=list)
     affected_resource: AffectedResource | None = None
 
 
@@ -384,7 +384,7 @@ class SelectedWorkflow(Model):
     version: Semver
     container_image: str
     confidence: Annotated[float, Field(ge=0, le=1)]
-    rationale: str
+    rationale: Text
     parameters: dict[str, str] = Field(default_factory=dict)
     spec_digest: Annotated[str, Field(max_length=80)] | None = None
     """``sha256:<hex>`` of the RemediationWorkflow spec these parameters were validated against."""
@@ -394,7 +394,7 @@ class AlternativeWorkflow(Model):
     workflow_id: str
     version: str | None = None
     confidence: Annotated[float, Field(ge=0, le=1)] | None = None
-    rationale: str | None = None
+    rationale: Text | None = None
 
 
 class ValidationAttempt(Model):
@@ -468,7 +468,7 @@ class AIAnalysisStatus(Model):
     completed_at: str | None = None
     root_cause: RootCause | None = None
     selected_workflow: SelectedWorkflow | None = None
-    alternative_workflows: list[AlternativeWorkflow] | None = None
+    alternative_workflows: Annotated[list[AlternativeWorkflow], Field(max_length=6)] | None = None
     warnings: list[str] | None = None
     needs_human_review: bool | None = None
     human_review_reason: HumanReviewReason | None = None

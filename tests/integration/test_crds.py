@@ -196,6 +196,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             container_image="registry.example/wf:1",
             confidence=0.87,
             rationale="memory limit is the root cause",
+            spec_digest="sha256:" + "a" * 64,
             parameters={
                 "TARGET_NAMESPACE": "production",
                 "REPLICAS": "3",
@@ -897,7 +898,7 @@ def test_kubectl_explain_describes_the_signal(cluster: Any, crds: Any) -> None:
 
 
 def test_kubectl_explain_documents_every_status_field(cluster: Any, crds: Any) -> None:
-    out = _explain(cluster, "aianalysis.analysis.status.selectedWorkflow")
+    out = _explain(cluster, "aianalysis.status.selectedWorkflow")
     assert "passed every validation check" in out
     assert "canonical string form" in out
 
