@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client
 
 from aianalysis import catalog, errors, resources
+from aianalysis.analysis import redact as tools_redact
 from aianalysis.analysis import tools
-from aianalysis.analysis.tools import _redact as tools_redact
 from aianalysis.kube import api_reader as k8s
 from aianalysis.kube import kinds as _kinds
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from aianalysis.analysis.redact import REDACTED
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
     NO_CLUSTER,
@@ -15,7 +16,6 @@ from aianalysis.analysis.tools._box import (
     ToolResult,
     catalog_toolbox,
 )
-from aianalysis.analysis.tools._redact import REDACTED
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope
 from aianalysis.kube.reader import ClusterReader, JSONObject, Unavailable
 

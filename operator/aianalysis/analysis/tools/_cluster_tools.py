@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from aianalysis import resources
+from aianalysis.analysis import redact as _redact
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _output, _redact
+from aianalysis.analysis.tools import _args, _output
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
