@@ -115,7 +115,7 @@ IN_FLIGHT = prom.Gauge(
 INTAKE_ALERTS = prom.Counter(
     "aianalysis_intake_alerts_total",
     "Alerts received from Alertmanager, by outcome (created|repeat|cancelled|resolved|unmapped|"
-    "no_namespace|rate_limited|error).",
+    "no_namespace|rate_limited|too_large|error).",
     ["outcome"],
     registry=REGISTRY,
 )
