@@ -653,6 +653,16 @@ def test_auto_execute_runs_fresh_selections_in_opted_in_namespaces_once(
         assert execution["spec"]["approval"]["approvedBy"] == "admin"  # the API server checked who
         refused = approve(cluster, ns, "in-prod")
         assert refused.returncode == 1 and "already has an execution" in refused.stderr
+        wait_for(
+            lambda: [e for e in items(cluster, "events", ns) if e["reason"] == "AutoExecuted"] or None,
+            what="the AutoExecuted Event",
+        )
+        # A person deletes the execution: the policy does not create it again on the next event.
+        cluster.kubectl("delete", "wfe", "in-prod-exec-1", "-n", ns)
+        cluster.kubectl("annotate", "aianalysis", "in-prod", "-n", ns, "touched=1")
+        analysed(cluster, ns, wf, name="in-prod-2", completed_at=now)  # the positive barrier
+        wait_for(lambda: get(cluster, "jobs", "in-prod-2-exec-1", ns), what="the barrier", logs=executor.logs)
+        assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["in-prod-2-exec-1"]
     finally:
         executor.stop()
 

@@ -66,7 +66,12 @@ def auto_execute(
 ) -> str | None:
     """The execution the policy created for ``analysis``; None when it declined or one exists."""
     decided = approval.auto_execute(analysis, policy=policy, facts=facts, now=now, approver=approver)
-    if isinstance(decided, approval.Refuse) or not create(api, decided.body):
+    if isinstance(decided, approval.Refuse):
+        return None
+    meta = analysis["metadata"]
+    if kube_approvals.auto_executed_before(api, namespace=meta["namespace"], uid=meta["uid"]):
+        return None  # once per analysis: an execution deleted since is not re-created
+    if not create(api, decided.body):
         return None
     return decided.name
 

@@ -81,3 +81,16 @@ def _call(what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         raise errors.ClusterError(f"{what}: {exc.status} {exc.reason}", status=exc.status) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__})") from exc
+
+
+def auto_executed_before(api: k8s.ApiClient, *, namespace: str, uid: str) -> bool:
+    """Whether autoExecute already ran this very analysis (its ``AutoExecuted`` Event, matched by
+    uid): a deleted execution is a person's decision, never re-created by the policy."""
+    found: Any = _call(
+        "listing autoExecute events",
+        k8s.CoreV1Api(api).list_namespaced_event,
+        namespace,
+        field_selector=f"involvedObject.uid={uid},reason=AutoExecuted",
+        _request_timeout=TIMEOUT_SECONDS,
+    )
+    return bool(found.items)
