@@ -59,6 +59,7 @@ def run(
     with devcluster.DevCluster(controller_manager=True) as cluster:
         step(f"control plane ready at {cluster.server}")
         devcluster.apply_crds(cluster, root / "crds")
+        cluster.kubectl("apply", "-f", str(root / "admission"))  # approvals are checked by the API server
         step("CRDs installed and Established")
         cluster.kubectl("apply", "-f", str(root / "examples" / "catalog"))
         count = len(_items(cluster, "remediationworkflows"))
@@ -104,6 +105,8 @@ def _operator(cluster: devcluster.DevCluster, root: Path, *, command: str = "run
         "KUBECONFIG": str(cluster.kubeconfig),
         "AIANALYSIS_METRICS_PORT": "0",
         "AIANALYSIS_HEALTH_PORT": "0",
+        # The example incidents name their own namespaces and are applied into the demo's one.
+        "AIANALYSIS_CROSS_NAMESPACE": f"{NAMESPACE}=*",
     }
     with log_file.open("w") as sink:
         proc = subprocess.Popen(  # the real entrypoint, as in the container

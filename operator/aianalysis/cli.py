@@ -392,7 +392,11 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="RemediationWorkflow YAML files or directories",
     )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default 127.0.0.1)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="http: address to listen on (default 127.0.0.1; any other needs AIANALYSIS_MCP_TOKEN)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="http: port (default 8000); path /mcp")
     business = serve.add_argument_group("business context (fixed for every call; decides eligibility)")
     business.add_argument("--environment", metavar="E", help="e.g. production; absent = unknown")
@@ -414,15 +418,24 @@ def mcp_serve(args: argparse.Namespace) -> int:
         business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars
     )
     serve = functools.partial(
-        mcp_server.run, options=options, transport=args.transport, host=args.host, port=args.port
+        mcp_server.run,
+        options=options,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=settings.from_env(provider="offline").mcp_token,
     )
     if args.catalog:
-        serve(catalog.load_paths(args.catalog))
+        try:
+            serve(catalog.load_paths(args.catalog))
+        except errors.ConfigError as exc:
+            print(f"aianalysis: error: {exc}", file=sys.stderr)
+            return 1
         return 0
     try:
         with mcp_server.cluster_catalog() as index:
             serve(index)
-    except errors.ClusterError as exc:
+    except (errors.ClusterError, errors.ConfigError) as exc:
         print(f"aianalysis: error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -464,9 +477,10 @@ def _add_approve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     approve = commands.add_parser(
         "approve",
         help="approve an analysis' selected workflow: create its WorkflowExecution",
-        description="Create the WorkflowExecution of the analysis' status.selectedWorkflow (the executor, "
-        "if installed, runs it). Refused when the analysis selected nothing, needs human review (unless "
-        "--override-review) or already has an execution (unless --again, after it ended).",
+        description="Create the WorkflowExecution of the analysis' status.selectedWorkflow, approved by you "
+        "(the user the API server authenticates; you need the verb 'approve' on workflowexecutions, e.g. "
+        "the chart's approver ClusterRole). Refused when the analysis selected nothing, needs human review "
+        "(unless --override-review) or already has an execution (unless --again, after it ended).",
     )
     approve.add_argument("name", help="the AIAnalysis")
     approve.add_argument(
@@ -494,7 +508,6 @@ def approve_analysis(args: argparse.Namespace) -> int:
                 name=args.name,
                 override_review=args.override_review,
                 again=args.again,
-                approver=_approver(),
             )
         )
     if result.created is None:
@@ -502,15 +515,3 @@ def approve_analysis(args: argparse.Namespace) -> int:
         return 1
     print(result.message)
     return 0
-
-
-def _approver() -> str:
-    """Who approved, as a label value (the local user name; the API server's audit log has the rest)."""
-    import getpass  # noqa: PLC0415
-    import re  # noqa: PLC0415
-
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "cli"
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", user)[:63].strip("-._") or "cli"

@@ -75,6 +75,13 @@ class ClusterRejectedError(AIAnalysisError):
 _REJECTION_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 422: "StatusRejected"}
 
 
+class AnalysisDeadlineError(ProviderError):
+    """One analysis (its whole conversation, retries and waits included) ran past its wall-clock
+    deadline. Not retried: another conversation would be another bill for the same slow path."""
+
+    reason = "AnalysisDeadlineExceeded"
+
+
 class ProviderAuthError(ProviderError):
     """The LLM provider refused the credentials (401) or the permission (403)."""
 

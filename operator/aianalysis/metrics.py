@@ -115,7 +115,7 @@ IN_FLIGHT = prom.Gauge(
 INTAKE_ALERTS = prom.Counter(
     "aianalysis_intake_alerts_total",
     "Alerts received from Alertmanager, by outcome (created|repeat|cancelled|resolved|unmapped|"
-    "no_namespace|rate_limited|error).",
+    "no_namespace|rate_limited|too_large|error).",
     ["outcome"],
     registry=REGISTRY,
 )
@@ -195,13 +195,19 @@ def serve(port: int) -> None:
         _serving.add(port)
 
 
+EXECUTION_REFUSALS = (
+    "NotApproved", "SelectionMismatch", "SelectionInvalid", "WorkflowChanged", "NamespaceNotAllowed"
+)  # fmt: skip
+"""The executor's refusal reasons (``executor.admission.REASONS``: metrics imports no executor)."""
+
+
 def record_execution(outcome: str, reason: str | None = None) -> None:
     """One WorkflowExecution the executor brought to its end (once per execution: the executor
     counts only the transition it wrote)."""
     known = (
         reason in resources.CANONICAL_REASON_CODES
         or reason in resources.NOT_STARTED_REASONS
-        or reason in (None, "SelectionInvalid")
+        or reason in (None, *EXECUTION_REFUSALS)
     )
     EXECUTIONS.labels(outcome=outcome, reason=(reason or "none") if known else "other").inc()
 
@@ -209,7 +215,8 @@ def record_execution(outcome: str, reason: str | None = None) -> None:
 STATUS_WRITES_DROPPED = prom.Counter(
     "aianalysis_status_writes_dropped_total",
     "Status writes not made because the object they were computed for is gone (object_deleted, "
-    "object_replaced: another object now has its name) or the API server refused them (rejected).",
+    "object_replaced: another object now has its name), the API server refused them (rejected), or "
+    "another writer already ended the analysis (already_terminal: a terminal status is written once).",
     ["reason"],
     registry=REGISTRY,
 )

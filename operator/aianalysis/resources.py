@@ -21,6 +21,8 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 TERMINAL_PHASES = ("Completed", "Failed")
+#: A WorkflowExecution also ends ``Refused`` (the executor would not run it; nothing ran).
+EXECUTION_TERMINAL_PHASES = ("Completed", "Failed", "Refused")
 """The phases an AIAnalysis or a WorkflowExecution does not leave."""
 
 Clock = Callable[[], datetime.datetime]
@@ -46,7 +48,9 @@ Lifecycle = Literal["Active", "Deprecated", "Disabled"]
 RiskLevel = Literal["low", "medium", "high"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array"]
 AnalysisPhase = Literal["Pending", "Investigating", "Completed", "Failed"]
-ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed"]
+ExecutionPhase = Literal["Pending", "Running", "Completed", "Failed", "Refused"]
+"""``Refused``: the executor would not run it (not approved, or not what was validated); no recovery."""
+ApprovalMode = Literal["Manual", "Auto"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 #: Closed vocabulary of reasons a person must look at an analysis (docs/architecture.md §5).
@@ -413,10 +417,10 @@ class AffectedResource(Model):
 
 
 class RootCause(Model):
-    summary: str
+    summary: Text
     severity: Severity | None = None
     signal_type: str | None = None
-    contributing_factors: list[str] = Field(default_factory=list)
+    contributing_factors: Annotated[list[Value], Field(max_length=20)] = Field(default_factory=list)
     affected_resource: AffectedResource | None = None
 
 
@@ -425,15 +429,17 @@ class SelectedWorkflow(Model):
     version: Semver
     container_image: str
     confidence: Annotated[float, Field(ge=0, le=1)]
-    rationale: str
+    rationale: Text
     parameters: dict[str, str] = Field(default_factory=dict)
+    spec_digest: Annotated[str, Field(max_length=80)] | None = None
+    """``sha256:<hex>`` of the RemediationWorkflow spec these parameters were validated against."""
 
 
 class AlternativeWorkflow(Model):
     workflow_id: str
     version: str | None = None
     confidence: Annotated[float, Field(ge=0, le=1)] | None = None
-    rationale: str | None = None
+    rationale: Text | None = None
 
 
 class ValidationAttempt(Model):
@@ -541,7 +547,7 @@ class AIAnalysisStatus(Model):
     completed_at: str | None = None
     root_cause: RootCause | None = None
     selected_workflow: SelectedWorkflow | None = None
-    alternative_workflows: list[AlternativeWorkflow] | None = None
+    alternative_workflows: Annotated[list[AlternativeWorkflow], Field(max_length=6)] | None = None
     warnings: list[str] | None = None
     needs_human_review: bool | None = None
     human_review_reason: HumanReviewReason | None = None
@@ -561,13 +567,28 @@ class WorkflowRef(Model):
     workflow_id: str
     version: Semver
     container_image: str | None = None
+    spec_digest: Annotated[str, Field(max_length=80)] | None = None
+    """``sha256:<hex>`` of the RemediationWorkflow spec that was validated (the executor refuses
+    to run another one under the same id and version)."""
+
+
+class Approval(Model):
+    """Who allowed the execution; the API server checks it at creation (ValidatingAdmissionPolicy:
+    ``approvedBy`` is the creating user, who holds the ``approve`` verb on workflowexecutions)."""
+
+    mode: ApprovalMode
+    approved_by: Annotated[str, Field(max_length=253)]
+    selection_digest: Annotated[str, Field(max_length=80)]
+    override_review: bool = False
 
 
 class WorkflowExecutionSpec(Model):
     analysis_ref: Name
+    analysis_uid: Annotated[str, Field(max_length=64)] | None = Field(default=None, alias="analysisUID")
     workflow_ref: WorkflowRef
     parameters: dict[str, str] = Field(default_factory=dict)
     target_resource: ResourceRef | None = None
+    approval: Approval | None = None
 
 
 class AssessmentBaseline(Model):
@@ -619,6 +640,7 @@ class WorkflowExecutionStatus(Model):
 __all__ = [
     "API_VERSION",
     "CANONICAL_REASON_CODES",
+    "EXECUTION_TERMINAL_PHASES",
     "GROUP",
     "TERMINAL_PHASES",
     "VERSION",

@@ -82,6 +82,10 @@ class Settings:
     llm_timeout_seconds: float = 60.0
     """Per-request timeout for one Messages API call."""
 
+    analysis_deadline_seconds: float = 900.0
+    """Wall-clock deadline of one analysis' conversation (every LLM call, retry, ``retry-after`` and
+    tool read included): past it, the analysis ends Failed (AnalysisDeadlineExceeded)."""
+
     llm_max_retries: int = 4
     """SDK-level retries with backoff on 408/409/429/529/5xx and connection errors."""
 
@@ -246,15 +250,39 @@ class Settings:
     """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
 
     executor_auto_execute: bool = False
-    """``autoExecute``: run selections without ``aianalysis approve`` when the analysis needs no
-    review, its confidence reaches the floor below and its environment is listed."""
+    """``autoExecute``: run selections without ``aianalysis approve``, decided from server-side facts
+    only: the analysis needs no review, its namespace is in the allowlist below AND labelled
+    ``<executor_auto_execute_namespace_label>=true``, the catalog's ``riskLevel`` is at most the
+    ceiling, and its confidence reaches the floor (never the spec's environment or riskTolerance)."""
 
     executor_auto_execute_min_confidence: float = 0.9
-    """Confidence floor of ``autoExecute``."""
+    """Confidence floor of ``autoExecute`` (one gate, never enough alone)."""
+
+    executor_auto_execute_namespaces: tuple[str, ...] = ()
+    """Namespaces (comma-separated) ``autoExecute`` may run in; empty: none."""
+
+    executor_auto_execute_namespace_label: str = "kubernaut.io/auto-execute"
+    """The Namespace label (value ``true``) its owner sets to opt in to ``autoExecute``."""
+
+    executor_auto_execute_max_risk: str = "low"
+    """The highest catalog ``riskLevel`` ``autoExecute`` runs (low, medium or high)."""
 
     executor_auto_execute_environments: tuple[str, ...] = ()
-    """Environments (``businessContext.environment``, comma-separated) ``autoExecute`` may run in;
-    empty: none."""
+    """When set: only namespaces whose environment label (``kubernaut.io/environment`` or
+    ``kubernaut.ai/environment``) is listed (comma-separated). Never ``businessContext``."""
+
+    executor_approval_policy: str = "aianalysis-operator-executor-approval"
+    """The ValidatingAdmissionPolicy (and binding of the same name) that makes the API server check
+    ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
+
+    mcp_token: str | None = dataclasses.field(default=None, repr=False)
+    """``aianalysis mcp --transport http``: the bearer token clients must send (from a Secret). Without
+    it the server only listens on a loopback address. Never logged."""
+
+    cross_namespace: tuple[str, ...] = ()
+    """Allowed cross-namespace pairs ``analysis-namespace=target-namespace`` (comma-separated;
+    ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
+    its own namespace."""
 
     executor_auto_execute_max_age_seconds: float = 600.0
     """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""
@@ -272,7 +300,7 @@ class Settings:
     executor_failure_backoff_max_seconds: float = 86400.0
     """Guard: the longest backoff."""
 
-    executor_managed_label: str = "kubernaut.io/managed"
+    executor_managed_label: str = "kubernaut.io/auto-execute"
     """Guard: automatic executions (``autoExecute``) run only where the namespace or the target
     carries this label with the value ``true``."""
 
@@ -351,6 +379,11 @@ def _problems(s: Settings) -> list[str]:
         if getattr(s, name) > 65535:
             out.append(f"{env_name(name)} must be a port number (0..65535), not {getattr(s, name)}")
     out.extend(_intake_problems(s))
+    if s.executor_auto_execute_max_risk not in ("low", "medium", "high"):
+        out.append(f"{env_name('executor_auto_execute_max_risk')} must be low, medium or high")
+    bad_pairs = [p for p in s.cross_namespace if len(p.split("=")) != 2 or not all(p.split("="))]
+    if bad_pairs:
+        out.append(f"{env_name('cross_namespace')} takes pairs like team-a=shared, not {bad_pairs}")
     if not 0.0 <= s.executor_auto_execute_min_confidence <= 1.0:
         out.append(f"{env_name('executor_auto_execute_min_confidence')} must be within 0..1")
     if s.executor_backoff_limit < 0:
@@ -375,6 +408,7 @@ def _problems(s: Settings) -> list[str]:
         out.append(f"{env_name('executor_failure_backoff_max_seconds')} must be at least the first backoff")
     for name in (
         "llm_timeout_seconds",
+        "analysis_deadline_seconds",
         "provider_retry_delay_seconds",
         "provider_max_retry_after_seconds",
         "catalog_sync_stale_seconds",
@@ -439,6 +473,11 @@ def parse_duration(name: str, raw: str) -> float:
         return float(number) * (factor or 1.0)
     except ValueError:
         raise errors.ConfigError(f"{name}={raw!r} is not a duration such as 90m, 1h or 3600s") from None
+
+
+def cross_namespace_pairs(s: Settings) -> frozenset[tuple[str, str]]:
+    """``cross_namespace`` as (analysis namespace, other namespace) pairs."""
+    return frozenset((a.strip(), b.strip()) for a, b in (p.split("=", 1) for p in s.cross_namespace))
 
 
 def env_name(field: str) -> str:

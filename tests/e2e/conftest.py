@@ -108,6 +108,8 @@ def start_operator(
 
     def start(**env: str) -> OperatorProcess:
         argv = [sys.executable, "-m", "aianalysis", "run", "--namespace", namespace]
+        # The example incidents name their own namespaces and are applied into this test's one.
+        env = {"AIANALYSIS_CROSS_NAMESPACE": f"{namespace}=*", **env}
         op = OperatorProcess(kubeconfig=cluster.kubeconfig, log_dir=tmp_path, env=env, argv=argv)
         op.start()
         started.append(op)

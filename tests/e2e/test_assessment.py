@@ -7,7 +7,6 @@ is short through the setting; nothing sleeps, everything waits for a state a use
 
 from __future__ import annotations
 
-import datetime
 import json
 import secrets
 import sys
@@ -393,40 +392,6 @@ def test_dry_run_creates_no_job_and_the_assessment_says_not_executed(
     assert (executed["status"], executed["reason"]) == ("False", "DryRun")
     assert (st["assessment"]["verdict"], st["assessment"]["reason"]) == ("not_executed", "DryRun")
     assert items(cluster, "jobs", ns) == []
-
-
-def test_automatic_execution_outside_the_opted_in_scope_is_blocked_with_its_reason(
-    jobs_cluster: devcluster.DevCluster, ns: str, tmp_path: Path
-) -> None:
-    """autoExecute (admin rights here, as in the executor's own autoExecute test) in a namespace
-    without ``kubernaut.io/managed=true``: the execution is created by the policy, then held by the
-    scope guard — no Job, a reason a person can act on."""
-    cluster = jobs_cluster
-    wf = executor_e2e.workflow(cluster)
-    executor = OperatorProcess(
-        kubeconfig=cluster.kubeconfig,
-        log_dir=tmp_path,
-        env={
-            "AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true",
-            "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_ENVIRONMENTS": "production",
-        },
-        argv=[sys.executable, "-m", "aianalysis", "executor", "--namespace", ns],
-    )
-    executor.start()
-    try:
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        executor_e2e.analysed(cluster, ns, wf, name="in-prod", completed_at=now)
-        failure = wait_for(
-            lambda: (get(cluster, "wfe", "in-prod-exec-1", ns) or {}).get("status", {}).get("failureDetails"),
-            what="the scope guard",
-            logs=executor.logs,
-        )
-        assert failure["reason"] == "NotOptedIn" and "kubernaut.io/managed=true" in failure["message"]
-        assert items(cluster, "jobs", ns) == []
-        assert "NotOptedIn" in events(cluster, ns, "in-prod-exec-1")
-        assert 'aianalysis_execution_guard_blocks_total{reason="NotOptedIn"} 1.0' in executor.metrics()
-    finally:
-        executor.stop()
 
 
 def test_a_target_changed_by_another_writer_during_the_window_is_drift_not_effective(

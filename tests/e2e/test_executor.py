@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aianalysis import catalog, resources
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
 
@@ -27,6 +28,11 @@ CHART = ROOT / "helm" / "aianalysis-operator"
 RELEASE, INSTALL_NAMESPACE = "aianalysis-operator", "aianalysis-system"
 EXECUTOR_SA = f"{RELEASE}-executor"
 EXECUTOR = f"system:serviceaccount:{INSTALL_NAMESPACE}:{EXECUTOR_SA}"
+APPROVER_ROLE = f"{RELEASE}-approver"
+ALICE, MALLORY = "alice", "mallory"
+PLACEHOLDER = "opted-in"
+"""The chart is rendered for this namespace; each test's namespace gets the same RoleBinding."""
+"""alice may approve (the chart's approver ClusterRole); mallory may only create WorkflowExecutions."""
 IMAGE = "registry.example/wf/fix@sha256:" + "a" * 64
 
 
@@ -41,26 +47,40 @@ def executor_rbac() -> list[dict[str, Any]]:
     """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
-         "--set", "executor.enabled=true"],
+         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding")
-    return [d for d in docs if d["kind"] in kinds and "executor" in d["metadata"]["name"]]
+    admission = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    return [
+        d
+        for d in docs
+        if (
+            d["kind"] in kinds
+            and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER_ROLE)
+        )
+        or d["kind"] in admission
+    ]
 
 
 @pytest.fixture(scope="module")
 def jobs_cluster() -> Iterator[devcluster.DevCluster]:
     """Its own API server (static-token users are fixed at start) with kube-controller-manager."""
     groups = ["system:serviceaccounts", f"system:serviceaccounts:{INSTALL_NAMESPACE}"]
-    cluster = devcluster.DevCluster(controller_manager=True, users={EXECUTOR: groups}).start()
+    users = {EXECUTOR: groups, ALICE: [], MALLORY: []}
+    cluster = devcluster.DevCluster(controller_manager=True, users=users).start()
     try:
         devcluster.apply_crds(cluster, ROOT / "crds")
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
-        assert {o["kind"] for o in objects} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+        assert {o["kind"] for o in objects} == {
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding",
+            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+        }  # fmt: skip
+        cluster_wide = [o for o in objects if o["kind"] != "RoleBinding"]
         cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_wide})
         )
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
         yield cluster
@@ -81,6 +101,27 @@ def executor_kubeconfig(
 def ns(jobs_cluster: devcluster.DevCluster) -> str:
     name = f"ex-{secrets.token_hex(4)}"
     jobs_cluster.kubectl("create", "namespace", name)
+    # The executor serves only namespaces it was opted in to: the chart's RoleBinding, here too.
+    [binding] = [o for o in executor_rbac() if o["kind"] == "RoleBinding"]
+    binding["metadata"]["namespace"] = name
+    jobs_cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    # Workflow Pods must pass Pod Security "restricted": the Job controller's Pods are admitted here.
+    jobs_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+    jobs_cluster.kubectl(
+        "create", "rolebinding", "approvers", "-n", name, f"--clusterrole={APPROVER_ROLE}", f"--user={ALICE}"
+    )
+    jobs_cluster.kubectl(
+        "create",
+        "role",
+        "wfe-writer",
+        "-n",
+        name,
+        "--verb=create,get,list",
+        "--resource=workflowexecutions.kubernaut.io,aianalyses.kubernaut.io",
+    )
+    jobs_cluster.kubectl(
+        "create", "rolebinding", "wfe-writers", "-n", name, "--role=wfe-writer", f"--user={MALLORY}"
+    )
     return name
 
 
@@ -154,14 +195,28 @@ def analysed(
     status = {
         "phase": "Completed",
         "completedAt": completed_at,
+        "rootCause": {
+            "summary": "limit below working set", "severity": "high", "signalType": "OOMKilled",
+            "affectedResource": {"kind": "Deployment", "name": "api", "namespace": ns,
+                                 "apiVersion": "apps/v1"},
+        },
         "selectedWorkflow": {
             "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
             "confidence": 0.92, "rationale": "limit below working set",
             "parameters": {"TARGET_NAMESPACE": ns, "MEMORY_LIMIT_NEW": "1Gi"},
+            "specDigest": digest_of(cluster, wf),
         },
     }  # fmt: skip
     patch_status(cluster, "aianalysis", name, ns, status)
     return body
+
+
+def digest_of(cluster: devcluster.DevCluster, wf: dict[str, Any]) -> str:
+    """The digest of the workflow as the API server holds it (with its defaults), as the analysis
+    computes it when it validates a selection."""
+    stored = get(cluster, "remediationworkflows", wf["metadata"]["name"], "")
+    assert stored is not None
+    return catalog.spec_digest(resources.RemediationWorkflowSpec.parse_known(stored["spec"]))
 
 
 def patch_status(
@@ -181,9 +236,9 @@ def patch_status(
 
 
 def approve(
-    cluster: devcluster.DevCluster, ns: str, name: str, *extra: str
+    cluster: devcluster.DevCluster, ns: str, name: str, *extra: str, user: str = ALICE
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_for(user))}
     return subprocess.run(
         [sys.executable, "-m", "aianalysis", "approve", name, "-n", ns, *extra],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=60, check=False,
@@ -221,6 +276,14 @@ def kubelet_reports(
 def ended(cluster: devcluster.DevCluster, ns: str, name: str) -> dict[str, Any] | None:
     found = get(cluster, "workflowexecutions", name, ns)
     return found if found and (found.get("status") or {}).get("phase") in ("Completed", "Failed") else None
+
+
+def refused(cluster: devcluster.DevCluster, ns: str, name: str) -> dict[str, Any] | None:
+    return with_phase(cluster, ns, name, "Refused")
+
+
+def executed_condition(execution: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in execution["status"]["conditions"] if c["type"] == "Executed")
 
 
 def with_phase(cluster: devcluster.DevCluster, ns: str, name: str, phase: str) -> dict[str, Any] | None:
@@ -371,9 +434,9 @@ def test_image_pull_failure_is_image_pull_back_off(
 
 
 @pytest.mark.parametrize(
-    ("how", "said"), [("deleted", "no longer in the catalog"), ("changed", "MEMORY_LIMIT_NEW")]
+    ("how", "said"), [("deleted", "no longer in the catalog"), ("changed", "changed since it was validated")]
 )
-def test_a_selection_that_became_invalid_is_not_executed(
+def test_a_selection_whose_workflow_changed_after_approval_is_refused_not_failed(
     jobs_cluster: devcluster.DevCluster,
     ns: str,
     start_executor: Callable[..., OperatorProcess],
@@ -382,20 +445,64 @@ def test_a_selection_that_became_invalid_is_not_executed(
 ) -> None:
     cluster = jobs_cluster
     wf = workflow(cluster)
-    executor = start_executor()
     analysed(cluster, ns, wf)
+    assert approve(cluster, ns, "api-oom").returncode == 0  # approved while the executor is down
     name = wf["metadata"]["name"]
     if how == "deleted":
         cluster.kubectl("delete", "remediationworkflow", name)
-    else:  # the catalog now only allows Mi: the selected 1Gi is no longer a valid parameter
-        params = wf["spec"]["parameters"]
-        params[1] = {**params[1], "pattern": "^[0-9]+Mi$"}
+    else:  # same id and version, another image: not what was validated and approved
+        wf["spec"]["execution"]["containerImage"] = "registry.example/wf/other:latest"
         cluster.kubectl("apply", "-f", "-", input=json.dumps(wf))
+    executor = start_executor()
+    done = wait_for(lambda: refused(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
+    condition = executed_condition(done)
+    assert condition["reason"] == "WorkflowChanged" and said in condition["message"], condition
+    assert "failureDetails" not in done["status"]  # nothing ran: no failure, so no recovery analysis
+    assert items(cluster, "jobs", ns) == []
+
+
+def test_a_hand_written_execution_is_refused_and_only_an_approver_can_approve(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
+) -> None:
+    """mallory may create WorkflowExecutions (the old approval): one aimed at kube-system is refused by
+    the executor; recording an approval is refused by the API server; alice's approval runs."""
+    cluster = jobs_cluster
+    wf = workflow(cluster)
+    subject = analysed(cluster, ns, wf)
+    uid = get(cluster, "aianalyses", "api-oom", ns)["metadata"]["uid"]  # type: ignore[index]
+    executor = start_executor()
+    forged = {
+        "apiVersion": "kubernaut.io/v1alpha1", "kind": "WorkflowExecution",
+        "metadata": {"name": "sneaky", "namespace": ns},
+        "spec": {
+            "analysisRef": subject["metadata"]["name"], "analysisUID": uid,
+            "workflowRef": {"workflowId": wf["spec"]["workflowId"], "version": "1.0.0",
+                            "specDigest": digest_of(cluster, wf)},
+            "parameters": {"TARGET_NAMESPACE": "kube-system", "MEMORY_LIMIT_NEW": "1Gi"},
+            "targetResource": {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"},
+        },
+    }  # fmt: skip
+    cluster.kubectl("create", "-f", "-", input=json.dumps(forged), user=MALLORY)
+    done = wait_for(lambda: refused(cluster, ns, "sneaky"), what="the refusal", logs=executor.logs)
+    condition = executed_condition(done)
+    assert condition["reason"] == "SelectionMismatch" and "kube-system" in condition["message"], condition
+
+    for claimed in (MALLORY, ALICE):  # neither her own approval nor one in alice's name
+        stamped = {**forged, "metadata": {"name": f"stamped-{claimed}", "namespace": ns}}
+        stamped["spec"] = {
+            **forged["spec"],
+            "approval": {"mode": "Manual", "approvedBy": claimed, "selectionDigest": "sha256:x"},
+        }
+        denied = cluster.kubectl("create", "-f", "-", input=json.dumps(stamped), check=False, user=MALLORY)
+        assert denied.returncode != 0 and "ValidatingAdmissionPolicy" in denied.stderr, denied.stderr
+    not_approver = approve(cluster, ns, "api-oom", user=MALLORY)
+    assert not_approver.returncode == 1 and "refused the approval" in not_approver.stderr
+
     assert approve(cluster, ns, "api-oom").returncode == 0
-    failed = wait_for(lambda: ended(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
-    details = failed["status"]["failureDetails"]
-    assert details["reason"] == "SelectionInvalid" and said in details["message"], details
-    assert items(cluster, "jobs", ns) == []  # the refusal is written instead of creating the Job
+    wait_for(lambda: get(cluster, "jobs", "api-oom-exec-1", ns), what="the Job", logs=executor.logs)
+    execution = get(cluster, "workflowexecutions", "api-oom-exec-1", ns)
+    assert execution is not None and execution["spec"]["approval"]["approvedBy"] == ALICE
+    assert [j["metadata"]["name"] for j in items(cluster, "jobs", ns)] == ["api-oom-exec-1"]
 
 
 def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
@@ -437,8 +544,11 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("patch jobs.batch -n {ns}", False),
         ("create pods -n {ns}", False),
         ("create workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
+        ("approve workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
+        ("get validatingadmissionpolicies.admissionregistration.k8s.io", True),
         ("patch aianalyses.kubernaut.io --subresource=status -n {ns}", False),
         ("create jobs.batch -n {ns}", True),
+        ("create jobs.batch -n kube-system", False),  # a namespace it was not opted in to
         ("watch pods -n {ns}", True),
         ("list events -n {ns}", True),
         ("patch workflowexecutions.kubernaut.io --subresource=status -n {ns}", True),
@@ -488,6 +598,11 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
         return [d for d in yaml.safe_load_all(out) if d]
 
     assert not [d for d in rendered() if "executor" in d["metadata"]["name"]]
+    refused = subprocess.run(
+        [str(helm_bin()), "template", RELEASE, str(CHART), "--set", "executor.enabled=true"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "executor.namespaces" in refused.stderr  # no cluster-wide Jobs
     on = rendered("--set", "executor.enabled=true", "--set", "executor.namespaces={team-a}")
     executor = [d for d in on if "executor" in d["metadata"]["name"]]
     [deployment] = [d for d in executor if d["kind"] == "Deployment"]
@@ -508,35 +623,90 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
     jobs_cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=listing)
 
 
-def test_auto_execute_runs_fresh_confident_selections_in_listed_environments_once(
+def test_auto_execute_runs_fresh_selections_in_opted_in_namespaces_once(
     jobs_cluster: devcluster.DevCluster, ns: str, tmp_path: Path
 ) -> None:
-    """The policy (with admin rights here: the chart grants ``create`` on executions only when
-    autoExecute is on; the shipped-role run is the test above)."""
+    """The policy (with admin rights here: the chart grants ``create``/``approve`` on executions only
+    when autoExecute is on; the shipped-role run is the test above). The namespace is allowlisted AND
+    labelled by its owner; the analysis spec has no say."""
     cluster = jobs_cluster
     wf = workflow(cluster)
-    cluster.kubectl("label", "namespace", ns, "kubernaut.io/managed=true")  # the guards' opt-in
+    cluster.kubectl("label", "namespace", ns, "kubernaut.io/auto-execute=true")
     executor = OperatorProcess(
         kubeconfig=cluster.kubeconfig, log_dir=tmp_path,
-        env={"AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true",
-             "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_ENVIRONMENTS": "production"},
+        env={"AIANALYSIS_EXECUTOR_AUTO_EXECUTE": "true", "AIANALYSIS_EXECUTOR_AUTO_EXECUTE_NAMESPACES": ns},
         argv=[sys.executable, "-m", "aianalysis", "executor", "--namespace", ns],
     )  # fmt: skip
     executor.start()
     try:
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         analysed(cluster, ns, wf, name="old-prod")  # completed two days before: never auto-executed
-        analysed(cluster, ns, wf, name="in-staging", environment="staging", completed_at=now)
         analysed(cluster, ns, wf, name="in-prod", completed_at=now)
         wait_for(
             lambda: get(cluster, "jobs", "in-prod-exec-1", ns),
             what="the auto-executed Job",
             logs=executor.logs,
         )
-        executions = [e["metadata"]["name"] for e in items(cluster, "wfe", ns)]
-        assert executions == ["in-prod-exec-1"]
-        assert items(cluster, "wfe", ns)[0]["metadata"]["labels"]["kubernaut.io/approved-by"] == "autoExecute"
+        [execution] = items(cluster, "wfe", ns)
+        assert execution["metadata"]["name"] == "in-prod-exec-1"
+        assert execution["metadata"]["labels"]["kubernaut.io/approval"] == "Auto"
+        assert execution["spec"]["approval"]["approvedBy"] == "admin"  # the API server checked who
         refused = approve(cluster, ns, "in-prod")
         assert refused.returncode == 1 and "already has an execution" in refused.stderr
+        wait_for(
+            lambda: [e for e in items(cluster, "events", ns) if e["reason"] == "AutoExecuted"] or None,
+            what="the AutoExecuted Event",
+        )
+        # A person deletes the execution: the policy does not create it again on the next event.
+        cluster.kubectl("delete", "wfe", "in-prod-exec-1", "-n", ns)
+        cluster.kubectl("annotate", "aianalysis", "in-prod", "-n", ns, "touched=1")
+        analysed(cluster, ns, wf, name="in-prod-2", completed_at=now)  # the positive barrier
+        wait_for(lambda: get(cluster, "jobs", "in-prod-2-exec-1", ns), what="the barrier", logs=executor.logs)
+        assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["in-prod-2-exec-1"]
     finally:
         executor.stop()
+
+
+def test_the_static_approval_policy_is_the_charts() -> None:
+    """``admission/`` (demo, kustomize installs) and the chart carry one approval policy."""
+    static = [
+        d
+        for d in yaml.safe_load_all((ROOT / "admission" / "workflowexecution-approval.yaml").read_text())
+        if d
+    ]
+    charted = [d for d in executor_rbac() if d["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert [(d["kind"], d["metadata"]["name"], d["spec"]) for d in static] == [
+        (d["kind"], d["metadata"]["name"], d["spec"]) for d in charted
+    ]
+
+
+def test_an_event_forged_for_the_pods_name_does_not_choose_the_failure_reason(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
+) -> None:
+    """Anyone who may create Events can write one about a Pod's name; only Events about that very
+    Pod (its uid) are evidence."""
+    cluster = jobs_cluster
+    wf = workflow(cluster)
+    executor = start_executor()
+    analysed(cluster, ns, wf)
+    assert approve(cluster, ns, "api-oom").returncode == 0
+    pod = the_pod(cluster, ns, "api-oom-exec-1", executor.logs)
+    forged = {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "forged", "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod["metadata"]["name"], "namespace": ns,
+                           "uid": "not-this-pod"},
+        "reason": "FailedMount", "message": "MountVolume.SetUp failed: forged", "type": "Warning",
+        "firstTimestamp": "2026-11-20T10:00:01Z", "lastTimestamp": "2026-11-20T10:00:01Z", "count": 1,
+    }  # fmt: skip
+    cluster.kubectl("create", "-f", "-", input=json.dumps(forged))
+    # The Pod fails without a container verdict: only Events could name a more specific reason.
+    kubelet_reports(
+        cluster,
+        ns,
+        pod["metadata"]["name"],
+        phase="Failed",
+        state={"waiting": {"reason": "ContainerCreating"}},
+    )
+    failed = wait_for(lambda: ended(cluster, ns, "api-oom-exec-1"), what="the failure", logs=executor.logs)
+    details = failed["status"]["failureDetails"]
+    assert details["reason"] != "FailedMount" and "forged" not in details["message"], details

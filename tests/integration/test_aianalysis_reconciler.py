@@ -18,6 +18,7 @@ from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.integration.test_reconcile_versions import WORKFLOW, analysis
+from tests.support import messages_server as ms
 from tests.support import newer_crd
 
 pytestmark = pytest.mark.cluster
@@ -260,3 +261,74 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
     assert transition is not None and st["phase"] == "Failed" and st["reason"] == "ProviderUnavailable"
     assert st["attempt"] == 1, "three tries, none billed: one conversation"
     assert st["humanReviewReason"] == "provider_unavailable"
+
+
+async def test_an_analysis_naming_another_namespace_is_refused_without_a_conversation(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    """A user who may create AIAnalyses in one namespace cannot make the operator investigate
+    kube-system with its own rights (confused deputy): Failed, NamespaceNotAllowed, no LLM call."""
+    resource = {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"}
+    created = create(runtime, namespace, "elsewhere", resource=resource)
+    started = metrics.CONVERSATIONS_RESTARTED._value.get()
+
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
+
+    st = read(runtime, namespace, "elsewhere")["status"]
+    assert st["phase"] == "Failed" and st["reason"] == "NamespaceNotAllowed", st
+    assert "kube-system" in st["message"] and "llm" not in st and not st.get("attempt")
+    assert transition is not None and transition.reason == "NamespaceNotAllowed"
+    assert metrics.CONVERSATIONS_RESTARTED._value.get() == started
+
+
+async def test_a_terminal_status_is_written_once_and_never_overwritten(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    """Split brain: another leader completed the analysis with a selection (maybe executing already)
+    while this one was still in its conversation. This one's end is dropped, not written over it."""
+    created = create(runtime, namespace, "split")
+    theirs = {
+        "phase": "Completed", "reason": "WorkflowSelected", "completedAt": "2026-11-20T10:00:00Z",
+        "selectedWorkflow": {"workflowId": "restart-pods", "version": "1.0.0", "containerImage": "x",
+                             "confidence": 0.9, "rationale": "theirs"},
+    }  # fmt: skip
+    custom(runtime).patch_namespaced_custom_object_status(G, V, namespace, AIA, "split", {"status": theirs})
+    before = read(runtime, namespace, "split")
+    dropped = metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal")._value.get()
+
+    run = aianalysis_reconciler._Run(runtime, custom_objects.Ref.of(created))
+    transition = await run.fail("ProviderUnavailable", "ours came late", review="provider_unavailable")
+
+    after = read(runtime, namespace, "split")
+    assert after["status"] == before["status"], "the first terminal status stays"
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert transition is not None and transition.reason == "AlreadyTerminal"
+    assert metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal")._value.get() == dropped + 1
+
+
+async def test_an_analysis_past_its_wall_clock_deadline_ends_failed_without_another_conversation(
+    cluster: devcluster.Cluster, crds: list[str], namespace: str
+) -> None:
+    """A provider that answers each request just before the client timeout, again and again: without
+    a deadline the conversation holds its slot for retries x timeout. It ends at the deadline."""
+    with ms.MessagesServer() as server:
+        for _ in range(6):
+            server.add(ms.Hang(seconds=5))
+        config = settings.Settings(
+            provider="anthropic", api_key="k", anthropic_base_url=server.base_url, model="claude-sonnet-4-6",
+            llm_timeout_seconds=3, llm_max_retries=4, analysis_deadline_seconds=1.5,
+            provider_retry_delay_seconds=0.01, model_check=False,
+        )  # fmt: skip
+        made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
+        made.catalog.upsert("restart-pods-v1", WORKFLOW)
+        try:
+            created = create(made, namespace, "slow")
+            started = asyncio.get_running_loop().time()
+            transition = await aianalysis_reconciler.drive(made, custom_objects.Ref.of(created))
+            took = asyncio.get_running_loop().time() - started
+            st = read(made, namespace, "slow")["status"]
+        finally:
+            await made.aclose()
+    assert st["phase"] == "Failed" and st["reason"] == "AnalysisDeadlineExceeded", st
+    assert "1.5 s" in st["message"] and st["attempt"] == 1, "no second paid conversation"
+    assert transition is not None and took < 10, took

@@ -141,7 +141,7 @@ def kube_score_findings(kube_score: Path, manifests: str) -> list[tuple[str, str
 #: ALL_FEATURES plus the other processes' objects: the executor's Deployment and the intake's.
 WITH_EXECUTOR_AND_INTAKE: dict[str, Any] = {
     **ALL_FEATURES,
-    "executor": {"enabled": True},
+    "executor": {"enabled": True, "namespaces": ["team-a"]},
     "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake"}},
 }
 

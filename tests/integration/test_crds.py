@@ -196,6 +196,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             container_image="registry.example/wf:1",
             confidence=0.87,
             rationale="memory limit is the root cause",
+            spec_digest="sha256:" + "a" * 64,
             parameters={
                 "TARGET_NAMESPACE": "production",
                 "REPLICAS": "3",

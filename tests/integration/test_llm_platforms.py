@@ -5,6 +5,7 @@ that never reach an error message."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -347,3 +348,21 @@ def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
 
 def dataclasses_replace(config: settings.Settings, **changes: Any) -> settings.Settings:
     return dataclasses.replace(config, **changes)
+
+
+# ---- one retry-after cap for every provider ----------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", ["bedrock", "vertex", "openai"])
+async def test_a_day_long_retry_after_is_not_waited_for_on_any_platform(
+    platform: str, aws_credentials: None
+) -> None:
+    """Bedrock and Vertex obeyed ``retry-after: 86400`` (reproduced): one analysis held its slot for a
+    day. Every platform now fails at once, unavailable and retryable, naming the limit."""
+    servers = {"bedrock": bedrock, "vertex": vertex, "openai": chat}
+    day = ms.Fail(429, "slow down", headers={"retry-after": "86400"})
+    with servers[platform](day, *investigate_then_submit()) as (server, config):
+        with pytest.raises(errors.ProviderError) as caught:
+            await asyncio.wait_for(run(config), timeout=30)
+        assert len(server.requests) == 1, "not retried after a day-long retry-after"
+    assert caught.value.retryable

@@ -76,11 +76,11 @@ def clean_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(*args: str) -> Iterator[str]:
+def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "aianalysis", "mcp", "--transport", "http", "--port", str(port), *args],
-        env=clean_env(),
+        env={**clean_env(), **(env or {})},
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -224,3 +224,33 @@ async def test_without_a_catalog_it_serves_the_cluster_and_follows_its_changes(
     finally:
         for doc in (first, second):
             cluster.kubectl("delete", "rw", doc["metadata"]["name"], "--ignore-not-found", check=False)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "1"}},
+}  # fmt: skip
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def test_the_http_server_requires_its_token_when_one_is_set(catalog_file: Path) -> None:
+    with http_server("--catalog", str(catalog_file), env={"AIANALYSIS_MCP_TOKEN": "s3cret-token"}) as url:
+        anonymous = httpx.post(url, json=INITIALIZE, headers=ACCEPT, timeout=10)
+        wrong = httpx.post(
+            url, json=INITIALIZE, headers={**ACCEPT, "Authorization": "Bearer nope"}, timeout=10
+        )
+        right = httpx.post(
+            url, json=INITIALIZE, headers={**ACCEPT, "Authorization": "Bearer s3cret-token"}, timeout=10
+        )
+    assert (anonymous.status_code, wrong.status_code) == (401, 401)
+    assert right.status_code == 200, right.text
+
+
+def test_a_non_loopback_bind_without_a_token_is_refused(catalog_file: Path) -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "aianalysis", "mcp", "--transport", "http", "--host", "0.0.0.0",
+         "--port", str(free_port()), "--catalog", str(catalog_file)],
+        env=clean_env(), cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "AIANALYSIS_MCP_TOKEN" in refused.stderr

@@ -34,12 +34,13 @@ def wfe(
         status["assessment"] = {"before": {"at": stamp(started)}, "verdict": verdict}
     if ended is not None:
         status["completedAt"] = stamp(ended)
-    labels = {"kubernaut.io/approved-by": "autoExecute" if auto else "cli"}
+    labels: dict[str, str] = {}
     return {
         "metadata": {"name": name, "namespace": ns, "labels": labels},
         "spec": {
             "workflowRef": {"workflowId": workflow, "version": "1.0.0"},
             "targetResource": {"kind": "Deployment", "name": target},
+            "approval": {"mode": "Auto" if auto else "Manual"},
         },
         "status": status,
     }
@@ -103,9 +104,14 @@ def test_consecutive_failures_back_off_and_the_backoff_doubles() -> None:
 
 def test_automatic_executions_need_the_managed_label() -> None:
     block = check(wfe("a-exec-1", auto=True), [])
-    assert block is not None and block.reason == "NotOptedIn" and "kubernaut.io/managed=true" in block.message
-    assert check(wfe("a-exec-1", auto=True), [], ns_labels={"kubernaut.io/managed": "true"}) is None
-    assert check(wfe("a-exec-1", auto=True), [], target_labels={"kubernaut.io/managed": "true"}) is None
+    assert (
+        block is not None
+        and block.reason == "NotOptedIn"
+        and "kubernaut.io/auto-execute=true" in block.message
+    )
+    opted_in = {"kubernaut.io/auto-execute": "true"}
+    assert check(wfe("a-exec-1", auto=True), [], ns_labels=opted_in) is None
+    assert check(wfe("a-exec-1", auto=True), [], target_labels={"kubernaut.io/auto-execute": "true"}) is None
     assert check(wfe("a-exec-1"), []) is None  # a person approved it
     assert check(wfe("a-exec-1", auto=True), [], policy=guards.Policy(require_managed_label=False)) is None
 

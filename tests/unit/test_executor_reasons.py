@@ -313,3 +313,15 @@ def test_completion_and_running() -> None:
     seen = plan.observe(job=job(), pods=[running])
     assert (seen.phase, seen.running_since) == ("Running", "2026-11-20T10:00:05Z")
     assert plan.observe(job=job(), pods=[pod()]).phase == "Pending"
+
+
+def test_termination_messages_are_redacted_before_status_events_and_the_recovery_prompt() -> None:
+    """A workflow's termination message is its log tail on error: a printed credential must not
+    reach the execution's status (and from there the recovery analysis' prompt)."""
+    leaked = "connecting with password=hunter2 failed; Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIi"
+    failure = reasons.classify(
+        job=job(reason="BackoffLimitExceeded"),
+        pods=[pod(phase="Failed", state=terminated("Error", 1, leaked))],
+    )
+    assert failure.reason == "Error" and "connecting with" in failure.message
+    assert "hunter2" not in failure.message and "eyJhbGciOiJIUzI1NiJ9" not in failure.message

@@ -255,3 +255,18 @@ def test_a_bad_mapping_file_is_a_clear_configuration_error(tmp_path: Any, text: 
 def test_label_values_are_made_valid_for_kubernetes() -> None:
     assert mapping.label_value("Kube Pod/Crash:Looping") == "Kube-Pod-Crash-Looping"
     assert len(mapping.label_value("A" * 100)) == 63
+
+
+def test_an_alert_about_a_namespace_outside_the_allowlist_is_unmapped_with_the_reason() -> None:
+    """The alert's namespace label is data: it cannot open an analysis (and its reads) anywhere."""
+    config = mapping.MappingConfig(namespaces=["shop"])
+    hook = webhook(
+        alert("KubePodCrashLooping", fp="0000000000000001", namespace="shop", pod="p"),
+        alert("KubePodCrashLooping", fp="0000000000000002", namespace="kube-system", pod="coredns-1"),
+    )
+    inside, outside = mapped(hook, config)
+    assert isinstance(inside, mapping.Mapped) and inside.analysis_namespace == "shop"
+    assert (
+        isinstance(outside, mapping.Unmapped)
+        and "kube-system is not in the intake's namespace allowlist" in outside.reason
+    )

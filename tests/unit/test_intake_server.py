@@ -123,3 +123,15 @@ async def test_a_burst_beyond_the_queue_is_429_and_nothing_of_it_is_queued(
     assert second.status == 429 and second.headers["Retry-After"] == str(server.RETRY_AFTER_SECONDS)
     assert third.status == 200, "the payload that still fits is accepted"
     assert outcome("rate_limited") == before + 2
+
+
+async def test_a_group_larger_than_the_whole_queue_is_413_not_an_endless_429(
+    http: TestClient[Any, Any],
+) -> None:
+    """Alertmanager retries 429 forever; a payload that can never fit is refused for good, saying why."""
+    before = outcome("too_large")
+    response = await http.post(server.PATH, json=body(*(alert(f"p{i}") for i in range(4))), headers=AUTH)
+    assert response.status == 413 and "exceed the queue of 3" in await response.text()
+    assert outcome("too_large") == before + 4
+    fits = await http.post(server.PATH, json=body(alert("q")), headers=AUTH)
+    assert fits.status == 200, "nothing of the refused payload was queued"

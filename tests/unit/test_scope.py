@@ -352,3 +352,22 @@ async def test_a_cluster_scoped_object_needs_a_reference_from_what_was_read_in_t
     await box.get_resource(_args.ResourceArgs(kind="Certificate", name="api-tls"))
     assert where.violation(issuer, returned=returned) is None
     assert where.violation(node, returned=returned) is not None  # a Node the Pods do not run on
+
+
+def test_an_analysis_concerns_its_own_namespace_unless_a_pair_is_allowed() -> None:
+    def spec(namespace: str | None) -> resources.AIAnalysisSpec:
+        resource = {"kind": "Deployment", "name": "api", **({"namespace": namespace} if namespace else {})}
+        return resources.AIAnalysisSpec.model_validate(
+            {"signal": {"type": "OOMKilled", "severity": "high"}, "resource": resource}
+        )
+
+    filled = scope.own_namespace(spec(None), namespace="team-a")
+    assert not isinstance(filled, str) and filled.resource.namespace == "team-a"
+    assert not isinstance(scope.own_namespace(spec("team-a"), namespace="team-a"), str)
+    refused = scope.own_namespace(spec("kube-system"), namespace="team-a")
+    assert isinstance(refused, str) and "kube-system" in refused and "AIANALYSIS_CROSS_NAMESPACE" in refused
+    allowed = scope.own_namespace(spec("shared"), namespace="team-a", allowed={("team-a", "shared")})
+    assert not isinstance(allowed, str) and allowed.resource.namespace == "shared"
+    assert isinstance(
+        scope.own_namespace(spec("shared"), namespace="team-b", allowed={("team-a", "shared")}), str
+    )

@@ -91,8 +91,12 @@ def test_invalid_final_answer_never_reaches_selected_workflow() -> None:
     decision = _decide(_verdict(False, _answer(), ["parameters"]), _verdict(False, _answer(), ["policy"]))
     assert decision.selected is None
     assert decision.review_reason == "validation_failed"
-    assert decision.alternatives[0].workflow_id == "oomkill-increase-memory"
     assert decision.failed_rules == ["parameters", "policy"]
+    # A candidate the policy refused (injected text can name any id) is not shown as an alternative;
+    # one that only needs its values fixed is, first.
+    assert "oomkill-increase-memory" not in [a.workflow_id for a in decision.alternatives]
+    values_only = _decide(_verdict(False, _answer(), ["parameters"]))
+    assert values_only.alternatives[0].workflow_id == "oomkill-increase-memory"
 
 
 def test_only_missing_parameters_mean_parameters_incomplete() -> None:

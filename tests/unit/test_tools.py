@@ -722,3 +722,22 @@ async def test_empty_logs_say_why(reader: FakeReader) -> None:
 async def test_a_very_long_query_is_truncated_not_rejected() -> None:
     payload = await search(toolbox(), query="OOMKilled memory " + "x" * 10_000, signal_type="OOMKilled")
     assert [hit["workflow_id"] for hit in payload["workflows"]] == [ELIGIBLE]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("get_pod_logs", {"name": "coredns-1", "namespace": "kube-system"}),
+        ("get_resource", {"kind": "ConfigMap", "name": "kubeadm-config", "namespace": "kube-system"}),
+        ("list_events", {"kind": "Pod", "name": "etcd-0", "namespace": "kube-system"}),
+        ("list_pods_of_owner", {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"}),
+    ],
+)
+async def test_reads_outside_the_incidents_namespace_are_refused_before_any_call(
+    reader: FakeReader, tool: str, args: dict[str, Any]
+) -> None:
+    """Injected text asking for another tenant's logs or ConfigMaps gets a refusal, and the cluster
+    is never asked (the operator's rights are wider than the requester's)."""
+    result = await toolbox(reader).call(tool, args)
+    assert result.is_error and "outside this incident's namespace 'production'" in result.text
+    assert reader.calls == []

@@ -7,7 +7,8 @@ import datetime
 
 import pytest
 
-from aianalysis.analysis.tools import _columns, _policy, _promql, _redact, _rollout
+from aianalysis.analysis import redact as _redact
+from aianalysis.analysis.tools import _columns, _policy, _promql, _rollout
 
 NOW = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
 

@@ -802,3 +802,58 @@ def test_a_node_scoped_workflow_on_a_node_the_incident_does_not_concern_is_refus
     assert stranger.rules_failed == ["target_out_of_scope"]
     on_the_deployment = run_on(where, answer(), index)
     assert on_the_deployment.rules_failed == ["component_mismatch"]
+
+
+def test_a_cluster_admin_binding_is_refused_by_policy_whatever_the_catalog_allows() -> None:
+    """A catalog entry whose own pattern would admit it (or an injected instruction) cannot bind
+    cluster-admin: the policy refuses it in the analysis, and so in the executor's re-check."""
+    binder = resources.RemediationWorkflowSpec.model_validate(
+        {
+            "workflowId": "bind-role",
+            "version": "1.0.0",
+            "title": "Bind",
+            "description": "Binds a role.",
+            "labels": {"signalTypes": ["Forbidden"]},
+            "riskLevel": "low",
+            "parameters": [{"name": "ROLE_NAME", "type": "string", "required": True}],
+            "execution": {"engine": "job", "containerImage": "registry.example/wf/bind:1"},
+        }
+    )
+    index = catalog.Catalog([catalog.Workflow(name="bind-role-v1", spec=binder)])
+    raw = answer("bind-role", parameters={"ROLE_NAME": "cluster-admin"})
+    verdict = validation.validate(
+        raw=raw, truncated=False, catalog=index, seen={"bind-role": {"1.0.0"}},
+        business=resources.BusinessContext(), recovery=None,
+    )  # fmt: skip
+    assert not verdict.valid and any(
+        e.startswith("[policy]") and "cluster-admin" in e for e in verdict.errors
+    )
+    fine = answer("bind-role", parameters={"ROLE_NAME": "reader"})
+    ok = validation.validate(
+        raw=fine, truncated=False, catalog=index, seen={"bind-role": {"1.0.0"}},
+        business=resources.BusinessContext(), recovery=None,
+    )  # fmt: skip
+    assert ok.valid, ok.errors
+
+
+def test_alternatives_are_only_eligible_workflows_shown_in_this_conversation() -> None:
+    """Injected text pushed an out-of-policy workflow into alternativeWorkflows (9 of 10 cases):
+    an alternative must have been shown by a catalog tool and be eligible for the incident."""
+    index = make_catalog(
+        spec(),
+        spec(RESTART, parameters=[param("TARGET_NAMESPACE", required=True)]),
+        spec("drain-node", risk="high"),
+        spec("never-shown"),
+    )
+    alternatives = [
+        {"workflow_id": RESTART, "confidence": 0.4},
+        {"workflow_id": "drain-node", "confidence": 0.3},
+        {"workflow_id": "never-shown", "confidence": 0.2},
+    ]
+    seen = {OOM: {"1.0.0"}, RESTART: {"1.0.0"}, "drain-node": {"1.0.0"}}
+    verdict = run(answer(alternative_workflows=alternatives), index=index, seen=seen)
+    assert verdict.valid, verdict.errors
+    assert verdict.answer is not None
+    assert [a.workflow_id for a in verdict.answer.alternative_workflows] == [RESTART]
+    assert any("'drain-node'" in w and "not eligible" in w for w in verdict.warnings)
+    assert any("'never-shown'" in w and "not shown" in w for w in verdict.warnings)

@@ -20,15 +20,28 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_ID = 253
+MAX_TEXT = 4096
+"""Everything the LLM writes reaches status (and the recovery prompt): each field is bounded here,
+in the schema the LLM is given, so an overlong answer is a schema error it corrects, not a status
+the API server refuses."""
+MAX_ITEMS = 20
+MAX_ALTERNATIVES = 5
+Factor = Annotated[str, Field(max_length=1024)]
+
+
 class SelectedWorkflowAnswer(_Answer):
     workflow_id: str = Field(
-        description="A workflow_id returned by search_workflow_catalog in this conversation."
+        max_length=MAX_ID,
+        description="A workflow_id returned by search_workflow_catalog in this conversation.",
     )
-    version: str | None = Field(None, description="Exact version; omit for the latest.")
+    version: str | None = Field(None, max_length=MAX_ID, description="Exact version; omit for the latest.")
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
         description="Your confidence (0-1) that this workflow resolves the root cause you found."
     )
-    rationale: str = Field(min_length=1, description="Why this workflow fits the root cause.")
+    rationale: str = Field(
+        min_length=1, max_length=MAX_TEXT, description="Why this workflow fits the root cause."
+    )
     parameters: dict[str, ParamValue] = Field(
         default_factory=dict,
         description="Values for the workflow's parameters, exactly as named by get_workflow_details. "
@@ -38,10 +51,10 @@ class SelectedWorkflowAnswer(_Answer):
 
 
 class AlternativeAnswer(_Answer):
-    workflow_id: str
-    version: str | None = None
+    workflow_id: str = Field(max_length=MAX_ID)
+    version: str | None = Field(None, max_length=MAX_ID)
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    rationale: str | None = None
+    rationale: str | None = Field(None, max_length=MAX_TEXT)
 
 
 class AffectedResourceAnswer(_Answer):
@@ -80,15 +93,21 @@ class SelectionAnswer(_Answer):
     """What the LLM submits. ``selected_workflow`` may be null only when no catalog workflow fits
     (then ``needs_human_review`` must be true)."""
 
-    analysis_summary: str = Field(min_length=1, description="Brief summary of your root cause analysis.")
-    root_cause_assessment: str = Field(min_length=1, description="The root cause your investigation found.")
+    analysis_summary: str = Field(
+        min_length=1, max_length=MAX_TEXT, description="Brief summary of your root cause analysis."
+    )
+    root_cause_assessment: str = Field(
+        min_length=1, max_length=MAX_TEXT, description="The root cause your investigation found."
+    )
     rca_severity: Literal["critical", "high", "medium", "low"] = Field(
         description="Your assessed severity (rubric in the system prompt); may differ from the signal's."
     )
     signal_type: str | None = Field(
-        None, description="The signal type your RCA found, if it differs from the input signal."
+        None,
+        max_length=MAX_ID,
+        description="The signal type your RCA found, if it differs from the input signal.",
     )
-    contributing_factors: list[str] = Field(default_factory=list)
+    contributing_factors: list[Factor] = Field(default_factory=list, max_length=MAX_ITEMS)
     affected_resource: AffectedResourceAnswer | None = Field(
         None,
         description="The remediation target: the object the workflow must act on (e.g. the Deployment "
@@ -97,8 +116,8 @@ class SelectionAnswer(_Answer):
         "or an object your investigation tools returned; never outside the incident's namespace.",
     )
     selected_workflow: SelectedWorkflowAnswer | None
-    alternative_workflows: list[AlternativeAnswer] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    alternative_workflows: list[AlternativeAnswer] = Field(default_factory=list, max_length=MAX_ALTERNATIVES)
+    warnings: list[Factor] = Field(default_factory=list, max_length=MAX_ITEMS)
     needs_human_review: bool = False
     human_review_reason: Literal["no_eligible_workflow", "inconclusive"] | None = None
     recovery_analysis: RecoveryAnalysisAnswer | None = Field(

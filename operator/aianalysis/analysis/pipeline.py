@@ -267,13 +267,16 @@ def decide(
             confidence=ans.selected_workflow.confidence,
             rationale=ans.selected_workflow.rationale,
             parameters=dict(final.parameters),
+            spec_digest=final.workflow.digest,
         )
         review = _review_for_valid(ans, selected, confidence_floor)
     elif final.valid and ans is not None:
         review = ans.human_review_reason or "inconclusive"
     else:
         review = _review_for_invalid(final)
-        candidate = _candidate(ans)
+        # The rejected candidate is shown only when it failed on its values alone: one the policy,
+        # the catalog or the target rules refused (injected text can name any id) never reaches status.
+        candidate = _candidate(ans) if set(final.rules_failed) <= _VALUE_RULES else None
         if candidate is not None:
             alternatives = [candidate, *[a for a in alternatives if a.workflow_id != candidate.workflow_id]]
         warnings.append(
@@ -311,6 +314,9 @@ def _review_for_invalid(final: validation.Verdict) -> resources.HumanReviewReaso
     if rules and rules <= {"missing_parameter", "parameters"} and "missing_parameter" in rules:
         return "parameters_incomplete"
     return "validation_failed"
+
+
+_VALUE_RULES = frozenset({"missing_parameter", "parameters", "repeated_failure"})
 
 
 def _candidate(ans: answer_mod.SelectionAnswer | None) -> resources.AlternativeWorkflow | None:

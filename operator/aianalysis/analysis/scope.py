@@ -31,6 +31,25 @@ from collections.abc import Mapping, Set
 
 from aianalysis import resources
 
+
+def own_namespace(
+    spec: resources.AIAnalysisSpec, *, namespace: str, allowed: Set[tuple[str, str]] = frozenset()
+) -> resources.AIAnalysisSpec | str:
+    """The spec whose incident namespace is the AIAnalysis' own ``namespace`` (what a user who may
+    create an AIAnalysis there may already read), or why not: a ``spec.resource.namespace`` naming
+    another namespace would make the operator read it with its own, wider rights (a confused
+    deputy), unless the pair (own, other) is allowed by the operator's settings."""
+    named = spec.resource.namespace
+    if not named:
+        return spec.model_copy(update={"resource": spec.resource.model_copy(update={"namespace": namespace})})
+    if named == namespace or (namespace, named) in allowed or (namespace, "*") in allowed:
+        return spec
+    return (
+        f"spec.resource.namespace {named!r} is not this AIAnalysis' namespace {namespace!r}; an analysis "
+        "may only concern its own namespace (AIANALYSIS_CROSS_NAMESPACE can allow named pairs)"
+    )
+
+
 #: (kind, namespace or "", name) — kinds compared case-insensitively.
 Key = tuple[str, str, str]
 REFERENCE = "->"

@@ -24,7 +24,7 @@ from aianalysis.catalog import (
     target,
 )
 from aianalysis.catalog.loader import load_paths, parse_object, workflows_from_yaml
-from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow
+from aianalysis.catalog.model import SearchHit, SearchQuery, Workflow, spec_digest
 from aianalysis.catalog.store import LATEST, Catalog
 from aianalysis.catalog.target import (
     TargetFacts,
@@ -55,6 +55,7 @@ __all__ = [
     "policy",
     "semver",
     "signals",
+    "spec_digest",
     "store",
     "target",
     "target_field",

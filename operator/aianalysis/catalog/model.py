@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 from aianalysis import resources
 
@@ -24,6 +26,19 @@ class Workflow:
     @property
     def version(self) -> str:
         return self.spec.version
+
+    @property
+    def digest(self) -> str:
+        return spec_digest(self.spec)
+
+
+def spec_digest(spec: resources.RemediationWorkflowSpec) -> str:
+    """``sha256:<hex>`` of the spec's canonical JSON: what was validated is what runs (the image,
+    ServiceAccount, parameters and lifecycle all count; a change under the same id and version
+    gives another digest)."""
+    wire = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aianalysis import resources
 from aianalysis.catalog import target
@@ -114,6 +114,21 @@ def is_conditional(spec: resources.RemediationWorkflowSpec) -> bool:
     """Whether eligibility depends on more than the label bitsets (see ``conditional_ineligibility``)."""
     required = spec.detected_labels
     return bool(spec.custom_labels) or (required is not None and any(v is not None for _, v in required))
+
+
+PRIVILEGED_ROLES = frozenset({"cluster-admin", "system:masters"})
+"""Roles no remediation may bind, whatever a catalog entry allows: binding them hands the cluster
+to the bound subject."""
+
+
+def privileged_binding(values: Mapping[str, str]) -> list[str]:
+    """Why these (canonical) parameter values bind a role no remediation may bind; empty = none.
+    Any parameter named like a role (``*ROLE*``) counts, so a catalog entry cannot rename its way out."""
+    return [
+        f"parameter {name} names {value!r}: binding {value} is never a remediation"
+        for name, value in sorted(values.items())
+        if "ROLE" in name.upper() and value.strip().casefold() in PRIVILEGED_ROLES
+    ]
 
 
 def deprecation(spec: resources.RemediationWorkflowSpec) -> str | None:

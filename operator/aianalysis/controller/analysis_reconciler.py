@@ -30,7 +30,8 @@ from typing import Any
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
-from aianalysis.analysis import pipeline, status
+from aianalysis import settings as settings_mod
+from aianalysis.analysis import pipeline, scope, status
 from aianalysis.assessment import history as assessment_history
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
@@ -39,6 +40,7 @@ from aianalysis.kube import targets
 
 log = logging.getLogger(__name__)
 
+TERMINAL_WRITE_TRIES = 3
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -141,6 +143,14 @@ class _Run:
             return await self.fail(
                 "InvalidSpec", f"spec cannot be analysed: {_first_errors(exc)}", review=None
             )
+        scoped = scope.own_namespace(
+            spec,
+            namespace=self.ref.namespace,
+            allowed=settings_mod.cross_namespace_pairs(self.runtime.settings),
+        )
+        if isinstance(scoped, str):
+            return await self.fail("NamespaceNotAllowed", scoped, review=None)
+        spec = scoped
         if self._over_limit():
             return await self._limit_reached()
         async with self._conversation_slot(body, spec):
@@ -166,15 +176,18 @@ class _Run:
             started = time.monotonic()
             metrics.IN_FLIGHT.inc()
             try:
-                decision = await pipeline.analyze(
-                    spec,
-                    catalog=self.runtime.catalog,
-                    provider=self.runtime.provider,
-                    reader=self.runtime.reader,
-                    settings=self.runtime.settings,
-                    history=await self._history(spec),
-                    namespace=self.ref.namespace,
-                    metrics=self.runtime.metrics_reader,
+                decision = await _within_deadline(
+                    pipeline.analyze(
+                        spec,
+                        catalog=self.runtime.catalog,
+                        provider=self.runtime.provider,
+                        reader=self.runtime.reader,
+                        settings=self.runtime.settings,
+                        history=await self._history(spec),
+                        namespace=self.ref.namespace,
+                        metrics=self.runtime.metrics_reader,
+                    ),
+                    seconds=self.runtime.settings.analysis_deadline_seconds,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed
@@ -304,9 +317,24 @@ class _Run:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
         return written
 
-    async def _finish(self, finished: _Finished) -> kit.Transition:
-        await self._write(finished.final)
+    async def _finish(self, finished: _Finished) -> kit.Transition | None:
+        if not await self._write_terminal(finished.final):
+            return _already_terminal(self.ref)
         return self._finished_transition(finished)
+
+    async def _write_terminal(self, new: resources.AIAnalysisStatus) -> bool:
+        """Write a terminal status once: bound to the resourceVersion just read, and never over a
+        terminal status another writer (a second leader after a split brain) made meanwhile — its
+        selection may already be executing. False when that happened (ours is dropped)."""
+        for _ in range(TERMINAL_WRITE_TRIES):
+            body = await self._read()
+            if self.previous.phase in resources.TERMINAL_PHASES:
+                return self.previous == new
+            version = (body.get("metadata") or {}).get("resourceVersion")
+            if await self._write(new, resource_version=version) is custom_objects.Written.OK:
+                self.previous = new
+                return True
+        raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} keeps changing")
 
     def _finished_transition(self, finished: _Finished) -> kit.Transition:
         decision = finished.decision
@@ -328,8 +356,9 @@ class _Run:
             review_reason=review,
         )
         try:
-            await self._write(failed)
-        except _Gone:
+            if not await self._write_terminal(failed):
+                return _already_terminal(self.ref)
+        except (_Gone, _Unreadable):
             return None
         except errors.AIAnalysisError as exc:
             log.error(
@@ -341,6 +370,26 @@ class _Run:
             message = f"{message} (and the status could not be written: {exc})"
         metrics.record_failure(review)
         return kit.Transition(type="Warning", reason=reason, message=message)
+
+
+async def _within_deadline(work: Awaitable[status.Decision], *, seconds: float) -> status.Decision:
+    try:
+        return await asyncio.wait_for(work, timeout=seconds)
+    except TimeoutError:
+        raise errors.AnalysisDeadlineError(
+            f"the analysis did not finish within its deadline of {seconds:g} s "
+            "(AIANALYSIS_ANALYSIS_DEADLINE_SECONDS)"
+        ) from None
+
+
+def _already_terminal(ref: Ref) -> kit.Transition:
+    metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal").inc()
+    log.warning("%s/%s: another writer ended it first; this result is dropped", ref.namespace, ref.name)
+    return kit.Transition(
+        type="Warning",
+        reason="AlreadyTerminal",
+        message="another writer ended this analysis first; its status was kept and this result dropped",
+    )
 
 
 class _Unreadable(Exception):

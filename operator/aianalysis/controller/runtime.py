@@ -78,7 +78,8 @@ class Runtime(kit_runtime.ProcessRuntime):
             name="aianalysis-operator",
             identity=self.settings.leader_identity or f"aianalysis-{uuid.uuid4().hex[:12]}",
             duration_seconds=self.settings.lease_duration_seconds,
-            renew_seconds=max(1.0, self.settings.lease_duration_seconds / 3),
+            renew_seconds=max(0.5, self.settings.lease_duration_seconds / 3),
+            renew_deadline_seconds=self.settings.lease_duration_seconds * 2 / 3,
         )
         await self.lease.acquire()
         self._holding = asyncio.get_running_loop().create_task(self.lease.hold(on_lost), name="lease")

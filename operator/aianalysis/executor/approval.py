@@ -1,6 +1,17 @@
 """Pure: an analysis' selection → the WorkflowExecution that runs it, when a person approves or the
 ``autoExecute`` policy admits it.
 
+**The approval is recorded by the API server.** An execution carries ``spec.approval`` (mode,
+``approvedBy``, the digest of the exact selection approved); the chart's ValidatingAdmissionPolicy
+makes the API server refuse one whose ``approvedBy`` is not the user creating it or whose creator
+lacks the verb ``approve`` on workflowexecutions in that namespace. Creating an execution is thus
+not approving it: only an approver can, and the executor re-checks the rest (``admission``).
+
+**autoExecute decides from server-side facts only**: the Namespace's labels and the policy's
+namespace allowlist, the catalog's ``riskLevel`` under a ceiling, the analysis' own review verdict.
+Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
+LLM's confidence is one gate among them, never enough alone.
+
 The name ``<analysis>-exec-<n>`` is the idempotency key: the first execution of an analysis is
 always ``-exec-1``, so a person approving and the policy deciding at the same moment (or a
 restarted executor deciding twice) create one object, never two. Another execution of the same
@@ -11,15 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
 
-from aianalysis import resources
+from aianalysis import catalog, resources
 
 LABEL_ANALYSIS = "kubernaut.io/analysis"
-LABEL_APPROVED_BY = "kubernaut.io/approved-by"
+LABEL_APPROVAL = "kubernaut.io/approval"
+"""Manual or Auto, to list by (the approval itself is ``spec.approval``, checked by the API server)."""
 MAX_NAME = 253
 
 
@@ -42,10 +56,30 @@ class AutoPolicy:
 
     enabled: bool = False
     min_confidence: float = 0.9
+    namespaces: tuple[str, ...] = ()
+    """Only analyses in these namespaces; empty = none (the allowlist is the opt-in)."""
+    namespace_label: str = "kubernaut.io/auto-execute"
+    """...and only when the Namespace itself carries this label with the value ``true`` (so the
+    namespace's owner opts in too; an AIAnalysis spec cannot)."""
+    max_risk: resources.RiskLevel = "low"
+    """The catalog ``riskLevel`` ceiling of an auto-executed workflow."""
     environments: tuple[str, ...] = ()
-    """Only incidents whose ``businessContext.environment`` is listed; empty = none."""
+    """When set: only namespaces whose environment label (``kubernaut.io/environment`` or
+    ``kubernaut.ai/environment``) is listed. Never the spec's ``businessContext``."""
     max_age_seconds: float = 600.0
     """Only analyses completed this recently: turning the policy on never runs an old backlog."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AutoFacts:
+    """What the cluster says, read by the caller: the analysis' Namespace labels and the catalog's
+    current entry of the selected workflow (None when it is gone)."""
+
+    namespace_labels: Mapping[str, str]
+    workflow: catalog.Workflow | None
+
+
+ENVIRONMENT_LABELS = ("kubernaut.io/environment", "kubernaut.ai/environment")
 
 
 def execution_name(analysis: str, number: int) -> str:
@@ -63,7 +97,7 @@ def approve(
     executions: Sequence[Mapping[str, Any]],
     override_review: bool = False,
     again: bool = False,
-    approver: str = "cli",
+    approver: str,
 ) -> Create | Refuse:
     """``aianalysis approve``: the execution of the analysis' ``selectedWorkflow``, or why not."""
     name = analysis["metadata"]["name"]
@@ -81,7 +115,8 @@ def approve(
             message=f"aianalysis/{name} needs human review ({status.human_review_reason}); check its "
             "selection and approve with --override-review to run it anyway"
         )
-    mine = executions_of(name, executions)
+    every = executions_of(name, executions)
+    mine = [e for e in every if _counts(e, analysis)]
     if mine and not again:
         names = ", ".join(sorted(e["metadata"]["name"] for e in mine))
         return Refuse(
@@ -90,72 +125,145 @@ def approve(
     running = [
         e["metadata"]["name"]
         for e in mine
-        if (e.get("status") or {}).get("phase") not in resources.TERMINAL_PHASES
+        if (e.get("status") or {}).get("phase") not in resources.EXECUTION_TERMINAL_PHASES
     ]
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
-    exec_name = execution_name(name, _next_number(name, mine))
-    return Create(name=exec_name, body=execution_body(analysis, status, name=exec_name, approver=approver))
+    exec_name = execution_name(name, _next_number(name, every))
+    approval = Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
+    return Create(name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval))
 
 
 def auto_execute(
-    analysis: Mapping[str, Any], *, policy: AutoPolicy, now: datetime.datetime
+    analysis: Mapping[str, Any],
+    *,
+    policy: AutoPolicy,
+    facts: AutoFacts,
+    now: datetime.datetime,
+    approver: str,
 ) -> Create | Refuse:
     """The policy's decision for one analysis: always ``-exec-1`` (created once, 409 afterwards)."""
     name = analysis["metadata"]["name"]
     if not policy.enabled:
         return Refuse(message="autoExecute is off")
     try:
-        spec = resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {})
         status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     except pydantic.ValidationError:
         return Refuse(message="unreadable analysis")
-    chosen = status.selected_workflow
-    refusal = _auto_refusal(spec, status, policy=policy, now=now)
-    if refusal is not None or chosen is None:
+    refusal = auto_refusal(analysis, status, policy=policy, facts=facts)
+    completed = _parse(status.completed_at)
+    if refusal is None and (completed is None or (now - completed).total_seconds() > policy.max_age_seconds):
+        refusal = "completed too long ago"
+    if refusal is not None or status.selected_workflow is None:
         return Refuse(message=refusal or "no selection")
     exec_name = execution_name(name, 1)
-    return Create(
-        name=exec_name, body=execution_body(analysis, status, name=exec_name, approver="autoExecute")
-    )
+    approval = Approval(mode="Auto", approver=approver, override_review=False)
+    return Create(name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval))
 
 
-def _auto_refusal(
-    spec: resources.AIAnalysisSpec,
+def auto_refusal(
+    analysis: Mapping[str, Any],
     status: resources.AIAnalysisStatus,
     *,
     policy: AutoPolicy,
-    now: datetime.datetime,
+    facts: AutoFacts,
 ) -> str | None:
+    """Why the policy does not run this analysis' selection now (None = it does). Checked when the
+    execution is created and again by the executor before its Job exists."""
     chosen = status.selected_workflow
+    namespace = analysis["metadata"]["namespace"]
+    if not policy.enabled:
+        return "autoExecute is off"
     if status.phase != "Completed" or chosen is None:
         return "not completed with a selection"
     if status.needs_human_review:
         return "needs human review"
-    if (chosen.confidence or 0.0) < policy.min_confidence:
+    if namespace not in policy.namespaces:
+        return f"namespace {namespace} is not in the autoExecute namespace allowlist"
+    if facts.namespace_labels.get(policy.namespace_label) != "true":
+        return f"namespace {namespace} is not labelled {policy.namespace_label}=true"
+    if policy.environments:
+        environment = next(
+            (facts.namespace_labels[k] for k in ENVIRONMENT_LABELS if k in facts.namespace_labels), ""
+        )
+        if environment.strip().casefold() not in {e.strip().casefold() for e in policy.environments}:
+            return f"namespace {namespace}'s environment label {environment!r} is not listed"
+    if facts.workflow is None:
+        return f"workflow {chosen.workflow_id} {chosen.version} is not in the catalog"
+    risk = facts.workflow.spec.risk_level
+    if resources.RISK_ORDER[risk] > resources.RISK_ORDER[policy.max_risk]:
+        return f"workflow riskLevel {risk} is above the autoExecute ceiling {policy.max_risk}"
+    if chosen.confidence < policy.min_confidence:
         return f"confidence {chosen.confidence} below {policy.min_confidence}"
-    environment = (spec.business_context.environment or "").strip().casefold()
-    if environment not in {e.strip().casefold() for e in policy.environments}:
-        return f"environment {spec.business_context.environment!r} not listed"
-    completed = _parse(status.completed_at)
-    if completed is None or (now - completed).total_seconds() > policy.max_age_seconds:
-        return "completed too long ago"
     return None
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Approval:
+    mode: resources.ApprovalMode
+    approver: str
+    override_review: bool
+
+
+def selection_digest(
+    *,
+    analysis_uid: str,
+    workflow: resources.WorkflowRef,
+    parameters: Mapping[str, str],
+    target: resources.ResourceRef | None,
+) -> str:
+    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
+    spec digest), the canonical parameter values and the target."""
+    approved = {
+        "analysisUID": analysis_uid,
+        "workflowId": workflow.workflow_id,
+        "version": workflow.version,
+        "specDigest": workflow.spec_digest or "",
+        "parameters": dict(sorted(parameters.items())),
+        "target": target.wire() if target is not None else None,
+    }
+    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
+    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
+    selection), else the incident's resource."""
+    affected = status.root_cause.affected_resource if status.root_cause else None
+    if affected is not None:
+        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
+    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
+
+
 def execution_body(
-    analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approver: str
+    analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: Approval
 ) -> dict[str, Any]:
+    """The execution of the analysis' current selection, exactly: canonical values, spec digest,
+    target, and the digest of all that as the approval's subject."""
     chosen = status.selected_workflow
     assert chosen is not None, "only a selection is executed"
     meta = analysis["metadata"]
+    ref = resources.WorkflowRef(
+        workflow_id=chosen.workflow_id,
+        version=chosen.version,
+        container_image=chosen.container_image,
+        spec_digest=chosen.spec_digest,
+    )
+    parameters = dict(chosen.parameters or {})
+    target = analysis_target(analysis, status)
+    digest = selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target)
     spec = resources.WorkflowExecutionSpec(
         analysis_ref=meta["name"],
-        workflow_ref=resources.WorkflowRef(
-            workflow_id=chosen.workflow_id, version=chosen.version, container_image=chosen.container_image
+        analysis_uid=meta["uid"],
+        workflow_ref=ref,
+        parameters=parameters,
+        target_resource=target,
+        approval=resources.Approval(
+            mode=approval.mode,
+            approved_by=approval.approver,
+            selection_digest=digest,
+            override_review=approval.override_review,
         ),
-        parameters=dict(chosen.parameters or {}),
-        target_resource=_target(analysis, status),
     )
     return {
         "apiVersion": resources.API_VERSION,
@@ -163,7 +271,7 @@ def execution_body(
         "metadata": {
             "name": name,
             "namespace": meta["namespace"],
-            "labels": {LABEL_ANALYSIS: meta["name"][:63].rstrip("-."), LABEL_APPROVED_BY: approver},
+            "labels": {LABEL_ANALYSIS: meta["name"][:63].rstrip("-."), LABEL_APPROVAL: approval.mode},
             "ownerReferences": [
                 {
                     "apiVersion": resources.API_VERSION,
@@ -179,11 +287,16 @@ def execution_body(
     }
 
 
-def _target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
-    affected = status.root_cause.affected_resource if status.root_cause else None
-    if affected is not None:
-        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
-    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
+def _counts(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
+    """An approved execution of this very analysis that was not refused. A hand-written one (no
+    approval, or bound to another uid) never blocks an approval: it cannot run anyway."""
+    spec = execution.get("spec") or {}
+    phase = (execution.get("status") or {}).get("phase")
+    return (
+        bool(spec.get("approval"))
+        and spec.get("analysisUID") == analysis["metadata"].get("uid")
+        and (phase != "Refused")
+    )
 
 
 def _next_number(analysis: str, mine: Sequence[Mapping[str, Any]]) -> int:

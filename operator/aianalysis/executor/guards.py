@@ -16,10 +16,8 @@ from typing import Any
 from aianalysis import resources
 from aianalysis.assessment import timeline
 
-TERMINAL = ("Completed", "Failed")
+TERMINAL = resources.EXECUTION_TERMINAL_PHASES
 GUARD_REASONS = resources.NOT_STARTED_REASONS
-AUTO_APPROVER = "autoExecute"
-LABEL_APPROVED_BY = "kubernaut.io/approved-by"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -31,8 +29,9 @@ class Policy:
     failure_backoff_seconds: float = 900.0
     """First backoff after ``failure_threshold`` failures; doubles with each further failure."""
     failure_backoff_max_seconds: float = 86400.0
-    managed_label: str = "kubernaut.io/managed"
-    """Automatic executions run only where the namespace or the target carries ``<label>=true``."""
+    managed_label: str = "kubernaut.io/auto-execute"
+    """Automatic executions run only where the namespace or the target carries ``<label>=true`` (the
+    label autoExecute itself requires on the namespace: checked again here, before the Job)."""
     require_managed_label: bool = True
     max_concurrent: int = 5
     """Executions running at once, cluster-wide (0: no limit)."""
@@ -102,8 +101,8 @@ def _scope(
     policy: Policy,
     **_: Any,
 ) -> Block | None:
-    labels = (execution.get("metadata") or {}).get("labels") or {}
-    if labels.get(LABEL_APPROVED_BY) != AUTO_APPROVER or not policy.require_managed_label:
+    approval = (execution.get("spec") or {}).get("approval") or {}
+    if approval.get("mode") != "Auto" or not policy.require_managed_label:
         return None
     key = policy.managed_label
     if namespace_labels.get(key) == "true" or (target_labels or {}).get(key) == "true":

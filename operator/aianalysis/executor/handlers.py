@@ -35,6 +35,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
     metrics.serve(config.metrics_port)
     await memo.runtime.serve_health(config.health_port)  # /healthz, /readyz: as the operator's
+    await memo.runtime.learn_identity()  # approvedBy of autoExecute's approvals
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
     log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
 
@@ -47,7 +48,7 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 
 
 def _open(body: kopf.Body, **_: Any) -> bool:
-    return (body.get("status") or {}).get("phase") not in resources.TERMINAL_PHASES
+    return (body.get("status") or {}).get("phase") not in resources.EXECUTION_TERMINAL_PHASES
 
 
 @kopf.on.event(G, V, WFE, id="execute", when=_open)
@@ -107,11 +108,15 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     runtime: runner.ExecutorRuntime = memo.runtime
+    chosen = (body.get("status") or {}).get("selectedWorkflow") or {}
+    workflow = runtime.catalog.get(str(chosen.get("workflowId") or ""), chosen.get("version"))
     try:
+        facts = await runtime.auto_facts(body.get("metadata", {}).get("namespace") or "", workflow)
         created = await submit.auto_execute(
-            runtime.api, dict(body), policy=runtime.auto_policy, now=runtime.now()
-        )
-    except errors.ClusterError as exc:
+            runtime.api, dict(body), policy=runtime.auto_policy, facts=facts,
+            now=runtime.now(), approver=runtime.identity,
+        )  # fmt: skip
+    except (errors.ClusterError, errors.ClusterRejectedError) as exc:
         logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
         return
     if created:

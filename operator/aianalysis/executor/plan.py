@@ -1,8 +1,6 @@
 """Pure: one WorkflowExecution + the current catalog + what its Job reports → what to do next.
 
-* :func:`check_selection` re-validates the selection against the catalog as it is *now* (the
-  workflow may have been deleted, refused or changed since the analysis chose it), with the same
-  parameter validation the analysis used.
+* Whether it may run at all is ``admission``'s question (the analysis' own validator, re-run).
 * :func:`job_manifest` is the Job that runs a workflow of engine ``job``.
 * :func:`observe` turns the Job, its Pods and their Events into the execution's next status.
 """
@@ -17,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import validation
 from aianalysis.executor import reasons
 
 CONDITION = "Executed"
@@ -37,36 +34,32 @@ class JobSettings:
     backoff_limit: int = 0
     default_deadline_seconds: int = 1800
     deadline_multiplier: float = 2.0
+    cpu_limit: str = "500m"
+    memory_limit: str = "256Mi"
+    ephemeral_storage_limit: str = "256Mi"
 
 
-# ---- re-validation ----------------------------------------------------------------------------------
+def pod_security(settings: JobSettings) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The Pod Security "restricted" defaults every workflow Pod gets (pod and container
+    securityContext) and its resource bounds: a workflow image runs as a non-root user, cannot
+    escalate, holds no capabilities and is confined by the runtime's default seccomp profile."""
+    pod = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    container = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    limits = {
+        "cpu": settings.cpu_limit,
+        "memory": settings.memory_limit,
+        "ephemeral-storage": settings.ephemeral_storage_limit,
+    }
+    requests = {"cpu": "10m", "memory": "32Mi", "ephemeral-storage": "16Mi"}
+    return pod, container, {"limits": limits, "requests": requests}
 
 
-def check_selection(
-    spec: resources.WorkflowExecutionSpec,
-    *,
-    workflow: catalog.Workflow | None,
-    business: resources.BusinessContext | None,
-) -> list[str]:
-    """Why the execution must not run (empty = run it). ``workflow`` is the catalog's entry for the
-    exact id and version now (None = gone or not accepted); ``business`` the analysis' context."""
-    ref = spec.workflow_ref
-    if workflow is None:
-        return [
-            f"workflow {ref.workflow_id} {ref.version} is no longer in the catalog (deleted or not accepted)"
-        ]
-    problems: list[str] = []
-    image = workflow.spec.execution.container_image
-    if image is None:
-        return [f"workflow {ref.workflow_id} {ref.version} has no container image: nothing can run it"]
-    if ref.container_image and ref.container_image != image:
-        problems.append(f"the catalog now runs image {image}, not the selected {ref.container_image}")
-    if business is not None:
-        problems.extend(catalog.policy.ineligibility(workflow.spec, business))
-    checked = validation.check_parameters(workflow.spec.parameters, spec.parameters)
-    problems.extend(checked.errors)
-    problems.extend(w for w in checked.warnings if w.startswith("[undeclared_parameter]"))
-    return problems
+# ---- the catalog entry ---------------------------------------------------------------------------
 
 
 def accepted(workflow: Mapping[str, Any]) -> bool:
@@ -113,19 +106,27 @@ def job_manifest(
         LABEL_WORKFLOW: workflow.workflow_id[:63].rstrip("-."),
         "app.kubernetes.io/managed-by": MANAGED_BY,
     }
+    pod_security_context, container_security_context, bounds = pod_security(settings)
+    account = workflow.spec.execution.service_account_name
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
+        "securityContext": pod_security_context,
+        # A token only for a workflow that declares the ServiceAccount its remediation needs; never
+        # the namespace's ``default`` one.
+        "automountServiceAccountToken": bool(account),
         "containers": [
             {
                 "name": STEP_NAME,
                 "image": workflow.spec.execution.container_image,
                 "env": [{"name": k, "value": v} for k, v in sorted(spec.parameters.items())],
                 "terminationMessagePolicy": "FallbackToLogsOnError",
+                "securityContext": container_security_context,
+                "resources": bounds,
             }
         ],
     }
-    if workflow.spec.execution.service_account_name:
-        pod_spec["serviceAccountName"] = workflow.spec.execution.service_account_name
+    if account:
+        pod_spec["serviceAccountName"] = account
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -225,7 +226,7 @@ def next_status(
     (other writers' conditions, such as the operator's ``RecoveryStarted``, are kept)."""
     stamp = _timestamp(now)
     started = current.started_at or started_at or (stamp if phase != "Pending" else None)
-    finished = stamp if phase in resources.TERMINAL_PHASES else None
+    finished = stamp if phase in resources.EXECUTION_TERMINAL_PHASES else None
     details = None
     if failure is not None:
         details = resources.ExecutionFailure(
@@ -238,7 +239,7 @@ def next_status(
             execution_time=execution_time(started, failure.failed_at or stamp),
         )
     condition_status: resources.ConditionStatus = (
-        "True" if phase == "Completed" else "False" if phase == "Failed" else "Unknown"
+        "True" if phase == "Completed" else "False" if phase in ("Failed", "Refused") else "Unknown"
     )
     return current.model_copy(
         update={

@@ -41,6 +41,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aianalysis.analysis import redact
+
 Obj = Mapping[str, Any]
 
 IMMEDIATE_WAITING = ("ImagePullBackOff", "InvalidImageName")
@@ -249,5 +251,8 @@ def _container_statuses(pod: Obj) -> list[Obj]:
 
 
 def _message(reason: str, *parts: str | None) -> str:
-    text = ": ".join(p.strip() for p in parts if p and p.strip())
+    """The message as status, Events and the recovery prompt get it: a Job's termination message
+    is whatever the workflow printed (``FallbackToLogsOnError``: its logs), so secrets are redacted
+    like every other text read from the cluster."""
+    text = redact.redact_text(": ".join(p.strip() for p in parts if p and p.strip()))
     return (f"{reason}: {text}" if text else reason)[:_MAX_MESSAGE]

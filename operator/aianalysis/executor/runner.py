@@ -24,9 +24,10 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import approval, guards, plan, preflight, reasons
+from aianalysis.executor import admission, approval, guards, plan, preflight, reasons
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader, objects, reader
+from aianalysis.kube import approvals as kube_approvals
 
 log = logging.getLogger(__name__)
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
@@ -44,6 +45,8 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
     start_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     pending: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
     now: resources.Clock = resources.utcnow
+    identity: str = ""
+    """The user the API server knows this executor as (``approvedBy`` of its autoExecute approvals)."""
 
     @classmethod
     def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> ExecutorRuntime:
@@ -73,9 +76,20 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
         return approval.AutoPolicy(
             enabled=s.executor_auto_execute,
             min_confidence=s.executor_auto_execute_min_confidence,
+            namespaces=s.executor_auto_execute_namespaces,
+            namespace_label=s.executor_auto_execute_namespace_label,
+            max_risk=s.executor_auto_execute_max_risk,  # type: ignore[arg-type]  # checked by Settings
             environments=s.executor_auto_execute_environments,
             max_age_seconds=s.executor_auto_execute_max_age_seconds,
         )
+
+    async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
+        labels = await asyncio.to_thread(kube_approvals.namespace_labels, self.api, namespace)
+        return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
+
+    async def learn_identity(self) -> None:
+        self.identity = await asyncio.to_thread(kube_approvals.whoami, self.api)
+        log.info("executor runs as %s", self.identity)
 
     async def aclose(self) -> None:
         for task in self.pending:
@@ -101,7 +115,7 @@ async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> k
     """One pass over one execution (serialised per execution)."""
     async with runtime.lock(namespace, name):
         body = await objects.get(runtime.api, namespace, WFE, name)
-        if body is None or (body.get("status") or {}).get("phase") in resources.TERMINAL_PHASES:
+        if body is None or (body.get("status") or {}).get("phase") in resources.EXECUTION_TERMINAL_PHASES:
             runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
@@ -109,12 +123,15 @@ async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> k
 
 async def _reconcile(runtime: ExecutorRuntime, body: dict[str, Any]) -> kit.Transition | None:
     current = _status(body)
-    if current is None or current.phase in resources.TERMINAL_PHASES or _left_to_others(current):
+    if current is None or current.phase in resources.EXECUTION_TERMINAL_PHASES or _left_to_others(current):
         return None
     try:
         spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
     except pydantic.ValidationError as exc:
-        return await _refuse(runtime, body, current, [f"spec cannot be read: {exc.errors()[0]['msg']}"])
+        unreadable = admission.Refusal(
+            reason=admission.SELECTION_MISMATCH, problems=[f"spec cannot be read: {exc.errors()[0]['msg']}"]
+        )
+        return await _refuse(runtime, body, current, unreadable)
     meta = body["metadata"]
     job_name = plan.job_name(meta["name"])
     job = await _read(runtime, kind="Job", name=job_name, namespace=meta["namespace"])
@@ -142,15 +159,10 @@ async def _start(
         message = f"engine {engine}: left to the {engine} controller; this executor runs engine job only"
         await _write(runtime, body, current, phase=current.phase, reason="EngineNotHandled", message=message)
         return None
-    business = await _business_context(runtime, body, spec)
-    problems = (
-        [f"analysisRef {spec.analysis_ref!r} names no AIAnalysis in this namespace"]
-        if business is None
-        else plan.check_selection(spec, workflow=workflow, business=business)
-    )
-    if problems:
-        return await _refuse(runtime, body, current, problems)
-    assert workflow is not None, "check_selection refuses a missing workflow"
+    refused = await _admission(runtime, body, spec, workflow)
+    if refused is not None:
+        return await _refuse(runtime, body, current, refused)
+    assert workflow is not None, "admission refuses a missing workflow"
     async with runtime.start_lock:  # guards count started executions: one start at a time
         step = await preflight.before_job(
             runtime.api, body, spec, settings=runtime.settings, now=runtime.now()
@@ -198,9 +210,7 @@ async def _follow(
     namespace = body["metadata"]["namespace"]
     pods = [p for p in await _pods(runtime, namespace, job) if plan.owned_by(p, job)]
     events = await _events(
-        runtime,
-        namespace,
-        [("Job", job["metadata"]["name"]), *(("Pod", p["metadata"]["name"]) for p in pods)],
+        runtime, namespace, [("Job", job["metadata"]), *(("Pod", p["metadata"]) for p in pods)]
     )
     nodes = await _nodes(runtime, pods)
     seen = plan.observe(job=job, pods=pods, events=events, nodes=nodes)
@@ -228,15 +238,47 @@ async def _follow(
     return None  # fmt: skip
 
 
+async def _admission(
+    runtime: ExecutorRuntime,
+    body: dict[str, Any],
+    spec: resources.WorkflowExecutionSpec,
+    workflow: catalog_mod.Workflow | None,
+) -> admission.Refusal | None:
+    """Fresh reads of every fact the admission check needs, then the pure check."""
+    namespace = body["metadata"]["namespace"]
+    analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
+    try:
+        problem = await asyncio.to_thread(
+            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor_approval_policy
+        )
+    except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
+        problem = f"the admission policy cannot be read ({exc})"
+    mode = spec.approval.mode if spec.approval is not None else None
+    auto_facts = await runtime.auto_facts(namespace, workflow) if mode == "Auto" else None
+    facts = admission.Facts(
+        execution=body,
+        spec=spec,
+        analysis=analysis,
+        workflow=workflow,
+        approval_policy_problem=problem,
+        auto=runtime.auto_policy,
+        auto_facts=auto_facts,
+        cross_namespace=settings_mod.cross_namespace_pairs(runtime.settings),
+    )
+    # Off the event loop: the validator runs the catalog's (bounded) regexes.
+    return await asyncio.to_thread(admission.refusal, facts)
+
+
 async def _refuse(
     runtime: ExecutorRuntime,
     body: dict[str, Any],
     current: resources.WorkflowExecutionStatus,
-    problems: list[str],
+    refused: admission.Refusal,
 ) -> kit.Transition | None:
-    message = "not executed: the selection is no longer valid: " + "; ".join(problems)
-    failure = reasons.Failure(reason="SelectionInvalid", message=message[:1024])
-    return await _write(runtime, body, current, phase="Failed", reason="SelectionInvalid", failure=failure)
+    """``Refused``, not ``Failed``: nothing ran, so no recovery analysis (and no LLM bill) follows."""
+    return await _write(
+        runtime, body, current, phase="Refused", reason=refused.reason, message=refused.message[:1024]
+    )
 
 
 async def _write(
@@ -267,7 +309,7 @@ async def _write(
     written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
-    if phase not in resources.TERMINAL_PHASES:
+    if phase not in resources.EXECUTION_TERMINAL_PHASES:
         return None
     if reason in guards.GUARD_REASONS:
         metrics.record_execution("blocked", reason)
@@ -276,9 +318,9 @@ async def _write(
     if reason == "DryRun":
         metrics.record_execution("dry_run")
         return kit.Transition(about=body, type="Normal", reason="DryRun", message=text)
-    if reason == "SelectionInvalid":
-        metrics.record_execution("refused", "SelectionInvalid")
-        return kit.Transition(about=body, type="Warning", reason="SelectionInvalid", message=text)
+    if phase == "Refused":
+        metrics.record_execution("refused", reason)
+        return kit.Transition(about=body, type="Warning", reason=reason, message=text)
     if phase == "Completed":
         metrics.record_execution("completed")
         return kit.Transition(about=body, type="Normal", reason="Completed", message=text)
@@ -312,19 +354,6 @@ async def _current_workflow(
     return catalog_mod.Workflow(name=entry.name, spec=spec)
 
 
-async def _business_context(
-    runtime: ExecutorRuntime, body: dict[str, Any], spec: resources.WorkflowExecutionSpec
-) -> resources.BusinessContext | None:
-    namespace = body["metadata"]["namespace"]
-    analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
-    if analysis is None:
-        return None
-    try:
-        return resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {}).business_context
-    except pydantic.ValidationError:
-        return None
-
-
 async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
     selector = f"{plan.LABEL_EXECUTION}={job['metadata']['labels'][plan.LABEL_EXECUTION]}"
     try:
@@ -334,14 +363,18 @@ async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -
 
 
 async def _events(
-    runtime: ExecutorRuntime, namespace: str, about: list[tuple[str, str]]
+    runtime: ExecutorRuntime, namespace: str, about: list[tuple[str, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
+    """Events about exactly these objects: matched by uid as well as kind and name, so an Event
+    written in advance for a name (anyone who may create Events could) never picks the failure
+    reason."""
     out: list[dict[str, Any]] = []
-    for kind, name in about:
+    for kind, meta in about:
         try:
-            out.extend(await runtime.reader.list_events(kind=kind, name=name, namespace=namespace))
+            found = await runtime.reader.list_events(kind=kind, name=meta["name"], namespace=namespace)
         except reader.Unavailable as exc:
-            raise errors.ClusterError(f"listing the Events of {kind} {name}: {exc}") from exc
+            raise errors.ClusterError(f"listing the Events of {kind} {meta['name']}: {exc}") from exc
+        out.extend(e for e in found if (e.get("involvedObject") or {}).get("uid") == meta.get("uid"))
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
 

@@ -4,13 +4,15 @@ The Kubernetes calls go through :mod:`aianalysis.kube`; the decisions themselves
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from aianalysis import kube, resources
+from aianalysis import errors, kube, resources
 from aianalysis.executor import approval
+from aianalysis.kube import approvals as kube_approvals
 from aianalysis.kube import objects
 
 
@@ -22,8 +24,11 @@ class Submitted:
 
 
 async def approve(
-    api: kube.ApiClient, *, namespace: str, name: str, override_review: bool, again: bool, approver: str
+    api: kube.ApiClient, *, namespace: str, name: str, override_review: bool, again: bool
 ) -> Submitted:
+    """The approver is whoever the API server authenticates this client as (and, at creation, its
+    admission policy checks that user holds the ``approve`` verb)."""
+    approver = await asyncio.to_thread(kube_approvals.whoami, api)
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
         return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
@@ -35,21 +40,40 @@ async def approve(
     )
     if isinstance(decided, approval.Refuse):
         return Submitted(created=None, message=decided.message)
-    if not await create(api, decided.body):
+    try:
+        fresh = await create(api, decided.body)
+    except errors.ClusterRejectedError as exc:  # the admission policy (or the schema) said no
+        return Submitted(created=None, message=f"the API server refused the approval: {exc}")
+    if not fresh:
         return Submitted(created=None, message=f"workflowexecution/{decided.name} exists already")
     return Submitted(created=decided.name, message=f"workflowexecution/{decided.name} created")
 
 
 async def auto_execute(
-    api: kube.ApiClient, analysis: Mapping[str, Any], *, policy: approval.AutoPolicy, now: datetime.datetime
+    api: kube.ApiClient,
+    analysis: Mapping[str, Any],
+    *,
+    policy: approval.AutoPolicy,
+    facts: approval.AutoFacts,
+    now: datetime.datetime,
+    approver: str,
 ) -> str | None:
     """The execution the policy created for ``analysis``; None when it declined or one exists."""
-    decided = approval.auto_execute(analysis, policy=policy, now=now)
-    if isinstance(decided, approval.Refuse) or not await create(api, decided.body):
+    decided = approval.auto_execute(analysis, policy=policy, facts=facts, now=now, approver=approver)
+    if isinstance(decided, approval.Refuse):
+        return None
+    meta = analysis["metadata"]
+    before = await asyncio.to_thread(
+        kube_approvals.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
+    )
+    if before:
+        return None  # once per analysis: an execution deleted since is not re-created
+    if not await create(api, decided.body):
         return None
     return decided.name
 
 
 async def create(api: kube.ApiClient, body: dict[str, Any]) -> bool:
-    """False when an execution of that name exists (the name is the idempotency key)."""
+    """False when an execution of that name exists (the name is the idempotency key); a refusal by
+    the API server's admission (or the schema) raises ``errors.ClusterRejectedError``."""
     return await objects.create(api, body, plural=resources.WORKFLOWEXECUTION_PLURAL) is not None

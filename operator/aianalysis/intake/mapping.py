@@ -114,6 +114,10 @@ class MappingConfig(_Config):
     """An alert with a ``namespace`` label but no resource label (aggregated ``by (namespace)``)
     becomes an incident about that Namespace; false = such alerts are unmapped."""
 
+    namespaces: list[str] = Field(default_factory=lambda: ["*"])
+    """Namespaces alerts may open analyses in (the alert's ``namespace`` label is data, not a
+    permission); ``*`` = any. An alert about another namespace is unmapped, with that reason."""
+
 
 def load_config(path: str | None, *, cluster: str | None = None) -> MappingConfig:
     """The defaults, overridden by the file at ``path`` (dicts merge, everything else replaces)."""
@@ -181,6 +185,9 @@ def map_alert(
     namespace = target.namespace or labels.get("namespace") or config.cluster_scoped_namespace
     if not namespace:
         reason = f"{target.kind} is cluster-scoped and no clusterScopedNamespace is configured"
+        return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
+    if "*" not in config.namespaces and namespace not in config.namespaces:
+        reason = f"namespace {namespace} is not in the intake's namespace allowlist"
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     annotations = alert.annotations
     signal = resources.Signal(

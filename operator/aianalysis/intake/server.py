@@ -124,6 +124,13 @@ class Intake:
         ]
         accepted = [r for r in results if isinstance(r, mapping.Mapped)]
         unmapped = [r for r in results if isinstance(r, mapping.Unmapped)]
+        if len(accepted) > self._queue.maxsize:  # can never fit: a retry would loop forever
+            metrics.INTAKE_ALERTS.labels(outcome="too_large").inc(len(accepted))
+            return _error(
+                413,
+                f"{len(accepted)} alerts in one payload exceed the queue of {self._queue.maxsize} "
+                "(AIANALYSIS_INTAKE_QUEUE_LIMIT); lower the route's max_alerts or raise the limit",
+            )
         if len(accepted) > self._queue.maxsize - self._queue.qsize():
             metrics.INTAKE_ALERTS.labels(outcome="rate_limited").inc(len(accepted))
             return _error(

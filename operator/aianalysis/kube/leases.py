@@ -13,6 +13,9 @@ from kubernetes import client as k8s
 
 from aianalysis.kube import errors as kube_errors
 
+REQUEST_TIMEOUT_SECONDS = 5.0
+"""One Lease request (read, write) at most this long: well under a leader's renew deadline."""
+
 
 @dataclasses.dataclass(kw_only=True)
 class Lease:
@@ -31,7 +34,12 @@ def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
     read = k8s.CoordinationV1Api(api).read_namespaced_lease
     found: Any = kube_errors.blocking(
-        f"reading lease {namespace}/{name}", read, name, namespace, none_on=kube_errors.NOT_FOUND
+        f"reading lease {namespace}/{name}",
+        read,
+        name,
+        namespace,
+        none_on=kube_errors.NOT_FOUND,
+        _request_timeout=REQUEST_TIMEOUT_SECONDS,
     )
     if found is None:
         return None
@@ -67,11 +75,16 @@ def write(api: k8s.ApiClient, lease: Lease) -> bool:
     what = f"writing lease {lease.namespace}/{lease.name}"
     if lease.resource_version is None:
         done = kube_errors.blocking(
-            what, coordination.create_namespaced_lease, lease.namespace, body, none_on=kube_errors.CONFLICT
+            what,
+            coordination.create_namespaced_lease,
+            lease.namespace,
+            body,
+            none_on=kube_errors.CONFLICT,
+            _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )
     else:
         done = kube_errors.blocking(
             what, coordination.replace_namespaced_lease, lease.name, lease.namespace, body,
-            none_on=kube_errors.CONFLICT,
+            none_on=kube_errors.CONFLICT, _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )  # fmt: skip
     return done is not None

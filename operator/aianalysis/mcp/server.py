@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hmac
+import ipaddress
 import logging
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -108,16 +110,65 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Server[Any], *, host: str, port: int) -> None:
-    """Streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+async def serve_http(server: Server[Any], *, host: str, port: int, token: str | None = None) -> None:
+    """Streamable HTTP on ``http://host:port/mcp`` until interrupted; with ``token``, every request
+    must carry ``Authorization: Bearer <token>`` (else 401)."""
     import uvicorn  # noqa: PLC0415  # the HTTP server only for this transport
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    if token:
+        app = _Bearer(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()
 
 
-def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, host: str, port: int) -> None:
+class _Bearer:
+    """ASGI middleware: HTTP requests without the bearer token get 401 (constant-time compare)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self._app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"www-authenticate", b"Bearer"), (b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"a bearer token is required\n"})
+                return
+        await self._app(scope, receive, send)
+
+
+def loopback(host: str) -> bool:
+    """Pure: ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(
+    index: catalog_mod.Catalog,
+    options: Options,
+    *,
+    transport: Transport,
+    host: str,
+    port: int,
+    token: str | None = None,
+) -> None:
+    if transport == "http" and not token and not loopback(host):
+        raise errors.ConfigError(
+            f"aianalysis mcp: refusing to serve on {host} without a token: set AIANALYSIS_MCP_TOKEN "
+            "(clients send 'Authorization: Bearer <token>') or listen on 127.0.0.1"
+        )
     server = build(index, options)
     if transport == "stdio":
         anyio.run(serve_stdio, server)
@@ -125,7 +176,7 @@ def run(index: catalog_mod.Catalog, options: Options, *, transport: Transport, h
         log.warning(
             "aianalysis mcp: serving %d catalog entries on http://%s:%d%s", len(index), host, port, HTTP_PATH
         )
-        anyio.run(lambda: serve_http(server, host=host, port=port))
+        anyio.run(lambda: serve_http(server, host=host, port=port, token=token))
 
 
 @contextlib.contextmanager

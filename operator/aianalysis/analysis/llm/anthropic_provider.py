@@ -12,7 +12,7 @@ import asyncio
 import functools
 import json
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anthropic
 import httpx2
@@ -20,7 +20,7 @@ from anthropic import types as atypes
 
 from aianalysis import errors, resources, settings
 from aianalysis.analysis import answer
-from aianalysis.analysis.llm import base, model_check
+from aianalysis.analysis.llm import base, model_check, retry_after
 
 if TYPE_CHECKING:
     from anthropic.lib.bedrock import AsyncAnthropicBedrock
@@ -81,7 +81,7 @@ class AnthropicProvider:
     def _make_client(self, config: settings.Settings, http_client: httpx2.AsyncClient | None) -> Client:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
-        return _BoundedRetryAfter(
+        return retry_after.Anthropic(
             max_retry_after_seconds=config.provider_max_retry_after_seconds,
             api_key=config.api_key,
             base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
@@ -366,22 +366,6 @@ def correction_text(problems: list[str]) -> str:
 
 def _result(tool_use_id: str, text: str, is_error: bool) -> atypes.ToolResultBlockParam:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}
-
-
-class _BoundedRetryAfter(anthropic.AsyncAnthropic):
-    """The SDK client, except that a ``retry-after`` longer than ``max_retry_after_seconds`` is not
-    waited for (the SDK obeys any value): the request fails and counts as unavailability, so one
-    analysis never holds a concurrency slot for the ten minutes a server asks for."""
-
-    def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
-        super().__init__(**options)
-        self._max_retry_after = max_retry_after_seconds
-
-    def _should_retry(self, response: httpx2.Response) -> bool:
-        wait = self._parse_retry_after_header(response.headers)
-        if wait is not None and wait > self._max_retry_after:
-            return False
-        return super()._should_retry(response)
 
 
 def provider_error(

@@ -12,7 +12,7 @@ import httpx2
 from anthropic.lib.bedrock import AsyncAnthropicBedrock
 
 from aianalysis import settings
-from aianalysis.analysis.llm import anthropic_provider
+from aianalysis.analysis.llm import anthropic_provider, retry_after
 
 PROVIDER_NAME = "bedrock"
 
@@ -28,7 +28,8 @@ class BedrockProvider(anthropic_provider.AnthropicProvider):
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> AsyncAnthropicBedrock:
         assert config.aws_region, "settings require it for provider bedrock"
-        return AsyncAnthropicBedrock(
+        return retry_after.Bedrock(
+            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             aws_region=config.aws_region,
             base_url=config.bedrock_base_url or f"https://bedrock-runtime.{config.aws_region}.amazonaws.com",
             timeout=config.llm_timeout_seconds,

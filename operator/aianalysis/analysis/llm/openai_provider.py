@@ -29,7 +29,7 @@ from openai.types import chat as otypes
 
 from aianalysis import errors, resources, settings
 from aianalysis.analysis import answer
-from aianalysis.analysis.llm import anthropic_provider, base, model_check
+from aianalysis.analysis.llm import anthropic_provider, base, model_check, retry_after
 
 PROVIDER_NAME = "openai"
 NO_KEY = "unused"
@@ -60,7 +60,8 @@ class OpenAIProvider:
         self._secret = config.openai_api_key or ""
         self._on_request = on_request
         self._owns_http_client = http_client is None
-        self._client = openai.AsyncOpenAI(
+        self._client = retry_after.OpenAI(
+            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             api_key=config.openai_api_key or NO_KEY,
             base_url=config.openai_base_url,
             timeout=config.llm_timeout_seconds,

@@ -13,7 +13,7 @@ import httpx2
 from anthropic.lib.vertex import AsyncAnthropicVertex
 
 from aianalysis import settings
-from aianalysis.analysis.llm import anthropic_provider
+from aianalysis.analysis.llm import anthropic_provider, retry_after
 
 PROVIDER_NAME = "vertex"
 
@@ -29,7 +29,8 @@ class VertexProvider(anthropic_provider.AnthropicProvider):
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> AsyncAnthropicVertex:
         assert config.vertex_region, "settings require it for provider vertex"
-        return AsyncAnthropicVertex(
+        return retry_after.Vertex(
+            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             region=config.vertex_region,
             project_id=config.vertex_project_id or anthropic.not_given,
             access_token=config.vertex_access_token,

@@ -10,6 +10,7 @@ what it needs from a cluster and from Prometheus; ``kube.api_reader.KubernetesRe
 
 from __future__ import annotations
 
+from aianalysis.analysis.redact import REDACTED, redact_text
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
     PROMETHEUS_TOOL_NAMES,
@@ -20,7 +21,6 @@ from aianalysis.analysis.tools._box import (
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
-from aianalysis.analysis.tools._redact import REDACTED, redact_text
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.analysis.tools.prometheus import PrometheusClient, PrometheusConfig

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from aianalysis import resources
-from aianalysis.analysis.tools import _redact
+from aianalysis.analysis import redact as _redact
 
 CHARS_PER_TOKEN = 4
 MIN_USEFUL_CHARS = 400

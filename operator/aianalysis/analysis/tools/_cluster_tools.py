@@ -13,8 +13,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aianalysis import resources
+from aianalysis.analysis import redact as _redact
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _output, _policy, _redact
+from aianalysis.analysis.tools import _args, _output, _policy
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 

@@ -14,8 +14,9 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from aianalysis.analysis import redact as _redact
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _columns, _output, _policy, _redact, _rollout
+from aianalysis.analysis.tools import _args, _columns, _output, _policy, _rollout
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 

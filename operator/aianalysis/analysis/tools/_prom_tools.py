@@ -14,7 +14,8 @@ import time as time_mod
 from collections.abc import Callable
 from typing import Any
 
-from aianalysis.analysis.tools import _args, _output, _promql, _redact
+from aianalysis.analysis import redact as _redact
+from aianalysis.analysis.tools import _args, _output, _promql
 from aianalysis.kube import reader as _reader
 
 MAX_NAMES = 60

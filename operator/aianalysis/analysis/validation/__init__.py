@@ -103,7 +103,9 @@ def validate(
     except pydantic.ValidationError as exc:
         return _verdict([*errors, *_answer.schema_errors(exc)], [], answer=None)
     warnings: list[str] = []
-    parsed = _answer.drop_unknown_alternatives(parsed, index=catalog, warnings=warnings)
+    parsed = _answer.drop_unknown_alternatives(
+        parsed, index=catalog, warnings=warnings, seen=seen, business=business
+    )
     errors.extend(_answer.consistency_errors(parsed, recovery=recovery))
     target, in_scope = None, None
     if scope is not None:
@@ -131,6 +133,45 @@ def validate(
         parameters=selection.canonical,
         target=in_scope,
     )
+
+
+def revalidate(
+    selected: resources.SelectedWorkflow,
+    *,
+    workflow: catalog.Workflow,
+    business: resources.BusinessContext,
+    recovery: resources.RecoverySpec | None,
+    target: scope.ObjectRef | None,
+) -> Verdict:
+    """A stored selection, checked again by the very rules its answer passed, against ``workflow`` as
+    the catalog holds it now (the executor's admission check: one validator, not a weaker copy).
+
+    The selection was shown when it was validated, so its own version counts as shown; the target
+    fills the system parameters again, and ``parameters`` comes back canonical (defaults filled): an
+    execution must carry exactly these values.
+    """
+    try:
+        chosen = answers.SelectedWorkflowAnswer(
+            workflow_id=selected.workflow_id,
+            version=selected.version,
+            confidence=selected.confidence,
+            rationale=selected.rationale or "-",
+            parameters=dict(selected.parameters),
+        )
+    except pydantic.ValidationError as exc:
+        return _verdict(_answer.schema_errors(exc), [], answer=None)
+    result = _selection.check_selection(
+        chosen,
+        index=catalog.Catalog([workflow]),
+        seen={workflow.workflow_id: {workflow.version}},
+        business=business,
+        recovery=recovery,
+        target=target,
+    )
+    return _verdict(
+        result.errors, result.warnings, answer=None, workflow=result.workflow, parameters=result.canonical,
+        target=target,
+    )  # fmt: skip
 
 
 def _verdict(
@@ -163,5 +204,6 @@ __all__ = [
     "Verdict",
     "canonical_value",
     "check_parameters",
+    "revalidate",
     "validate",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pydantic
 import pydantic_core
 
@@ -82,17 +84,32 @@ def _recovery_field_errors(parsed: answers.SelectionAnswer) -> list[str]:
 
 
 def drop_unknown_alternatives(
-    parsed: answers.SelectionAnswer, *, index: catalog.Catalog, warnings: list[str]
+    parsed: answers.SelectionAnswer,
+    *,
+    index: catalog.Catalog,
+    warnings: list[str],
+    seen: Mapping[str, set[str]] | None = None,
+    business: resources.BusinessContext | None = None,
 ) -> answers.SelectionAnswer:
-    """Alternatives are informational: an unknown one is dropped with a warning, never fatal."""
+    """Alternatives are informational, but they reach status where people read them: only
+    workflows a catalog tool showed in this conversation (``seen``) and the policy admits for this
+    incident (``business``) are kept; others (text injected into an alert can name any id) are
+    dropped with a warning, never fatal."""
     kept = []
     for alt in parsed.alternative_workflows:
-        if index.get(alt.workflow_id, alt.version) is None:
+        found = index.get(alt.workflow_id, alt.version)
+        why = None
+        if found is None:
+            why = "is not in the catalog"
+        elif seen is not None and alt.workflow_id not in seen:
+            why = "was not shown by a catalog tool in this conversation"
+        elif business is not None and catalog.policy.ineligibility(found.spec, business):
+            why = "is not eligible for this incident"
+        if why is not None:
             version = f" version {alt.version!r}" if alt.version else ""
             warnings.append(
                 _messages.clip(
-                    f"[unknown_alternative] alternative {alt.workflow_id!r}{version} "
-                    "is not in the catalog; dropped."
+                    f"[unknown_alternative] alternative {alt.workflow_id!r}{version} {why}; dropped."
                 )
             )
         else:

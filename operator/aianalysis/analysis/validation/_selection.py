@@ -74,6 +74,9 @@ def check_selection(
     )
     check = _parameters.check_parameters(params, values)
     errors.extend(check.errors)
+    privileged = catalog.policy.privileged_binding(check.canonical)
+    if privileged:
+        errors.append(_messages.clip(f"[policy] {'; '.join(privileged)}"))
     if not check.errors and recovery is not None:
         errors.extend(_repeat_errors(workflow, canonical=check.canonical, recovery=recovery))
     return Selection(

@@ -1,0 +1,272 @@
+"""The executor's admission check and the approvals it accepts (pure): only the analysis' current
+validated selection, exactly, approved for that very selection, runs."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+
+from aianalysis import catalog, resources
+from aianalysis.analysis import validation
+from aianalysis.executor import admission, approval
+
+NOW = datetime.datetime(2026, 11, 20, 10, 5, 0, tzinfo=datetime.UTC)
+
+
+def workflow(image: str = "registry.example/wf/restart:1", risk: str = "medium") -> catalog.Workflow:
+    return catalog.Workflow(
+        name="restart-v1",
+        spec=resources.RemediationWorkflowSpec.model_validate(
+            {
+                "workflowId": "restart-deployment",
+                "version": "1.0.0",
+                "title": "Restart",
+                "description": "Rolling restart",
+                "riskLevel": risk,
+                "labels": {"signalTypes": ["CrashLoopBackOff"], "environment": ["production"]},
+                "parameters": [
+                    {"name": "TARGET_NAMESPACE", "type": "string", "required": True},
+                    {"name": "REPLICAS", "type": "integer", "minimum": 1, "maximum": 5},
+                    {
+                        "name": "STRATEGY",
+                        "type": "string",
+                        "enum": ["rolling", "recreate"],
+                        "default": "rolling",
+                    },
+                ],
+                "execution": {"engine": "job", "containerImage": image, "serviceAccountName": "wf-restart"},
+            }
+        ),
+    )
+
+
+WORKFLOW = workflow()
+VALIDATED = {"TARGET_NAMESPACE": "prod", "REPLICAS": "2", "STRATEGY": "rolling"}  # defaults filled
+
+
+def analysis(*, namespace: str = "prod", target_ns: str = "prod", **status: Any) -> dict[str, Any]:
+    base = {
+        "phase": "Completed",
+        "completedAt": "2026-11-20T10:04:00Z",
+        "rootCause": {
+            "summary": "crash loop", "severity": "high", "signalType": "CrashLoopBackOff",
+            "affectedResource": {"kind": "Deployment", "name": "orders", "namespace": target_ns,
+                                 "apiVersion": "apps/v1"},
+        },
+        "selectedWorkflow": {
+            "workflowId": "restart-deployment", "version": "1.0.0",
+            "containerImage": "registry.example/wf/restart:1", "confidence": 0.95,
+            "rationale": "crash loop after config change", "parameters": dict(VALIDATED),
+            "specDigest": WORKFLOW.digest,
+        },
+    }  # fmt: skip
+    return {
+        "metadata": {"name": "orders-crash", "namespace": namespace, "uid": "aia-uid"},
+        "spec": {
+            "signal": {"type": "CrashLoopBackOff", "severity": "high"},
+            "resource": {"kind": "Deployment", "name": "orders", "namespace": namespace},
+            "businessContext": {"environment": "production", "riskTolerance": "medium"},
+        },
+        "status": {**base, **status},
+    }
+
+
+def approved(subject: dict[str, Any], **options: Any) -> dict[str, Any]:
+    decided = approval.approve(subject, executions=[], approver="alice", **options)
+    assert isinstance(decided, approval.Create), decided
+    body = decided.body
+    body["metadata"]["uid"] = "wfe-uid"
+    return body
+
+
+def facts(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: Any) -> admission.Facts:
+    values: dict[str, Any] = {
+        "execution": execution,
+        "spec": resources.WorkflowExecutionSpec.model_validate(execution["spec"]),
+        "analysis": subject,
+        "workflow": WORKFLOW,
+        "approval_policy_problem": None,
+        "auto": approval.AutoPolicy(),
+    }
+    return admission.Facts(**{**values, **changes})
+
+
+def refused(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: Any) -> admission.Refusal:
+    found = admission.refusal(facts(execution, subject, **changes))
+    assert found is not None, "expected a refusal"
+    return found
+
+
+def test_the_approved_selection_runs_and_carries_exactly_what_was_validated() -> None:
+    subject = analysis()
+    execution = approved(subject)
+    spec = execution["spec"]
+    assert spec["parameters"] == VALIDATED and spec["workflowRef"]["specDigest"] == WORKFLOW.digest
+    assert spec["analysisUID"] == "aia-uid" and spec["approval"]["approvedBy"] == "alice"
+    assert spec["targetResource"] == {"kind": "Deployment", "name": "orders", "namespace": "prod"}
+    assert admission.refusal(facts(execution, subject)) is None
+
+
+def test_a_hand_written_execution_aimed_at_another_namespace_is_refused() -> None:
+    subject = analysis()
+    forged = approved(subject)
+    forged["spec"]["parameters"] = {**VALIDATED, "TARGET_NAMESPACE": "kube-system"}
+    forged["spec"]["targetResource"] = {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"}
+    del forged["spec"]["approval"]
+    why = refused(forged, subject)
+    assert why.reason == admission.SELECTION_MISMATCH
+    assert "TARGET_NAMESPACE" in why.message and "coredns" in why.message
+
+
+def test_an_exact_copy_without_an_approval_is_not_approved() -> None:
+    subject = analysis()
+    copy = approved(subject)
+    del copy["spec"]["approval"]
+    assert refused(copy, subject).reason == admission.NOT_APPROVED
+
+
+def test_an_approval_for_another_selection_is_not_approved() -> None:
+    subject = analysis()
+    execution = approved(subject)
+    execution["spec"]["approval"]["selectionDigest"] = "sha256:" + "0" * 64
+    assert refused(execution, subject).reason == admission.NOT_APPROVED
+
+
+def test_approvals_are_not_trusted_when_the_admission_policy_is_missing() -> None:
+    subject = analysis()
+    why = refused(
+        approved(subject), subject, approval_policy_problem="ValidatingAdmissionPolicy x is not installed"
+    )
+    assert why.reason == admission.NOT_APPROVED and "cannot be verified" in why.message
+
+
+def test_an_execution_bound_to_an_earlier_analysis_of_the_same_name_is_refused() -> None:
+    execution = approved(analysis())
+    recreated = analysis()
+    recreated["metadata"]["uid"] = "another-uid"
+    assert refused(execution, recreated).reason == admission.SELECTION_MISMATCH
+    assert refused(execution, None).reason == admission.SELECTION_MISMATCH
+
+
+def test_a_workflow_whose_spec_changed_after_approval_is_refused() -> None:
+    subject = analysis()
+    execution = approved(subject)
+    why = refused(execution, subject, workflow=workflow(image="registry.example/evil:latest"))
+    assert why.reason == admission.WORKFLOW_CHANGED and "changed since it was validated" in why.message
+    assert refused(execution, subject, workflow=None).reason == admission.WORKFLOW_CHANGED
+
+
+def test_the_executor_refuses_what_the_analysis_would_refuse() -> None:
+    """A status written by hand (or by a compromised writer) with values the validator rejects:
+    the executor's verdict is the validator's own error, not a weaker copy."""
+    forged = {**VALIDATED, "REPLICAS": "9"}
+    subject = analysis(selectedWorkflow={**analysis()["status"]["selectedWorkflow"], "parameters": forged})
+    why = refused(approved(subject), subject)
+    expected = validation.check_parameters(WORKFLOW.spec.parameters, forged).errors
+    assert why.reason == admission.SELECTION_INVALID and expected and set(expected) <= set(why.problems)
+    staging = analysis()
+    staging["spec"]["businessContext"]["environment"] = "staging"
+    why = refused(approved(staging), staging)
+    assert why.reason == admission.SELECTION_INVALID and "[policy]" in why.message
+
+
+def test_needs_review_runs_only_with_an_explicit_override() -> None:
+    unsure = analysis(needsHumanReview=True, humanReviewReason="low_confidence")
+    assert admission.refusal(facts(approved(unsure, override_review=True), unsure)) is None
+    execution = approved(unsure, override_review=True)
+    execution["spec"]["approval"]["overrideReview"] = False
+    assert refused(execution, unsure).reason == admission.NOT_APPROVED
+
+
+def test_a_target_in_another_namespace_needs_an_allowed_pair() -> None:
+    subject = analysis(
+        target_ns="shared",
+        selectedWorkflow={
+            **analysis()["status"]["selectedWorkflow"],
+            "parameters": {**VALIDATED, "TARGET_NAMESPACE": "shared"},
+        },
+    )
+    execution = approved(subject)
+    assert refused(execution, subject).reason == admission.NAMESPACE_NOT_ALLOWED
+    assert admission.refusal(facts(execution, subject, cross_namespace={("prod", "shared")})) is None
+
+
+# ---- autoExecute: server-side facts only ---------------------------------------------------------
+
+POLICY = approval.AutoPolicy(enabled=True, namespaces=("prod",), max_risk="medium", min_confidence=0.9)
+OPTED_IN = approval.AutoFacts(namespace_labels={"kubernaut.io/auto-execute": "true"}, workflow=WORKFLOW)
+
+
+def auto(
+    subject: dict[str, Any], *, policy: approval.AutoPolicy = POLICY, known: approval.AutoFacts = OPTED_IN
+) -> Any:
+    return approval.auto_execute(
+        subject, policy=policy, facts=known, now=NOW, approver="system:serviceaccount:x:exec"
+    )
+
+
+def test_auto_execute_admits_only_what_the_cluster_says() -> None:
+    assert isinstance(auto(analysis()), approval.Create)
+    unlabelled = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
+    assert "not labelled" in auto(analysis(), known=unlabelled).message
+    elsewhere = analysis(namespace="team-b", target_ns="team-b")
+    assert "allowlist" in auto(elsewhere).message
+    risky = approval.AutoFacts(namespace_labels=OPTED_IN.namespace_labels, workflow=workflow(risk="high"))
+    assert "ceiling" in auto(analysis(), known=risky).message
+    assert (
+        "ceiling" in auto(analysis(), policy=approval.AutoPolicy(enabled=True, namespaces=("prod",))).message
+    )
+
+
+@pytest.mark.parametrize(
+    "requester_says",
+    [{"environment": "production", "riskTolerance": "high"}, {"environment": "dev", "riskTolerance": "low"}],
+)
+def test_the_specs_business_context_and_a_high_confidence_do_not_open_auto_execute(
+    requester_says: dict[str, str],
+) -> None:
+    subject = analysis(selectedWorkflow={**analysis()["status"]["selectedWorkflow"], "confidence": 1.0})
+    subject["spec"]["businessContext"] = requester_says
+    unlabelled = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
+    assert isinstance(auto(subject, known=unlabelled), approval.Refuse)
+    envs = approval.AutoPolicy(
+        enabled=True, namespaces=("prod",), max_risk="medium", environments=("production",)
+    )
+    assert "environment label" in auto(subject, policy=envs).message  # the Namespace has no such label
+    labelled = approval.AutoFacts(
+        namespace_labels={**OPTED_IN.namespace_labels, "kubernaut.io/environment": "production"},
+        workflow=WORKFLOW,
+    )
+    assert isinstance(auto(subject, policy=envs, known=labelled), approval.Create)
+
+
+def test_an_auto_approval_is_checked_again_before_the_job() -> None:
+    subject = analysis()
+    created = auto(subject)
+    assert isinstance(created, approval.Create)
+    execution = {**created.body, "metadata": {**created.body["metadata"], "uid": "wfe-uid"}}
+    assert admission.refusal(facts(execution, subject, auto=POLICY, auto_facts=OPTED_IN)) is None
+    opted_out = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
+    why = refused(execution, subject, auto=POLICY, auto_facts=opted_out)
+    assert why.reason == admission.NOT_APPROVED and "autoExecute" in why.message
+
+
+def test_a_hand_written_execution_does_not_block_an_approval() -> None:
+    subject = analysis()
+    squatter = {"metadata": {"name": "orders-crash-exec-1"}, "spec": {"analysisRef": "orders-crash"}}
+    decided = approval.approve(subject, executions=[squatter], approver="alice")
+    assert isinstance(decided, approval.Create) and decided.name == "orders-crash-exec-2"
+    first = approved(subject)
+    again = approval.approve(subject, executions=[first], approver="alice")
+    assert isinstance(again, approval.Refuse) and "already has an execution" in again.message
+
+
+def test_a_refused_execution_starts_no_recovery() -> None:
+    from aianalysis.controller import execution_reconciler  # noqa: PLC0415
+
+    refused_body = {"status": {"phase": "Refused", "conditions": []}}
+    failed_body = {"status": {"phase": "Failed", "conditions": []}}
+    assert not execution_reconciler.needs_recovery(refused_body)
+    assert execution_reconciler.needs_recovery(failed_body)
