@@ -319,7 +319,7 @@ def test_termination_messages_are_redacted_before_status_events_and_the_recovery
     """A workflow's termination message is its log tail on error: a printed credential must not
     reach the execution's status (and from there the recovery analysis' prompt)."""
     leaked = "connecting with password=hunter2 failed; Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIi"
-    failure = reasons.classify(
+    failure = reasons.failure_of(
         job=job(reason="BackoffLimitExceeded"),
         pods=[pod(phase="Failed", state=terminated("Error", 1, leaked))],
     )

@@ -739,5 +739,5 @@ async def test_reads_outside_the_incidents_namespace_are_refused_before_any_call
     """Injected text asking for another tenant's logs or ConfigMaps gets a refusal, and the cluster
     is never asked (the operator's rights are wider than the requester's)."""
     result = await toolbox(reader).call(tool, args)
-    assert result.is_error and "outside this incident's namespace 'production'" in result.text
+    assert result.is_error and "namespace 'kube-system' is outside what this analysis may read" in result.text
     assert reader.calls == []
