@@ -16,7 +16,9 @@
 
 With ``--faults`` the failure state each scenario's fault injection produces is modelled too, in
 our own words (:data:`FAULTS`: a crash loop after a rollout, OOM kills at the limit, an image tag
-that does not exist, a refused pull): ReplicaSets and Pods with the status a kubelet would report,
+that does not exist, a refused pull, a ConfigMap given an invalid directive and a restart, a
+Node tainted out of reach, a drain blocked by a PodDisruptionBudget): ReplicaSets, Pods, Nodes
+and statuses as a kubelet and the controllers would report them, with the crashed run's log line,
 so the analyzers have evidence to read. Only the scenarios whose fault is one of those get it.
 
 It prints accuracy (picks Kubernaut expects / scenarios) and one line per scenario. The same
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import copy
 import json
 import subprocess
 import sys
@@ -143,7 +146,7 @@ def _scenario(
             "severity": SEVERITY.get(str(signal.get("severity") or "high").lower(), "high"),
             "alertName": alert,
             "source": "prometheus-alertmanager",
-            "errorMessage": _rule_text(mirror, folder, alert) or alert,
+            "errorMessage": _rule_text(mirror, ALIASES.get(folder, folder), alert) or alert,
         },
         "resource": {k: target[k] for k in ("kind", "name", "namespace") if target.get(k)},
         "businessContext": {
@@ -236,6 +239,9 @@ FAULTS = {
     "stuck-rollout": "tag_missing",
     "rollout": "tag_missing",
     "image-pull-failure": "pull_denied",
+    "concurrent-cross-namespace": "config_crash",
+    "pending-taint": "taint",
+    "pdb-deadlock": "drain",
 }
 
 
@@ -247,6 +253,9 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
     workload = next((d for d in deployments if d["metadata"]["name"] == resource["name"]), None)
     workload = workload or (deployments[0] if deployments else None)
     if workload is None:
+        return
+    if fault == "drain":
+        _drain(doc, objects)
         return
     name = workload["metadata"]["name"]
     template = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -273,6 +282,15 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
             "lastState": _ended("OOMKilled", 137),
             "restartCount": 4,
         }
+    elif fault == "config_crash":
+        # The ConfigMap gets a directive the server rejects, then a restart (a new revision
+        # whose template differs only by the restart annotation).
+        revision = 2
+        state = _config_crash(doc, objects, pod_name)
+    elif fault == "taint":
+        # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
+        objects.append(copy.deepcopy(TAINTED_NODE))
+        state = {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
     elif fault == "tag_missing":
         revision = 2
         image = str(first.get("image") or "app").rsplit(":", 1)[0] + ":does-not-exist"
@@ -285,6 +303,8 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
     workload.setdefault("metadata", {}).setdefault("annotations", {})[REVISION] = str(revision)
     objects.append(_replicaset(name, revision, new_spec))
     objects.append(_pod(pod_name, f"{name}-r{revision}", new_spec, state))
+    if fault == "taint":
+        _unscheduled(objects[-1])
     if revision == 2:
         objects.append(_replicaset(name, 1, old_spec))
         ready = {
@@ -297,6 +317,74 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
 
 
 REVISION = "deployment.kubernetes.io/revision"
+
+
+TAINTED_NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "worker-1"},
+    "spec": {"taints": [{"key": "maintenance", "value": "scheduled", "effect": "NoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+}
+
+
+def _unscheduled(pod: dict[str, Any]) -> None:
+    """The Pod as the scheduler leaves it when no Node tolerates it."""
+    message = (
+        "0/2 nodes are available: 1 node(s) had untolerated taint {maintenance: scheduled}, 1 node(s) "
+        "had untolerated taint {node-role.kubernetes.io/control-plane: }."
+    )
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        ],
+    }
+
+
+def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str) -> dict[str, Any]:
+    for config in (o for o in objects if o.get("kind") == "ConfigMap"):
+        config["data"] = {k: f"{v}invalid_directive: true\n" for k, v in (config.get("data") or {}).items()}
+    doc.setdefault("logs", {})[pod_name] = {
+        "current": "",
+        "previous": 'loading configuration\nerror: config.yaml: unknown field "invalid_directive"\n',
+    }
+    return {
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": _ended("Error", 1),
+        "restartCount": 5,
+    }
+
+
+def _drain(doc: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    """A drain of the Node running the PDB's Pods: the Node cordoned, the budget at its limit."""
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "worker-1"},
+            "spec": {"unschedulable": True},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+    for pdb in (o for o in objects if o.get("kind") == "PodDisruptionBudget"):
+        wanted = int((pdb.get("spec") or {}).get("minAvailable") or 1)
+        pdb["status"] = {"disruptionsAllowed": 0, "currentHealthy": wanted, "desiredHealthy": wanted}
+    for deployment in (o for o in objects if o.get("kind") == "Deployment"):
+        name = deployment["metadata"]["name"]
+        template = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not template.get("containers"):
+            continue
+        objects.append(_replicaset(name, 1, template))
+        ready = {
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+            "ready": True,
+            "restartCount": 0,
+        }
+        for index in range(int((deployment.get("spec") or {}).get("replicas") or 1)):
+            objects.append(_pod(f"{name}-r1-{index}", f"{name}-r1", template, ready))
+    doc["cluster"] = objects
 
 
 def _replicaset(owner: str, revision: int, spec: dict[str, Any]) -> dict[str, Any]:

@@ -71,6 +71,33 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("256Mi", "512Mi"),
         {"MEMORY_LIMIT_NEW": "512Mi", "CONTAINER_NAME": "api"},
     ),
+    "crashloop-configuration-error": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            rollout=a.Rollout(revision=4, failing_revisions=frozenset({4}), healthy_revisions=frozenset({3})),
+            config_maps=("api-config",),
+            logs=(
+                "starting api v2.3",
+                'fatal: loading /etc/api/config.yaml: unknown directive "invalid_directive"',
+            ),
+        ),
+        "PatchConfiguration",
+        ("api-config", "configuration"),
+        {"TARGET_CONFIGMAP_NAME": "api-config"},
+    ),
+    "rbac-denied": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            service_account="api-reader",
+            logs=(
+                'pods is forbidden: User "system:serviceaccount:shop:api-reader" cannot list resource "pods" '
+                'in API group "" in the namespace "shop"',
+            ),
+        ),
+        "RestoreRoleBinding",
+        ("denies", "api-reader", "RoleBinding"),
+        {"SERVICE_ACCOUNT_NAME": "api-reader"},
+    ),
     "crashloop-after-rollout": (
         seen(
             pods=(pod("api-new", crash()), pod("api-old", running())),
@@ -432,3 +459,42 @@ def test_events_are_read_back_from_the_list_events_tool_lines() -> None:
         ("Normal", "Pulled", 1),
     ]
     assert events[1].message == 'Successfully pulled "api:1"'
+
+
+def test_a_configuration_error_after_a_template_change_is_blamed_on_the_rollout() -> None:
+    changed = a.Rollout(
+        revision=4,
+        failing_revisions=frozenset({4}),
+        healthy_revisions=frozenset({3}),
+        changed=("image of api",),
+    )
+    found = seen(
+        pods=(pod("api-1", crash()),),
+        rollout=changed,
+        config_maps=("api-config",),
+        logs=("error: invalid configuration: unknown field tls_mode",),
+    )
+
+    assert first(found).rule == "crashloop-after-rollout"
+
+
+def test_crash_logs_without_a_configuration_error_or_without_a_configmap_prove_nothing() -> None:
+    quiet = seen(pods=(pod("api-1", crash()),), config_maps=("api-config",), logs=("listening on :8080",))
+    no_config = seen(pods=(pod("api-1", crash()),), logs=("fatal: invalid configuration: unknown field x",))
+
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(quiet))
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(no_config))
+
+
+def test_listing_tables_give_the_object_names() -> None:
+    text = (
+        '3 Node(s):\n<untrusted-data label="list:Node">\nNAME STATUS TAINTS AGE\n'
+        "cp-1 Ready node-role.kubernetes.io/control-plane:NoSchedule 3d\n"
+        "worker-1 Ready maintenance:NoSchedule 3d\n"
+        "</untrusted-data>"
+    )
+    namespaced = '<untrusted-data label="x">\nNAMESPACE NAME READY\nshop api-1 1/1\n</untrusted-data>'
+
+    assert evidence.table_names(text) == ["cp-1", "worker-1"]
+    assert evidence.table_names(namespaced) == ["api-1"]
+    assert evidence.table_names("no fence here") == []

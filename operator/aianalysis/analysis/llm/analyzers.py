@@ -45,6 +45,20 @@ _MISSING_IMAGE = re.compile(r"not found|manifest unknown|does not exist|no such"
 _TAINT = re.compile(r"untolerated taint[s]?\s*\{?\s*([^:}\s]+)", re.IGNORECASE)
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
 _PDB_EVICT = re.compile(r"disruption budget", re.IGNORECASE)
+_CONFIG_ERROR = re.compile(
+    r"(config|configuration|settings|\.ya?ml|\.json|\.toml|\.ini|\.conf)\b.{0,80}"
+    r"(invalid|unknown|unrecognized|unexpected|malformed|cannot parse|failed to parse|parse error|"
+    r"syntax error|missing required|not allowed)"
+    r"|(invalid|unknown|unrecognized|unexpected|malformed)\s+"
+    r"(directive|field|key|option|setting|parameter)",
+    re.IGNORECASE,
+)
+_RBAC_DENIED = re.compile(
+    r"(is forbidden|forbidden:).{0,200}cannot (get|list|watch|create|update|patch|delete)\b"
+    r"|cannot (get|list|watch|create|update|patch|delete) resource",
+    re.IGNORECASE,
+)
+_DENIED_ACCOUNT = re.compile(r"system:serviceaccount:([a-z0-9][-a-z0-9.]*):([a-z0-9][-a-z0-9.]*)")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
@@ -187,6 +201,12 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    config_maps: tuple[str, ...] = ()
+    """ConfigMaps the workload's Pods mount or read that exist (candidate configuration to fix)."""
+    logs: tuple[str, ...] = ()
+    """The last log lines of a crashing container's previous run (untrusted text: matched, never obeyed)."""
+    service_account: str | None = None
+    """The ServiceAccount the workload's Pods run as."""
 
     @property
     def containers(self) -> list[tuple[Pod, Container]]:
@@ -551,6 +571,68 @@ def job_failed(evidence: Evidence) -> Match | None:
     )
 
 
+def crash_on_configuration(evidence: Evidence) -> Match | None:
+    """A crash loop whose logs say the process rejects its configuration, while no container
+    field of the pod template changed (a restart picked up a changed ConfigMap): fix the
+    configuration, a rollback of the template would not."""
+    crashing = [(p, c) for p, c in _crashing(evidence) if c.last_reason != "OOMKilled"]
+    if not crashing or not evidence.config_maps:
+        return None
+    if evidence.rollout is not None and evidence.rollout.changed:
+        return None
+    said = next((line for line in evidence.logs if _CONFIG_ERROR.search(line)), None)
+    if said is None:
+        return None
+    _, container = crashing[0]
+    config_map = evidence.config_maps[0]
+    facts = [
+        f"container {container.name} crash-loops ({container.restarts} restarts, last exit "
+        f"{container.last_reason or 'an error'})",
+        f"its last run logged a configuration error: {_clip(said)}",
+        f"the Pods read ConfigMap {config_map}",
+    ]
+    if evidence.rollout is not None and evidence.rollout.revision and evidence.rollout.revision > 1:
+        facts.append("no container field of the pod template changed in the last revision")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values={"TARGET_CONFIGMAP_NAME": config_map, "CONFIGMAP_NAME": config_map},
+        detail={"configmap": config_map},
+    )
+
+
+def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
+    """The workload's calls to the API server are denied (403 Forbidden in its logs or events):
+    its ServiceAccount lost a binding."""
+    texts = [*evidence.logs, *(e.message for e in evidence.events if e.type == "Warning")]
+    said = next((t for t in texts if _RBAC_DENIED.search(t)), None)
+    if said is None or not (evidence.pods or evidence.workload):
+        return None
+    account = evidence.service_account
+    named = _DENIED_ACCOUNT.search(said)
+    if named and named.group(1) == evidence.incident.namespace:
+        account = account or named.group(2)
+    facts = [f"the API server denies the workload's calls: {_clip(said)}"]
+    crashing = _crashing(evidence)
+    if crashing:
+        facts.append(f"container {crashing[0][1].name} crash-loops ({crashing[0][1].restarts} restarts)")
+    values: dict[str, str] = {}
+    if account:
+        facts.append(f"the Pods run as ServiceAccount {account}")
+        values["SERVICE_ACCOUNT_NAME"] = account
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values=values,
+        detail={"account": account or "its ServiceAccount"},
+    )
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 _FAILURE_SIGNALS = frozenset(
     {
         "CrashLoopBackOff",
@@ -640,6 +722,29 @@ RULES: tuple[Rule, ...] = (
             "limit to {new_limit} gives it room."
         ),
         match=oom_at_limit,
+    ),
+    Rule(
+        name="crashloop-configuration-error",
+        signal_type="CrashLoopBackOff",
+        action_type="PatchConfiguration",
+        query="CrashLoopBackOff invalid configuration ConfigMap fix config",
+        explanation=(
+            "{workload} crash-loops because its process rejects the configuration it reads from ConfigMap "
+            "{configmap}; the pod template did not change, so fixing the configuration (not a rollback of "
+            "the template) restores it."
+        ),
+        match=crash_on_configuration,
+    ),
+    Rule(
+        name="rbac-denied",
+        signal_type="Forbidden",
+        action_type="RestoreRoleBinding",
+        query="Forbidden RBAC denied restore RoleBinding ServiceAccount permission",
+        explanation=(
+            "The API server denies the calls of {workload} ({account}): a binding its ServiceAccount "
+            "needs is missing; restoring the RoleBinding gives back the access it had."
+        ),
+        match=crash_on_rbac_denial,
     ),
     Rule(
         name="crashloop-after-rollout",

@@ -10,9 +10,16 @@ Nodes themselves (conditions, taints, cordon), the HPA and PodDisruptionBudget o
 (when the incident is about one, or one carries the workload's name), and the ConfigMaps and
 PVCs its Pods reference (present or missing).
 
+When Pods crash, the last lines of the crashed run of one of them are read (``get_pod_logs``
+with ``previous``, else the current run): they say whether the process rejects its
+configuration or is denied by the API server. A Pod the alert names that no longer exists (it
+was replaced since) leads to the workload its name says it belonged to (``web-5b4c9d7f8-x2k4q``
+→ Deployment ``web``, ``db-2`` → StatefulSet ``db``), read and checked like any other object.
+
 Listing tools (all HPAs, PDBs or Nodes of a namespace) are used when the tool box offers one
-(see :data:`LIST_TOOLS`); without them the conventions above apply. Nothing here raises for
-what the cluster answers: an unreadable object is simply not evidence.
+(see :data:`LIST_TOOLS`): Pods Pending on no Node lead to the cluster's Nodes (their taints and
+cordons). Without them the conventions above apply. Nothing here raises for what the cluster
+answers: an unreadable object is simply not evidence.
 """
 
 from __future__ import annotations
@@ -31,11 +38,14 @@ MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
 MAX_REFERENCES = 4
+LOG_LINES = 40
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 REVISION = "deployment.kubernetes.io/revision"
 #: Listing tools another module may offer (name, argument names); the first one present is used.
 LIST_TOOLS: tuple[str, ...] = ("list_resources", "list_objects")
 _EVENT_LINE = re.compile(r"^\S+ (?P<type>\S+) (?P<reason>\S+) \(x(?P<count>\d+), [^)]*\): (?P<message>.*)$")
+_REPLICASET_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{6,10}-[a-z0-9]{5}$")
+_ORDINAL_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[0-9]+$")
 _TEMPLATE_FIELDS = ("image", "command", "args", "env", "envFrom", "resources", "volumeMounts")
 
 Call = Callable[[str, dict[str, Any]], Awaitable["Outcome"]]
@@ -72,6 +82,8 @@ class Investigation:
     async def gather(self) -> analyzers.Evidence:
         spec = self._spec
         incident = await self._get(spec.resource.kind, spec.resource.name, spec.resource.namespace)
+        if incident is None and spec.resource.kind == "Pod":
+            incident = await self._replaced_pod_owner(spec.resource.name, spec.resource.namespace)
         if incident is None:
             return analyzers.Evidence(
                 signal_type=spec.signal.type, incident=spec.resource, cluster=self.cluster
@@ -89,10 +101,12 @@ class Investigation:
         if workload_obj is None and hpa_obj is not None:
             workload_obj = await self._scale_target(hpa_obj, namespace)
         workload = _ref(workload_obj, namespace) if workload_obj is not None else None
-        pods = [incident] if spec.resource.kind == "Pod" else []
+        pods = [incident] if incident.get("kind") == "Pod" else []
         if workload is not None and workload.kind in OWNER_KINDS and namespace:
             pods = await self._pods(workload, namespace, keep=pods)
         nodes = await self._nodes(incident, pods)
+        if not nodes and any(pod_facts(p).unschedulable for p in pods):
+            nodes = await self._listed_nodes()
         events = await self._events([incident, *([workload_obj] if workload_obj else [])], pods, nodes)
         missing, present = await self._references(workload_obj or incident, pods, namespace)
         return analyzers.Evidence(
@@ -112,6 +126,9 @@ class Investigation:
             ),
             missing=tuple(missing),
             claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
+            config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
+            logs=await self._crash_logs(pods, namespace),
+            service_account=service_account(workload_obj or incident),
             job_failure=job_failure(workload_obj),
             java=runs_java(workload_obj or incident),
         )
@@ -130,6 +147,55 @@ class Investigation:
         if outcome.not_found:
             return False
         return None if outcome.is_error else True
+
+    async def _replaced_pod_owner(self, name: str, namespace: str | None) -> dict[str, Any] | None:
+        """The workload a vanished Pod's name says it belonged to, when it exists."""
+        guesses = [("Deployment", m["owner"]) for m in [_REPLICASET_POD.match(name)] if m]
+        guesses += [("StatefulSet", m["owner"]) for m in [_ORDINAL_POD.match(name)] if m]
+        for kind, owner in guesses:
+            found = await self._get(kind, owner, namespace)
+            if found is not None:
+                self.chain.append(resources.ResourceRef(kind=kind, name=owner, namespace=namespace))
+                return found
+        return None
+
+    async def _listed_nodes(self) -> list[dict[str, Any]]:
+        """The cluster's Nodes through a listing tool (none without one), a few read in full."""
+        if self._list_tool is None:
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "Node"})
+        if outcome.is_error:
+            return []
+        found = [await self._get("Node", name, None) for name in table_names(outcome.text)[:MAX_NODES]]
+        return [n for n in found if n is not None]
+
+    async def _crash_logs(self, pods: Sequence[Mapping[str, Any]], namespace: str | None) -> tuple[str, ...]:
+        """The last lines of a crashing container's previous run (else its current run)."""
+        crashing = [
+            (pod, c)
+            for pod in map(pod_facts, pods)
+            for c in pod.containers
+            if c.waiting in analyzers.CRASH_WAITING
+            or (c.restarts > 0 and c.last_reason not in (None, "Completed"))
+        ]
+        if not crashing or not namespace:
+            return ()
+        pod, container = crashing[0]
+        for previous in (True, False):
+            outcome = await self._call(
+                "get_pod_logs",
+                {
+                    "name": pod.name,
+                    "namespace": namespace,
+                    "container": container.name,
+                    "previous": previous,
+                    "tail_lines": LOG_LINES,
+                },
+            )
+            lines = [] if outcome.is_error else fenced_lines(outcome.text)
+            if lines:
+                return tuple(lines)
+        return ()
 
     async def _scale_target(self, hpa: Mapping[str, Any], namespace: str | None) -> dict[str, Any] | None:
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
@@ -399,6 +465,23 @@ def runs_java(obj: Mapping[str, Any]) -> bool:
     )
 
 
+def service_account(obj: Mapping[str, Any]) -> str | None:
+    """The ServiceAccount a workload's Pods (or a Pod) run as."""
+    spec = pod_template(obj) if obj.get("kind") != "Pod" else obj.get("spec")
+    name = (spec or {}).get("serviceAccountName")
+    return name if isinstance(name, str) and name else None
+
+
+def table_names(text: str) -> list[str]:
+    """Object names from a listing tool's fenced table (``NAME ...`` header, one row each;
+    a ``NAMESPACE`` first column is skipped)."""
+    lines = [line.split() for line in fenced_lines(text) if line.strip()]
+    if not lines or not lines[0] or lines[0][0] not in ("NAME", "NAMESPACE"):
+        return []
+    column = 1 if lines[0][0] == "NAMESPACE" else 0
+    return [row[column] for row in lines[1:] if len(row) > column]
+
+
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = obj.get("spec") or {}
     if obj.get("kind") == "CronJob":
@@ -468,8 +551,15 @@ def parse_events(text: str, *, kind: str, name: str) -> list[analyzers.Event]:
     return out
 
 
+_INLINE_FENCE = re.compile(r"^<untrusted-data[^>]*>(?P<body>.*)</untrusted-data>$")
+
+
 def fenced_lines(text: str) -> list[str]:
+    """The lines inside the ``<untrusted-data>`` fence (a one-line body sits inline with its tags)."""
     lines = text.splitlines()
+    inline = next((m for line in lines if (m := _INLINE_FENCE.match(line))), None)
+    if inline is not None:
+        return [html.unescape(inline["body"])]
     opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
     closing = next(
         (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None

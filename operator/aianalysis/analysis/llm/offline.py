@@ -45,6 +45,10 @@ UNEXAMINED = 0.8
 """Scale of the catalog score when nothing was investigated (stays below the default 0.7 floor
 unless the match is near perfect)."""
 MAX_ALTERNATIVES = 3
+FIT_CANDIDATES = 4
+"""How many of the finding's hits are compared by the evidence values their parameters take."""
+FIT_MARGIN = 0.8
+"""Only hits matching nearly as well as the first (this share of its score) are compared."""
 PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
 """Rejections that re-submitting the same choice answers (a person completes the parameters)."""
 
@@ -163,7 +167,7 @@ class OfflineConversation:
                 self._queue = []
                 self._last = build_declined(self._spec, finding, others=self._findings[1:])
                 return base.Submission(raw=self._last)
-            hits = await self._search(finding)
+            hits = await self._by_fit(await self._search(finding), finding)
             self._top = hits[0].workflow_id if hits else None
             self._queue = rank(hits, recovery=self._spec.recovery)
         return await self._submit_next()
@@ -225,6 +229,28 @@ class OfflineConversation:
             return hits
         return await self._hits({"signal_type": signal.type, "query": query})
 
+    async def _by_fit(self, hits: list[Hit], finding: analyzers.Finding | None) -> list[Hit]:
+        """Among the first hits of the finding's action type that match nearly as well as the
+        first, the workflow that takes the most of
+        the values the evidence established (a ConfigMap's name, a taint key) comes first: it
+        is the one written for this case — when the first takes none of them. Search order
+        otherwise (a stable sort)."""
+        if finding is None or not finding.values or not finding.action_type or len(hits) < 2:
+            return hits
+        fits: dict[str, int] = {}
+        for hit in hits[:FIT_CANDIDATES]:
+            if (
+                hit.action_type not in (None, finding.action_type)
+                or hit.confidence < hits[0].confidence * FIT_MARGIN
+            ):
+                continue
+            details = await self._json(DETAILS_TOOL, {"workflow_id": hit.workflow_id} | _version(hit))
+            names = {p.name for p in parse_parameters(details)}
+            fits[hit.workflow_id] = len(names & set(finding.values))
+        if fits.get(hits[0].workflow_id, 0) > 0:
+            return hits  # the first takes evidence values already: the search's choice stands
+        return sorted(hits, key=lambda h: -fits.get(h.workflow_id, 0))
+
     async def _action_types(self) -> set[str]:
         result = await self._json(ACTION_TYPES_TOOL, {})
         rows = result.get("action_types") if isinstance(result, dict) else None
@@ -268,6 +294,10 @@ class OfflineConversation:
             return json.loads(outcome.text)
         except ValueError:
             return None
+
+
+def _version(hit: Hit) -> dict[str, str]:
+    return {"version": hit.version} if hit.version else {}
 
 
 def _chain_with(chain: list[resources.ResourceRef], found: analyzers.Evidence) -> list[resources.ResourceRef]:
