@@ -242,6 +242,7 @@ FAULTS = {
     "concurrent-cross-namespace": "config_crash",
     "pending-taint": "taint",
     "pdb-deadlock": "drain",
+    "gitops-drift": "gitops_port",
 }
 
 
@@ -271,22 +272,19 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
     if fault == "crash_after_rollout":
         revision = 2
         new_spec = {**template, "containers": [{**first, "command": ["sh", "-c", "exit 1"]}, *containers[1:]]}
-        state = {
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-            "lastState": _ended("Error", 1),
-            "restartCount": 6,
-        }
+        state = _crashing("Error", 1, 6)
     elif fault == "oom":
-        state = {
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-            "lastState": _ended("OOMKilled", 137),
-            "restartCount": 4,
-        }
+        state = _crashing("OOMKilled", 137, 4)
     elif fault == "config_crash":
         # The ConfigMap gets a directive the server rejects, then a restart (a new revision
         # whose template differs only by the restart annotation).
         revision = 2
         state = _config_crash(doc, objects, pod_name)
+    elif fault == "gitops_port":
+        # A commit moves the server's port in the ConfigMap Argo CD syncs, with a restart; the
+        # liveness probe still knocks on the old port, so the kubelet kills the container.
+        revision = 2
+        state = _gitops_port(doc, objects, pod_name, namespace=resource.get("namespace"))
     elif fault == "taint":
         # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
         objects.append(copy.deepcopy(TAINTED_NODE))
@@ -298,25 +296,22 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
         message = f'Back-off pulling image "{image}": manifest unknown: not found'
         state = {"state": {"waiting": {"reason": "ImagePullBackOff", "message": message}}, "restartCount": 0}
     else:
-        message = "failed to pull and unpack image: failed to authorize: 401 Unauthorized"
-        state = {"state": {"waiting": {"reason": "ErrImagePull", "message": message}}, "restartCount": 0}
+        state = {"state": {"waiting": {"reason": "ErrImagePull", "message": REFUSED_PULL}}, "restartCount": 0}
     workload.setdefault("metadata", {}).setdefault("annotations", {})[REVISION] = str(revision)
-    objects.append(_replicaset(name, revision, new_spec))
-    objects.append(_pod(pod_name, f"{name}-r{revision}", new_spec, state))
+    failing = _pod(pod_name, f"{name}-r{revision}", new_spec, state)
     if fault == "taint":
-        _unscheduled(objects[-1])
+        _unscheduled(failing)
+    objects += [_replicaset(name, revision, new_spec), failing]
     if revision == 2:
-        objects.append(_replicaset(name, 1, old_spec))
-        ready = {
-            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
-            "ready": True,
-            "restartCount": 0,
-        }
-        objects.append(_pod(f"{name}-r1-healthy", f"{name}-r1", old_spec, ready))
+        objects += [
+            _replicaset(name, 1, old_spec),
+            _pod(f"{name}-r1-healthy", f"{name}-r1", old_spec, dict(READY)),
+        ]
     doc["cluster"] = objects
 
 
 REVISION = "deployment.kubernetes.io/revision"
+REFUSED_PULL = "failed to pull and unpack image: failed to authorize: 401 Unauthorized"
 
 
 TAINTED_NODE = {
@@ -343,6 +338,45 @@ def _unscheduled(pod: dict[str, Any]) -> None:
     }
 
 
+def _gitops_port(
+    doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> dict[str, Any]:
+    for obj in (o for o in objects if o.get("kind") in ("ConfigMap", "Deployment")):
+        meta = obj.setdefault("metadata", {})
+        group = "apps" if obj["kind"] == "Deployment" else ""
+        tracking = f"web-frontend:{group}/{obj['kind']}:{namespace}/{meta['name']}"
+        meta.setdefault("annotations", {})["argocd.argoproj.io/tracking-id"] = tracking
+        if obj["kind"] == "ConfigMap":
+            obj["data"] = {
+                k: str(v).replace("port: 8080", "port: 8443") for k, v in (obj.get("data") or {}).items()
+            }
+    refused = (
+        'Liveness probe failed: Get "http://10.244.1.7:8080/healthz": dial tcp 10.244.1.7:8080: '
+        "connect: connection refused"
+    )
+    for index, (reason, message) in enumerate(
+        [("Unhealthy", refused), ("Killing", "Container failed liveness probe, will be restarted")]
+    ):
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{pod_name}.{index}", "namespace": namespace},
+                "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+                "type": "Warning",
+                "reason": reason,
+                "message": message,
+                "count": 9,
+                "lastTimestamp": "2026-01-01T00:05:00Z",
+            }
+        )
+    doc.setdefault("logs", {})[pod_name] = {
+        "current": "",
+        "previous": "loaded configuration from /etc/demo-http-server/config.yaml\nlistening on :8443\n",
+    }
+    return _crashing("Error", 137, 5)
+
+
 def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str) -> dict[str, Any]:
     for config in (o for o in objects if o.get("kind") == "ConfigMap"):
         config["data"] = {k: f"{v}invalid_directive: true\n" for k, v in (config.get("data") or {}).items()}
@@ -350,11 +384,7 @@ def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: 
         "current": "",
         "previous": 'loading configuration\nerror: config.yaml: unknown field "invalid_directive"\n',
     }
-    return {
-        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-        "lastState": _ended("Error", 1),
-        "restartCount": 5,
-    }
+    return _crashing("Error", 1, 5)
 
 
 def _drain(doc: dict[str, Any], objects: list[dict[str, Any]]) -> None:
@@ -417,6 +447,18 @@ def _pod(name: str, owner: str, spec: dict[str, Any], state: dict[str, Any]) -> 
         },
         "spec": {**spec, "nodeName": "worker-1"},
         "status": {"phase": phase, "containerStatuses": [status]},
+    }
+
+
+READY = {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": True, "restartCount": 0}
+
+
+def _crashing(reason: str, code: int, restarts: int) -> dict[str, Any]:
+    """A container status in CrashLoopBackOff after its last run ended with ``reason``."""
+    return {
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": _ended(reason, code),
+        "restartCount": restarts,
     }
 
 

@@ -4,6 +4,7 @@ rationale."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -70,6 +71,17 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         "IncreaseMemoryLimits",
         ("256Mi", "512Mi"),
         {"MEMORY_LIMIT_NEW": "512Mi", "CONTAINER_NAME": "api"},
+    ),
+    "crashloop-gitops-configuration-error": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            config_maps=("api-config",),
+            gitops=("ConfigMap api-config",),
+            logs=('error: config.yaml: unknown field "cache_mode"',),
+        ),
+        "GitRevertCommit",
+        ("api-config", "GitOps", "commit"),
+        {"TARGET_CONFIGMAP_NAME": "api-config"},
     ),
     "crashloop-configuration-error": (
         seen(
@@ -498,3 +510,37 @@ def test_listing_tables_give_the_object_names() -> None:
     assert evidence.table_names(text) == ["cp-1", "worker-1"]
     assert evidence.table_names(namespaced) == ["api-1"]
     assert evidence.table_names("no fence here") == []
+
+
+def test_gitops_marks_are_argo_cd_and_flux_ones() -> None:
+    synced = {
+        "metadata": {"annotations": {"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/api-config"}}
+    }
+    flux = {"metadata": {"labels": {"kustomize.toolkit.fluxcd.io/name": "apps"}}}
+    helm_only = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "Helm"}}}
+
+    assert evidence.gitops_managed(synced) and evidence.gitops_managed(flux)
+    assert not evidence.gitops_managed(helm_only) and not evidence.gitops_managed(None)
+
+
+def test_a_port_moved_by_the_configuration_is_a_configuration_error() -> None:
+    refused = a.Event(
+        kind="Pod",
+        name="api-1",
+        type="Warning",
+        reason="Unhealthy",
+        message='Liveness probe failed: Get "http://10.1.2.3:8080/healthz": dial tcp 10.1.2.3:8080: '
+        "connect: connection refused",
+    )
+    moved = seen(
+        pods=(pod("api-1", crash(last_exit_code=137)),),
+        config_maps=("api-config",),
+        events=(refused,),
+        logs=("config loaded", "listening on :8443"),
+    )
+    same_port = dataclasses.replace(moved, logs=("listening on :8080",))
+
+    finding = first(moved)
+    assert finding.rule == "crashloop-configuration-error"
+    assert any("8443" in fact and "8080" in fact for fact in finding.facts)
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(same_port))

@@ -53,6 +53,10 @@ _CONFIG_ERROR = re.compile(
     r"(directive|field|key|option|setting|parameter)",
     re.IGNORECASE,
 )
+_LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
+_PROBE_REFUSED = re.compile(
+    r"(liveness|readiness|startup) probe failed:.*?:(\d{2,5})\b.*connection refused", re.IGNORECASE
+)
 _RBAC_DENIED = re.compile(
     r"(is forbidden|forbidden:).{0,200}cannot (get|list|watch|create|update|patch|delete)\b"
     r"|cannot (get|list|watch|create|update|patch|delete) resource",
@@ -207,6 +211,8 @@ class Evidence:
     """The last log lines of a crashing container's previous run (untrusted text: matched, never obeyed)."""
     service_account: str | None = None
     """The ServiceAccount the workload's Pods run as."""
+    gitops: tuple[str, ...] = ()
+    """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
 
     @property
     def containers(self) -> list[tuple[Pod, Container]]:
@@ -580,7 +586,7 @@ def crash_on_configuration(evidence: Evidence) -> Match | None:
         return None
     if evidence.rollout is not None and evidence.rollout.changed:
         return None
-    said = next((line for line in evidence.logs if _CONFIG_ERROR.search(line)), None)
+    said = next((line for line in evidence.logs if _CONFIG_ERROR.search(line)), None) or _port_moved(evidence)
     if said is None:
         return None
     _, container = crashing[0]
@@ -598,6 +604,33 @@ def crash_on_configuration(evidence: Evidence) -> Match | None:
         target=evidence.workload,
         values={"TARGET_CONFIGMAP_NAME": config_map, "CONFIGMAP_NAME": config_map},
         detail={"configmap": config_map},
+    )
+
+
+def _port_moved(evidence: Evidence) -> str | None:
+    """The probes knock on one port while the process says it listens on another: the port
+    came from the configuration (the template's probes did not move)."""
+    probes = [m for e in evidence.events if (m := _PROBE_REFUSED.search(e.message))]
+    listening = [m for line in evidence.logs if (m := _LISTENING.search(line))]
+    if not probes or not listening or probes[0].group(2) == listening[-1].group(1):
+        return None
+    return (
+        f"the process listens on port {listening[-1].group(1)} while its {probes[0].group(1).lower()} "
+        f"probe is refused on port {probes[0].group(2)}"
+    )
+
+
+def crash_on_synced_configuration(evidence: Evidence) -> Match | None:
+    """A configuration error (as :func:`crash_on_configuration`) in a ConfigMap a GitOps
+    controller syncs: the bad change came from the repository, and a patch in the cluster would
+    be synced away; revert the commit."""
+    found = crash_on_configuration(evidence)
+    config_map = found.values.get("TARGET_CONFIGMAP_NAME") if found else None
+    if found is None or config_map is None or f"ConfigMap {config_map}" not in evidence.gitops:
+        return None
+    return dataclasses.replace(
+        found,
+        facts=(*found.facts, f"ConfigMap {config_map} is synced by a GitOps controller from a repository"),
     )
 
 
@@ -722,6 +755,18 @@ RULES: tuple[Rule, ...] = (
             "limit to {new_limit} gives it room."
         ),
         match=oom_at_limit,
+    ),
+    Rule(
+        name="crashloop-gitops-configuration-error",
+        signal_type="CrashLoopBackOff",
+        action_type="GitRevertCommit",
+        query="CrashLoopBackOff GitOps configuration revert commit repository",
+        explanation=(
+            "{workload} crash-loops because its process rejects the configuration in ConfigMap {configmap}, "
+            "which a GitOps controller syncs from a repository: the bad change is a commit, and a patch in "
+            "the cluster would be synced away; reverting the commit restores it."
+        ),
+        match=crash_on_synced_configuration,
     ),
     Rule(
         name="crashloop-configuration-error",

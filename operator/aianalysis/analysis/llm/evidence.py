@@ -108,7 +108,7 @@ class Investigation:
         if not nodes and any(pod_facts(p).unschedulable for p in pods):
             nodes = await self._listed_nodes()
         events = await self._events([incident, *([workload_obj] if workload_obj else [])], pods, nodes)
-        missing, present = await self._references(workload_obj or incident, pods, namespace)
+        missing, present, synced = await self._references(workload_obj or incident, pods, namespace)
         return analyzers.Evidence(
             signal_type=spec.signal.type,
             incident=spec.resource,
@@ -127,6 +127,7 @@ class Investigation:
             missing=tuple(missing),
             claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
             config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
+            gitops=tuple(synced + ([_describe_obj(workload_obj)] if gitops_managed(workload_obj) else [])),
             logs=await self._crash_logs(pods, namespace),
             service_account=service_account(workload_obj or incident),
             job_failure=job_failure(workload_obj),
@@ -141,12 +142,13 @@ class Investigation:
         found = outcome.document()
         return found if isinstance(found, dict) else None
 
-    async def _exists(self, kind: str, name: str, namespace: str | None) -> bool | None:
-        """True/False when the cluster said so, None when it could not tell."""
+    async def _lookup(self, kind: str, name: str, namespace: str | None) -> tuple[bool | None, Any]:
+        """Whether it exists (True/False when the cluster said so, None when it could not tell),
+        and the object as read."""
         outcome = await self._call("get_resource", _where(kind, name, namespace))
         if outcome.not_found:
-            return False
-        return None if outcome.is_error else True
+            return False, None
+        return (None, None) if outcome.is_error else (True, outcome.document())
 
     async def _replaced_pod_owner(self, name: str, namespace: str | None) -> dict[str, Any] | None:
         """The workload a vanished Pod's name says it belonged to, when it exists."""
@@ -302,20 +304,24 @@ class Investigation:
 
     async def _references(
         self, workload: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], namespace: str | None
-    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """The ConfigMaps and PVCs the Pods need: those missing, those present."""
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+        """The ConfigMaps and PVCs the Pods need: those missing, those present, and those of the
+        present ones a GitOps controller keeps in sync from a repository."""
         if not namespace:
-            return [], []
+            return [], [], []
         wanted: list[tuple[str, str]] = []
         for spec in [pod_template(workload) or {}, *((p.get("spec") or {}) for p in pods)]:
             wanted += [ref for ref in references(spec) if ref not in wanted]
         missing: list[tuple[str, str]] = []
         present: list[tuple[str, str]] = []
+        synced: list[str] = []
         for kind, name in wanted[:MAX_REFERENCES]:
-            exists = await self._exists(kind, name, namespace)
+            exists, found = await self._lookup(kind, name, namespace)
             if exists is not None:
                 (present if exists else missing).append((kind, name))
-        return missing, present
+            if gitops_managed(found):
+                synced.append(f"{kind} {name}")
+        return missing, present, synced
 
 
 # ---- condensing objects into facts -------------------------------------------------------------
@@ -463,6 +469,32 @@ def runs_java(obj: Mapping[str, Any]) -> bool:
     return any(
         _container({**c, "env": c.get("env") or ()}, {}).java for c in template.get("containers") or ()
     )
+
+
+#: Marks a GitOps controller leaves on what it syncs (Argo CD's tracking annotation and label,
+#: Flux's kustomize and helm controllers' labels).
+GITOPS_ANNOTATIONS = ("argocd.argoproj.io/tracking-id",)
+GITOPS_LABELS = (
+    "argocd.argoproj.io/instance",
+    "kustomize.toolkit.fluxcd.io/name",
+    "helm.toolkit.fluxcd.io/name",
+)
+
+
+def gitops_managed(obj: Any) -> bool:
+    """Whether a GitOps controller syncs this object from a repository (its marks say so)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return False
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    return any(key in annotations for key in GITOPS_ANNOTATIONS) or any(
+        key in labels for key in GITOPS_LABELS
+    )
+
+
+def _describe_obj(obj: Any) -> str:
+    meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
+    return f"{obj.get('kind')} {meta.get('name')}" if isinstance(obj, dict) else ""
 
 
 def service_account(obj: Mapping[str, Any]) -> str | None:

@@ -50,6 +50,7 @@ FIT_CANDIDATES = 4
 FIT_MARGIN = 0.8
 """Only hits matching nearly as well as the first (this share of its score) are compared."""
 PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
+SCOPE_RULE = "target_out_of_scope"
 """Rejections that re-submitting the same choice answers (a person completes the parameters)."""
 
 KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -148,6 +149,9 @@ class OfflineConversation:
         self._counter = base.UsageCounter()
         self._note = ""
         self._top: str | None = None
+        self._plan_made: Plan | None = None
+        self._excluded: set[tuple[str, str]] = set()
+        """Targets the validator found out of the incident's scope."""
         """The workflow the search ranked first: the one the evidence backs."""
         """What the search tool said when it found nothing (the business-context policy)."""
 
@@ -177,6 +181,14 @@ class OfflineConversation:
         (re-submitted as is); any other moves on to the next eligible candidate."""
         if self._last is not None and rules(errors) <= PARAMETER_RULES:
             return base.Submission(raw=self._last)
+        if SCOPE_RULE in rules(errors) and self._plan_made is not None:
+            # The same workflow on the next object it may act on (a Node nothing in the
+            # namespace names → the workload), with the same evidence values.
+            rejected = self._plan_made.target or self._spec.resource
+            self._excluded.add((rejected.kind, rejected.name))
+            plan = await self._plan(self._plan_made.hit)
+            if plan is not None:
+                return await self._submit(plan)
         if self._queue == [] and self._last is not None:
             return base.Submission(raw=self._last)
         return await self.answer()
@@ -191,16 +203,21 @@ class OfflineConversation:
     async def _submit_next(self) -> base.Submission:
         plan = await self._choose()
         if plan is not None:
-            self._last = build_answer(
-                plan,
-                spec=self._spec,
-                others=self._queue or [],
-                findings=self._findings,
-                evidence=self._evidence,
-                backed=plan.hit.workflow_id == self._top,
-            )
-        elif self._last is None:
+            return await self._submit(plan)
+        if self._last is None:
             self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
+        return base.Submission(raw=self._last)
+
+    async def _submit(self, plan: Plan) -> base.Submission:
+        self._plan_made = plan
+        self._last = build_answer(
+            plan,
+            spec=self._spec,
+            others=self._queue or [],
+            findings=self._findings,
+            evidence=self._evidence,
+            backed=plan.hit.workflow_id == self._top,
+        )
         return base.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
@@ -272,7 +289,14 @@ class OfflineConversation:
         finding = self.finding
         candidates = [finding.target] if finding is not None and finding.target is not None else []
         candidates += self._chain
-        target = next((r for r in candidates if acts_on(details, resource=r)), None)
+        target = next(
+            (
+                r
+                for r in candidates
+                if (r.kind, r.name) not in self._excluded and acts_on(details, resource=r)
+            ),
+            None,
+        )
         if target is None:
             return None
         values = dict(finding.values) if finding is not None else {}
