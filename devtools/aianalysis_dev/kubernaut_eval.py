@@ -243,6 +243,7 @@ FAULTS = {
     "pending-taint": "taint",
     "pdb-deadlock": "drain",
     "gitops-drift": "gitops_port",
+    "network-policy-block": "netpol",
 }
 
 
@@ -273,22 +274,6 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
         revision = 2
         new_spec = {**template, "containers": [{**first, "command": ["sh", "-c", "exit 1"]}, *containers[1:]]}
         state = _crashing("Error", 1, 6)
-    elif fault == "oom":
-        state = _crashing("OOMKilled", 137, 4)
-    elif fault == "config_crash":
-        # The ConfigMap gets a directive the server rejects, then a restart (a new revision
-        # whose template differs only by the restart annotation).
-        revision = 2
-        state = _config_crash(doc, objects, pod_name)
-    elif fault == "gitops_port":
-        # A commit moves the server's port in the ConfigMap Argo CD syncs, with a restart; the
-        # liveness probe still knocks on the old port, so the kubelet kills the container.
-        revision = 2
-        state = _gitops_port(doc, objects, pod_name, namespace=resource.get("namespace"))
-    elif fault == "taint":
-        # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
-        objects.append(copy.deepcopy(TAINTED_NODE))
-        state = {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
     elif fault == "tag_missing":
         revision = 2
         image = str(first.get("image") or "app").rsplit(":", 1)[0] + ":does-not-exist"
@@ -296,7 +281,7 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
         message = f'Back-off pulling image "{image}": manifest unknown: not found'
         state = {"state": {"waiting": {"reason": "ImagePullBackOff", "message": message}}, "restartCount": 0}
     else:
-        state = {"state": {"waiting": {"reason": "ErrImagePull", "message": REFUSED_PULL}}, "restartCount": 0}
+        revision, state = _same_template(fault, doc, objects, pod_name, namespace=resource.get("namespace"))
     workload.setdefault("metadata", {}).setdefault("annotations", {})[REVISION] = str(revision)
     failing = _pod(pod_name, f"{name}-r{revision}", new_spec, state)
     if fault == "taint":
@@ -375,6 +360,63 @@ def _gitops_port(
         "previous": "loaded configuration from /etc/demo-http-server/config.yaml\nlistening on :8443\n",
     }
     return _crashing("Error", 137, 5)
+
+
+def _same_template(
+    fault: str, doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> tuple[int, dict[str, Any]]:
+    """The revision and the failing container's status of a fault that leaves the pod template's
+    containers as they are (a restart at most: revision 2)."""
+    if fault == "oom":
+        return 1, _crashing("OOMKilled", 137, 4)
+    if fault == "config_crash":
+        # The ConfigMap gets a directive the server rejects, then a restart.
+        return 2, _config_crash(doc, objects, pod_name)
+    if fault == "gitops_port":
+        # A commit moves the server's port in the ConfigMap Argo CD syncs, with a restart; the
+        # liveness probe still knocks on the old port, so the kubelet kills the container.
+        return 2, _gitops_port(doc, objects, pod_name, namespace=namespace)
+    if fault == "netpol":
+        # The policy that admitted the web traffic is gone; the deny-all one stays; the traffic
+        # generator's readiness probe (a request to the web tier) times out.
+        return 1, _isolated(objects, pod_name, namespace=namespace)
+    if fault == "taint":
+        # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
+        objects.append(copy.deepcopy(TAINTED_NODE))
+        return 1, {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
+    return 1, {"state": {"waiting": {"reason": "ErrImagePull", "message": REFUSED_PULL}}, "restartCount": 0}
+
+
+def _deny_all(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next(
+        (
+            o
+            for o in objects
+            if o.get("kind") == "NetworkPolicy"
+            and not ((o.get("spec") or {}).get("podSelector") or {})
+            and not (o.get("spec") or {}).get("ingress")
+        ),
+        None,
+    )
+
+
+def _isolated(objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None) -> dict[str, Any]:
+    kept = _deny_all(objects)
+    objects[:] = [o for o in objects if o.get("kind") != "NetworkPolicy" or o is kept]
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod_name}.unhealthy", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+            "type": "Warning",
+            "reason": "Unhealthy",
+            "message": "Readiness probe failed: curl: (28) Connection timed out after 2001 milliseconds",
+            "count": 20,
+            "lastTimestamp": "2026-01-01T00:05:00Z",
+        }
+    )
+    return {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": False, "restartCount": 0}
 
 
 def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str) -> dict[str, Any]:

@@ -110,6 +110,28 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("denies", "api-reader", "RoleBinding"),
         {"SERVICE_ACCOUNT_NAME": "api-reader"},
     ),
+    "network-policy-isolation": (
+        seen(
+            "ReplicasMismatch",
+            pods=(pod("api-1", running(ready=False)),),
+            events=(
+                a.Event(
+                    kind="Pod",
+                    name="api-1",
+                    type="Warning",
+                    reason="Unhealthy",
+                    message="Readiness probe failed: curl: (28) Connection timed out after 2001 milliseconds",
+                ),
+            ),
+            network_policies=(
+                a.NetworkPolicy(name="only-monitoring", denies_ingress=False),
+                a.NetworkPolicy(name="deny-everything", selects_all=True, denies_ingress=True),
+            ),
+        ),
+        "FixNetworkPolicy",
+        ("deny-everything", "ingress"),
+        {"POLICY_NAME": "deny-everything"},
+    ),
     "crashloop-after-rollout": (
         seen(
             pods=(pod("api-new", crash()), pod("api-old", running())),
@@ -544,3 +566,19 @@ def test_a_port_moved_by_the_configuration_is_a_configuration_error() -> None:
     assert finding.rule == "crashloop-configuration-error"
     assert any("8443" in fact and "8080" in fact for fact in finding.facts)
     assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(same_port))
+
+
+def test_network_policies_are_read_as_what_they_deny() -> None:
+    deny_all = {"metadata": {"name": "d"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+    allow_web = {
+        "metadata": {"name": "w"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "web"}},
+            "ingress": [{"from": [{"podSelector": {}}]}],
+        },
+    }
+
+    assert evidence.network_policy_facts(deny_all) == a.NetworkPolicy(
+        name="d", selects_all=True, denies_ingress=True
+    )
+    assert evidence.network_policy_facts(allow_web) == a.NetworkPolicy(name="w")

@@ -183,6 +183,16 @@ class PDB:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class NetworkPolicy:
+    name: str
+    selects_all: bool = False
+    """``podSelector: {}``: every Pod of the namespace."""
+    denies_ingress: bool = False
+    """Ingress is a policy type and no ingress rule admits anything."""
+    denies_egress: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Evidence:
     """What the investigation saw; empty when no cluster could be read (``cluster`` False)."""
 
@@ -211,6 +221,8 @@ class Evidence:
     """The last log lines of a crashing container's previous run (untrusted text: matched, never obeyed)."""
     service_account: str | None = None
     """The ServiceAccount the workload's Pods run as."""
+    network_policies: tuple[NetworkPolicy, ...] = ()
+    """The namespace's NetworkPolicies (read when Pods are not Ready and a listing tool exists)."""
     gitops: tuple[str, ...] = ()
     """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
 
@@ -634,6 +646,41 @@ def crash_on_synced_configuration(evidence: Evidence) -> Match | None:
     )
 
 
+_PROBE_UNREACHED = re.compile(
+    r"readiness probe failed:.*(timed out|timeout|connection refused|could not resolve|unreachable|"
+    r"no route to host|deadline exceeded)",
+    re.IGNORECASE,
+)
+
+
+def network_isolated(evidence: Evidence) -> Match | None:
+    """Pods running but not Ready because their readiness probes cannot reach what they check,
+    while a NetworkPolicy of the namespace denies all traffic of a kind to every Pod."""
+    unready = [p for p in evidence.pods if p.phase == "Running" and not p.healthy and not p.failing]
+    blocking = [
+        n for n in evidence.network_policies if n.selects_all and (n.denies_ingress or n.denies_egress)
+    ]
+    said = next((e.message for e in evidence.events if _PROBE_UNREACHED.search(e.message)), None)
+    if not unready or not blocking or said is None:
+        return None
+    policy = blocking[0]
+    denied = " and ".join(
+        d for d, on in (("ingress", policy.denies_ingress), ("egress", policy.denies_egress)) if on
+    )
+    return Match(
+        facts=(
+            f"{len(unready)} Pod(s) run but are not Ready",
+            f"their readiness probe cannot reach its peer: {_clip(said)}",
+            f"NetworkPolicy {policy.name} selects every Pod of the namespace and allows no {denied}",
+        ),
+        target=resources.ResourceRef(
+            kind="NetworkPolicy", name=policy.name, namespace=evidence.incident.namespace
+        ),
+        values={"POLICY_NAME": policy.name, "NETWORK_POLICY_NAME": policy.name},
+        detail={"policy": policy.name, "denied": denied},
+    )
+
+
 def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
     """The workload's calls to the API server are denied (403 Forbidden in its logs or events):
     its ServiceAccount lost a binding."""
@@ -790,6 +837,18 @@ RULES: tuple[Rule, ...] = (
             "needs is missing; restoring the RoleBinding gives back the access it had."
         ),
         match=crash_on_rbac_denial,
+    ),
+    Rule(
+        name="network-policy-isolation",
+        signal_type="NetworkPolicyBlocked",
+        action_type="FixNetworkPolicy",
+        query="NetworkPolicy deny all blocks traffic readiness fix network policy",
+        explanation=(
+            "The Pods of {workload} are not Ready because their probes cannot reach their peers: "
+            "NetworkPolicy {policy} denies all {denied} to every Pod of the namespace; fixing or removing "
+            "that policy restores the traffic."
+        ),
+        match=network_isolated,
     ),
     Rule(
         name="crashloop-after-rollout",

@@ -127,6 +127,7 @@ class Investigation:
             missing=tuple(missing),
             claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
             config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
+            network_policies=tuple(await self._network_policies(pods, namespace)),
             gitops=tuple(synced + ([_describe_obj(workload_obj)] if gitops_managed(workload_obj) else [])),
             logs=await self._crash_logs(pods, namespace),
             service_account=service_account(workload_obj or incident),
@@ -160,6 +161,26 @@ class Investigation:
                 self.chain.append(resources.ResourceRef(kind=kind, name=owner, namespace=namespace))
                 return found
         return None
+
+    async def _network_policies(
+        self, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> list[analyzers.NetworkPolicy]:
+        """The namespace's NetworkPolicies, when Pods run unready and a listing tool exists."""
+        facts = [pod_facts(p) for p in pods]
+        if (
+            self._list_tool is None
+            or not namespace
+            or not any(p.phase == "Running" and not p.healthy for p in facts)
+        ):
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "NetworkPolicy", "namespace": namespace})
+        if outcome.is_error:
+            return []
+        found = [
+            await self._get("NetworkPolicy", name, namespace)
+            for name in table_names(outcome.text)[:MAX_REFERENCES]
+        ]
+        return [network_policy_facts(n) for n in found if n is not None]
 
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
@@ -403,6 +424,20 @@ def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
             for t in spec.get("taints") or ()
             if isinstance(t, dict)
         ),
+    )
+
+
+def network_policy_facts(policy: Mapping[str, Any]) -> analyzers.NetworkPolicy:
+    spec = policy.get("spec") or {}
+    types = spec.get("policyTypes") or (
+        ["Ingress", "Egress"] if spec.get("egress") is not None else ["Ingress"]
+    )
+    selector = spec.get("podSelector") or {}
+    return analyzers.NetworkPolicy(
+        name=str((policy.get("metadata") or {}).get("name") or ""),
+        selects_all=not selector.get("matchLabels") and not selector.get("matchExpressions"),
+        denies_ingress="Ingress" in types and not spec.get("ingress"),
+        denies_egress="Egress" in types and not spec.get("egress"),
     )
 
 
