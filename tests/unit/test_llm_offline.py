@@ -515,3 +515,22 @@ async def test_a_replaced_pod_leads_to_its_deployment_whose_crash_logs_name_the_
     assert "unknown key" in chosen["rationale"] and "api-config" in chosen["rationale"]
     assert submission.raw is not None
     assert submission.raw["affected_resource"]["kind"] == "Deployment"
+
+
+async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_it() -> None:
+    """The image rollback failed because it was given a malformed explicit image; the evidence
+    (the tag does not exist, the previous revision ran) supports the same workflow without the
+    override, which is a different attempt — not a repeat."""
+    scenarios = scenario.load(
+        [ROOT / "examples" / "eval" / "recovery" / "rec-invalidimagename-bad-override.yaml"]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    [result] = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert result.selected_workflow == "image-rollback-tag"
+    assert "IMAGE_OVERRIDE" not in result.parameters
+    strategy = ((result.status or {}).get("recovery") or {}).get("recoveryStrategy") or {}
+    assert strategy.get("approach") == "same_workflow_new_parameters" and strategy.get("differsFromPrevious")

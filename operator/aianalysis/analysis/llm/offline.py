@@ -64,6 +64,7 @@ KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
     "HorizontalPodAutoscaler": ("HPA_NAME",),
     "PodDisruptionBudget": ("PDB_NAME",),
 }
+_NAME_PARAMETERS = frozenset(name for names in KIND_NAME_PARAMETERS.values() for name in names)
 _TARGET_PARAMETERS: dict[str, str] = {
     "TARGET_NAMESPACE": "namespace",
     "NAMESPACE": "namespace",
@@ -173,7 +174,7 @@ class OfflineConversation:
                 return base.Submission(raw=self._last)
             hits = await self._by_fit(await self._search(finding), finding)
             self._top = hits[0].workflow_id if hits else None
-            self._queue = rank(hits, recovery=self._spec.recovery)
+            self._queue = rank(hits, recovery=self._spec.recovery, supported=_supported(finding))
         return await self._submit_next()
 
     async def correct(self, errors: list[str]) -> base.Submission:
@@ -339,11 +340,31 @@ def _chain_with(chain: list[resources.ResourceRef], found: analyzers.Evidence) -
     return out
 
 
-def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hit]:
+def rank(
+    hits: list[Hit], *, recovery: resources.RecoverySpec | None, supported: frozenset[str] | None = None
+) -> list[Hit]:
     """Search order, without workflows that already failed on this incident: deterministic
-    parameters would repeat the failure, so only an untried workflow is a real alternative."""
-    failed = {p.selected_workflow.workflow_id for p in recovery.previous_executions} if recovery else set()
-    return [h for h in hits if h.workflow_id not in failed]
+    parameters would repeat the failure, so only an untried workflow is a real alternative —
+    except one that failed with a parameter this answer would not pass (a value neither the
+    target nor the evidence supports, e.g. an explicit override): retried without it, it is a
+    different attempt. ``supported``: the parameters the evidence fills (None: no finding, so
+    nothing tells a guessed value from a supported one and no failed workflow is retried)."""
+    if recovery is None:
+        return list(hits)
+    failed = {p.selected_workflow.workflow_id for p in recovery.previous_executions}
+    if supported is None:
+        return [h for h in hits if h.workflow_id not in failed]
+    guessed = {
+        p.selected_workflow.workflow_id
+        for p in recovery.previous_executions
+        if set(p.selected_workflow.parameters) - supported - set(_TARGET_PARAMETERS) - _NAME_PARAMETERS
+    }
+    return [h for h in hits if h.workflow_id not in failed or h.workflow_id in guessed]
+
+
+def _supported(finding: analyzers.Finding | None) -> frozenset[str] | None:
+    """Parameter names the evidence supplies values for (None without a finding)."""
+    return frozenset(finding.values) if finding is not None else None
 
 
 def rules(errors: list[str]) -> set[str]:
