@@ -486,13 +486,13 @@ async def test_a_replaced_pod_leads_to_its_deployment_whose_crash_logs_name_the_
     config_map = {"name": "TARGET_CONFIGMAP_NAME", "type": "string", "required": True}
     restart = workflow(
         "graceful-restart-deployment",
-        signal="CrashLoopBackOff",
+        signal="ConfigurationError",
         description="Restarts a crash looping deployment so it reloads its configuration from the ConfigMap",
         parameters=[NS, KIND, NAME],
     )
     hotfix = workflow(
         "hotfix-configmap",
-        signal="CrashLoopBackOff",
+        signal="ConfigurationError",
         description="Restores a crash looping deployment's ConfigMap from its last good version",
         parameters=[NS, KIND, NAME, config_map],
     )
@@ -534,3 +534,20 @@ async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_i
     assert "IMAGE_OVERRIDE" not in result.parameters
     strategy = ((result.status or {}).get("recovery") or {}).get("recoveryStrategy") or {}
     assert strategy.get("approach") == "same_workflow_new_parameters" and strategy.get("differsFromPrevious")
+
+
+async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies() -> None:
+    """No workflow for configuration errors in the catalog: the crash-loop workflows (rollback,
+    restart, probes) would not fix it, so a person decides, and the root cause says why."""
+    scenarios = scenario.load(
+        [ROOT / "examples" / "eval" / "held-back" / "hb-settings-api-config-rejected.yaml"]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    [result] = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert result.selected_workflow is None
+    assert result.human_review_reason == "no_eligible_workflow"
+    assert "settings-api-conf" in (result.status or {})["rootCause"]["summary"]

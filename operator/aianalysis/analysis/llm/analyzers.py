@@ -262,6 +262,10 @@ class Finding:
     values: Mapping[str, str] = dataclasses.field(default_factory=dict)
     decline: str | None = None
     """Why a person must decide instead (red herring, no automated fix): the finding selects nothing."""
+    alert_remedies: bool = True
+    """Whether the workflows for the alert's own signal type may serve when the catalog has none for
+    the refined signal or action type. False when the finding rules them out (a configuration
+    error: neither a rollback nor a restart of the template fixes it)."""
 
     @property
     def strength(self) -> float:
@@ -283,6 +287,8 @@ class Rule:
     explanation: str
     match: Matcher
     decline: str | None = None
+    alert_remedies: bool = True
+    """See :attr:`Finding.alert_remedies`."""
 
     def apply(self, evidence: Evidence) -> Finding | None:
         found = self.match(evidence)
@@ -299,6 +305,7 @@ class Rule:
             target=found.target,
             values=dict(found.values),
             decline=self.decline,
+            alert_remedies=self.alert_remedies,
         )
 
 
@@ -805,7 +812,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="crashloop-gitops-configuration-error",
-        signal_type="CrashLoopBackOff",
+        signal_type="ConfigurationError",
         action_type="GitRevertCommit",
         query="CrashLoopBackOff GitOps configuration revert commit repository",
         explanation=(
@@ -814,10 +821,11 @@ RULES: tuple[Rule, ...] = (
             "the cluster would be synced away; reverting the commit restores it."
         ),
         match=crash_on_synced_configuration,
+        alert_remedies=False,
     ),
     Rule(
         name="crashloop-configuration-error",
-        signal_type="CrashLoopBackOff",
+        signal_type="ConfigurationError",
         action_type="PatchConfiguration",
         query="CrashLoopBackOff invalid configuration ConfigMap fix config",
         explanation=(
@@ -826,6 +834,7 @@ RULES: tuple[Rule, ...] = (
             "the template) restores it."
         ),
         match=crash_on_configuration,
+        alert_remedies=False,
     ),
     Rule(
         name="rbac-denied",
@@ -849,6 +858,7 @@ RULES: tuple[Rule, ...] = (
             "that policy restores the traffic."
         ),
         match=network_isolated,
+        alert_remedies=False,
     ),
     Rule(
         name="crashloop-after-rollout",

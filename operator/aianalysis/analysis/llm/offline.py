@@ -243,7 +243,7 @@ class OfflineConversation:
             if hits:
                 return hits
         hits = await self._hits({"signal_type": finding.signal_type, "query": query})
-        if hits or finding.signal_type == signal.type:
+        if hits or finding.signal_type == signal.type or not finding.alert_remedies:
             return hits
         return await self._hits({"signal_type": signal.type, "query": query})
 
