@@ -59,8 +59,12 @@ CLUSTER_KINDS = frozenset(
         "PodDisruptionBudget",
         "NetworkPolicy",
         "PersistentVolumeClaim",
+        "Certificate",
+        "Issuer",
+        "ClusterIssuer",
     }
 )
+CLUSTER_SCOPED = frozenset({"ClusterIssuer", "Node"})
 
 
 class Mirror:
@@ -201,6 +205,8 @@ def _placed(obj: dict[str, Any], namespace: str | None) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     if obj.get("kind") == "Namespace":
         meta["name"] = namespace
+    elif obj.get("kind") in CLUSTER_SCOPED:
+        return obj
     else:
         meta["namespace"] = namespace
     return {**obj, "metadata": meta}
@@ -244,6 +250,7 @@ FAULTS = {
     "pdb-deadlock": "drain",
     "gitops-drift": "gitops_port",
     "network-policy-block": "netpol",
+    "cert-failure": "cert_issuer",
 }
 
 
@@ -258,6 +265,9 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
         return
     if fault == "drain":
         _drain(doc, objects)
+        return
+    if fault == "cert_issuer":
+        _broken_issuer(objects)
         return
     name = workload["metadata"]["name"]
     template = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -427,6 +437,35 @@ def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: 
         "previous": 'loading configuration\nerror: config.yaml: unknown field "invalid_directive"\n',
     }
     return _crashing("Error", 1, 5)
+
+
+def _broken_issuer(objects: list[dict[str, Any]]) -> None:
+    """The CA Secret behind the ClusterIssuer is deleted and the Certificate re-issued: both
+    report Ready=False, as cert-manager writes it."""
+    for obj in objects:
+        if obj.get("kind") == "ClusterIssuer":
+            secret = ((obj.get("spec") or {}).get("ca") or {}).get("secretName", "ca-key-pair")
+            obj["status"] = {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "ErrGetKeyPair",
+                        "message": f'Error getting keypair for CA issuer: secrets "{secret}" not found',
+                    }
+                ]
+            }
+        elif obj.get("kind") == "Certificate":
+            obj["status"] = {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "DoesNotExist",
+                        "message": "Issuing certificate as Secret does not exist",
+                    }
+                ]
+            }
 
 
 def _drain(doc: dict[str, Any], objects: list[dict[str, Any]]) -> None:

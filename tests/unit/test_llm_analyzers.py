@@ -132,6 +132,25 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("deny-everything", "ingress"),
         {"POLICY_NAME": "deny-everything"},
     ),
+    "certificate-not-ready": (
+        seen(
+            "CertManagerCertNotReady",
+            certificates=(
+                a.Certificate(
+                    name="api-tls",
+                    ready=False,
+                    message="Issuing certificate as Secret does not exist",
+                    issuer_kind="ClusterIssuer",
+                    issuer_name="internal-ca",
+                    issuer_ready=False,
+                    issuer_message='Error getting keypair for CA issuer: secret "internal-ca-key" not found',
+                ),
+            ),
+        ),
+        "FixCertificate",
+        ("api-tls", "ClusterIssuer internal-ca"),
+        {"ISSUER_NAME": "internal-ca", "ISSUER_KIND": "ClusterIssuer"},
+    ),
     "crashloop-after-rollout": (
         seen(
             pods=(pod("api-new", crash()), pod("api-old", running())),
@@ -582,3 +601,13 @@ def test_network_policies_are_read_as_what_they_deny() -> None:
         name="d", selects_all=True, denies_ingress=True
     )
     assert evidence.network_policy_facts(allow_web) == a.NetworkPolicy(name="w")
+
+
+def test_a_ready_condition_is_read_from_a_custom_object() -> None:
+    issuer = {
+        "status": {"conditions": [{"type": "Ready", "status": "False", "message": "keypair not found"}]}
+    }
+
+    assert evidence.ready_condition(issuer) == (False, "keypair not found")
+    assert evidence.ready_condition({"status": {}}) == (None, "")
+    assert evidence.ready_condition(None) == (None, "")

@@ -193,6 +193,19 @@ class NetworkPolicy:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Certificate:
+    """A cert-manager Certificate whose Secret the workload mounts, and its issuer."""
+
+    name: str
+    ready: bool | None = None
+    message: str = ""
+    issuer_kind: str = "Issuer"
+    issuer_name: str = ""
+    issuer_ready: bool | None = None
+    issuer_message: str = ""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Evidence:
     """What the investigation saw; empty when no cluster could be read (``cluster`` False)."""
 
@@ -223,6 +236,8 @@ class Evidence:
     """The ServiceAccount the workload's Pods run as."""
     network_policies: tuple[NetworkPolicy, ...] = ()
     """The namespace's NetworkPolicies (read when Pods are not Ready and a listing tool exists)."""
+    certificates: tuple[Certificate, ...] = ()
+    """Certificates whose Secrets the workload mounts (read when a listing tool exists)."""
     gitops: tuple[str, ...] = ()
     """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
 
@@ -688,6 +703,27 @@ def network_isolated(evidence: Evidence) -> Match | None:
     )
 
 
+def certificate_not_ready(evidence: Evidence) -> Match | None:
+    """A Certificate the workload mounts is not Ready; its issuer's state says why."""
+    failing = [c for c in evidence.certificates if c.ready is False]
+    if not failing:
+        return None
+    cert = failing[0]
+    facts = [f"Certificate {cert.name} is not Ready: {_clip(cert.message or 'no reason given')}"]
+    if cert.issuer_ready is False:
+        facts.append(f"its {cert.issuer_kind} {cert.issuer_name} is not Ready: {_clip(cert.issuer_message)}")
+    facts.append(f"{_describe(evidence.workload or evidence.incident)} mounts the Certificate's Secret")
+    values = {"ISSUER_NAME": cert.issuer_name, "ISSUER_KIND": cert.issuer_kind} if cert.issuer_name else {}
+    return Match(
+        facts=tuple(facts),
+        target=resources.ResourceRef(
+            kind="Certificate", name=cert.name, namespace=evidence.incident.namespace
+        ),
+        values=values,
+        detail={"certificate": cert.name, "issuer": f"{cert.issuer_kind} {cert.issuer_name}".strip()},
+    )
+
+
 def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
     """The workload's calls to the API server are denied (403 Forbidden in its logs or events):
     its ServiceAccount lost a binding."""
@@ -858,6 +894,18 @@ RULES: tuple[Rule, ...] = (
             "that policy restores the traffic."
         ),
         match=network_isolated,
+        alert_remedies=False,
+    ),
+    Rule(
+        name="certificate-not-ready",
+        signal_type="CertificateNotReady",
+        action_type="FixCertificate",
+        query="Certificate not ready issuer cert-manager fix certificate CA",
+        explanation=(
+            "Certificate {certificate}, whose Secret {workload} mounts, is not Ready and will not be renewed "
+            "while its issuer ({issuer}) fails; fixing the issuer or the Certificate restores it."
+        ),
+        match=certificate_not_ready,
         alert_remedies=False,
     ),
     Rule(

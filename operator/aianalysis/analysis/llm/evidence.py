@@ -128,6 +128,7 @@ class Investigation:
             claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
             config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
             network_policies=tuple(await self._network_policies(pods, namespace)),
+            certificates=tuple(await self._certificates(workload_obj or incident, namespace)),
             gitops=tuple(synced + ([_describe_obj(workload_obj)] if gitops_managed(workload_obj) else [])),
             logs=await self._crash_logs(pods, namespace),
             service_account=service_account(workload_obj or incident),
@@ -181,6 +182,48 @@ class Investigation:
             for name in table_names(outcome.text)[:MAX_REFERENCES]
         ]
         return [network_policy_facts(n) for n in found if n is not None]
+
+    async def _certificates(
+        self, workload: Mapping[str, Any], namespace: str | None
+    ) -> list[analyzers.Certificate]:
+        """cert-manager Certificates whose Secret the workload mounts, with their issuers (only
+        with a listing tool; the Secrets themselves are never read)."""
+        template = pod_template(workload) if workload.get("kind") != "Pod" else workload.get("spec")
+        mounted = {
+            str((v.get("secret") or {}).get("secretName"))
+            for v in (template or {}).get("volumes") or ()
+            if isinstance(v, dict) and isinstance(v.get("secret"), dict)
+        }
+        if self._list_tool is None or not namespace or not mounted:
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "Certificate", "namespace": namespace})
+        if outcome.is_error:
+            return []
+        found: list[analyzers.Certificate] = []
+        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+            cert = await self._get("Certificate", name, namespace)
+            spec = (cert or {}).get("spec") or {}
+            if cert is None or spec.get("secretName") not in mounted:
+                continue
+            issuer = spec.get("issuerRef") or {}
+            kind = str(issuer.get("kind") or "Issuer")
+            issuer_obj = await self._get(
+                kind, str(issuer.get("name")), None if kind == "ClusterIssuer" else namespace
+            )
+            ready, message = ready_condition(cert)
+            issuer_ready, issuer_message = ready_condition(issuer_obj)
+            found.append(
+                analyzers.Certificate(
+                    name=name,
+                    ready=ready,
+                    message=message,
+                    issuer_kind=kind,
+                    issuer_name=str(issuer.get("name") or ""),
+                    issuer_ready=issuer_ready,
+                    issuer_message=issuer_message,
+                )
+            )
+        return found
 
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
@@ -425,6 +468,18 @@ def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
             if isinstance(t, dict)
         ),
     )
+
+
+def ready_condition(obj: Mapping[str, Any] | None) -> tuple[bool | None, str]:
+    """The ``Ready`` condition of a custom object (cert-manager's): True/False/None and its message."""
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            status = condition.get("status")
+            return (
+                True if status == "True" else False if status == "False" else None,
+                str(condition.get("message") or condition.get("reason") or ""),
+            )
+    return None, ""
 
 
 def network_policy_facts(policy: Mapping[str, Any]) -> analyzers.NetworkPolicy:
