@@ -62,6 +62,9 @@ CLUSTER_KINDS = frozenset(
         "Certificate",
         "Issuer",
         "ClusterIssuer",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
     }
 )
 CLUSTER_SCOPED = frozenset({"ClusterIssuer", "Node"})
@@ -251,6 +254,7 @@ FAULTS = {
     "gitops-drift": "gitops_port",
     "network-policy-block": "netpol",
     "cert-failure": "cert_issuer",
+    "rbac-failure": "rbac_revoked",
 }
 
 
@@ -390,11 +394,37 @@ def _same_template(
         # The policy that admitted the web traffic is gone; the deny-all one stays; the traffic
         # generator's readiness probe (a request to the web tier) times out.
         return 1, _isolated(objects, pod_name, namespace=namespace)
+    if fault == "rbac_revoked":
+        # The workload's RoleBinding is deleted: its `kubectl get pods` loop prints FORBIDDEN and
+        # its readiness probe (`kubectl auth can-i list pods`) answers "no".
+        return 1, _revoked(doc, objects, pod_name, namespace=namespace)
     if fault == "taint":
         # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
         objects.append(copy.deepcopy(TAINTED_NODE))
         return 1, {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
     return 1, {"state": {"waiting": {"reason": "ErrImagePull", "message": REFUSED_PULL}}, "restartCount": 0}
+
+
+def _revoked(
+    doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> dict[str, Any]:
+    objects[:] = [o for o in objects if o.get("kind") != "RoleBinding"]
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod_name}.unhealthy", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+            "type": "Warning",
+            "reason": "Unhealthy",
+            "message": "Readiness probe failed: no",
+            "count": 30,
+            "lastTimestamp": "2026-01-01T00:05:00Z",
+        }
+    )
+    lines = [f"Thu Jan  1 00:0{minute}:00 UTC 2026 FORBIDDEN" for minute in range(3)]
+    doc.setdefault("logs", {})[pod_name] = {"current": "\n".join(lines) + "\n"}
+    return {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": False, "restartCount": 0}
 
 
 def _deny_all(objects: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -611,3 +611,22 @@ def test_a_ready_condition_is_read_from_a_custom_object() -> None:
     assert evidence.ready_condition(issuer) == (False, "keypair not found")
     assert evidence.ready_condition({"status": {}}) == (None, "")
     assert evidence.ready_condition(None) == (None, "")
+
+
+def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothing() -> None:
+    unready = pod("collector-1", running(ready=False))
+    unbound = seen(
+        "ReplicasMismatch",
+        pods=(unready,),
+        service_account="collector",
+        account_bound=False,
+        logs=("2026-11-24T10:00:00Z FORBIDDEN",),
+    )
+    bound = dataclasses.replace(unbound, account_bound=True)
+    unknown = dataclasses.replace(unbound, account_bound=None)
+
+    finding = first(unbound)
+    assert finding.rule == "rbac-denied"
+    assert any("no RoleBinding" in fact for fact in finding.facts)
+    assert all(f.rule != "rbac-denied" for f in a.analyze(bound))
+    assert all(f.rule != "rbac-denied" for f in a.analyze(unknown))

@@ -62,6 +62,7 @@ _RBAC_DENIED = re.compile(
     r"|cannot (get|list|watch|create|update|patch|delete) resource",
     re.IGNORECASE,
 )
+_DENIED_WORD = re.compile(r"\b(forbidden|permission denied|access denied|not authorized)\b", re.IGNORECASE)
 _DENIED_ACCOUNT = re.compile(r"system:serviceaccount:([a-z0-9][-a-z0-9.]*):([a-z0-9][-a-z0-9.]*)")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -234,6 +235,8 @@ class Evidence:
     """The last log lines of a crashing container's previous run (untrusted text: matched, never obeyed)."""
     service_account: str | None = None
     """The ServiceAccount the workload's Pods run as."""
+    account_bound: bool | None = None
+    """Whether a RoleBinding of the namespace names that ServiceAccount (None: not listed)."""
     network_policies: tuple[NetworkPolicy, ...] = ()
     """The namespace's NetworkPolicies (read when Pods are not Ready and a listing tool exists)."""
     certificates: tuple[Certificate, ...] = ()
@@ -729,6 +732,10 @@ def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
     its ServiceAccount lost a binding."""
     texts = [*evidence.logs, *(e.message for e in evidence.events if e.type == "Warning")]
     said = next((t for t in texts if _RBAC_DENIED.search(t)), None)
+    unbound = evidence.account_bound is False and evidence.service_account is not None
+    if said is None and unbound and any(not p.healthy for p in evidence.pods):
+        # The process only says "forbidden", but its ServiceAccount is bound to nothing here.
+        said = next((t for t in evidence.logs if _DENIED_WORD.search(t)), None)
     if said is None or not (evidence.pods or evidence.workload):
         return None
     account = evidence.service_account
@@ -743,6 +750,8 @@ def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
     if account:
         facts.append(f"the Pods run as ServiceAccount {account}")
         values["SERVICE_ACCOUNT_NAME"] = account
+    if unbound:
+        facts.append(f"no RoleBinding of the namespace binds ServiceAccount {evidence.service_account}")
     return Match(
         facts=tuple(facts),
         target=evidence.workload,

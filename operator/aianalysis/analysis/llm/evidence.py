@@ -132,6 +132,9 @@ class Investigation:
             gitops=tuple(synced + ([_describe_obj(workload_obj)] if gitops_managed(workload_obj) else [])),
             logs=await self._crash_logs(pods, namespace),
             service_account=service_account(workload_obj or incident),
+            account_bound=await self._account_bound(
+                service_account(workload_obj or incident), pods, namespace
+            ),
             job_failure=job_failure(workload_obj),
             java=runs_java(workload_obj or incident),
         )
@@ -225,6 +228,29 @@ class Investigation:
             )
         return found
 
+    async def _account_bound(
+        self, account: str | None, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> bool | None:
+        """Whether a RoleBinding of the namespace names the workload's ServiceAccount, read when
+        its Pods are unhealthy and a listing tool exists (None: not known)."""
+        unhealthy = any(not pod_facts(p).healthy for p in pods)
+        if self._list_tool is None or not namespace or account in (None, "default") or not unhealthy:
+            return None
+        outcome = await self._call(self._list_tool, {"kind": "RoleBinding", "namespace": namespace})
+        if outcome.is_error:
+            return None
+        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+            binding = await self._get("RoleBinding", name, namespace)
+            for subject in (binding or {}).get("subjects") or ():
+                if (
+                    isinstance(subject, dict)
+                    and subject.get("kind") == "ServiceAccount"
+                    and subject.get("name") == account
+                    and subject.get("namespace", namespace) == namespace
+                ):
+                    return True
+        return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
         if self._list_tool is None:
@@ -236,13 +262,22 @@ class Investigation:
         return [n for n in found if n is not None]
 
     async def _crash_logs(self, pods: Sequence[Mapping[str, Any]], namespace: str | None) -> tuple[str, ...]:
-        """The last lines of a crashing container's previous run (else its current run)."""
+        """The last lines of a crashing container's previous run (else its current run), or of
+        the current run of a running container that is not Ready."""
         crashing = [
             (pod, c)
             for pod in map(pod_facts, pods)
             for c in pod.containers
             if c.waiting in analyzers.CRASH_WAITING
             or (c.restarts > 0 and c.last_reason not in (None, "Completed"))
+        ]
+        # Else a container that runs but is not Ready: its current run says why.
+        crashing = crashing or [
+            (pod, c)
+            for pod in map(pod_facts, pods)
+            if pod.phase == "Running"
+            for c in pod.containers
+            if not c.ready
         ]
         if not crashing or not namespace:
             return ()
