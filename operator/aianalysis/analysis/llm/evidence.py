@@ -10,16 +10,21 @@ Nodes themselves (conditions, taints, cordon), the HPA and PodDisruptionBudget o
 (when the incident is about one, or one carries the workload's name), and the ConfigMaps and
 PVCs its Pods reference (present or missing).
 
-When Pods crash, the last lines of the crashed run of one of them are read (``get_pod_logs``
-with ``previous``, else the current run): they say whether the process rejects its
-configuration or is denied by the API server. A Pod the alert names that no longer exists (it
+A Pod the alert names that no longer exists (it
 was replaced since) leads to the workload its name says it belonged to (``web-5b4c9d7f8-x2k4q``
 → Deployment ``web``, ``db-2`` → StatefulSet ``db``), read and checked like any other object.
 
-Listing tools (all HPAs, PDBs or Nodes of a namespace) are used when the tool box offers one
-(see :data:`LIST_TOOLS`): Pods Pending on no Node lead to the cluster's Nodes (their taints and
-cordons). Without them the conventions above apply. Nothing here raises for what the cluster
-answers: an unreadable object is simply not evidence.
+When Pods crash, the last lines of the crashed run of one of them are read (``get_pod_logs``
+with ``previous``, else the current run; for a running container that is not Ready, its current
+run): they say whether the process rejects its configuration or is denied by the API server.
+
+A listing tool (see :data:`LIST_TOOLS`) is used when the tool box offers one: Pods Pending on no
+Node lead to the cluster's Nodes (taints, cordons); Pods running unready to the namespace's
+NetworkPolicies; a workload mounting Secrets to the cert-manager Certificates that issue them
+(and their issuers); an unhealthy workload running as its own ServiceAccount to the namespace's
+RoleBindings (ClusterRoleBindings are not read). Without one those facts stay unknown and the
+rules that need them do not fire. Nothing here raises for what the cluster answers: an
+unreadable object is simply not evidence.
 """
 
 from __future__ import annotations
@@ -129,7 +134,10 @@ class Investigation:
             config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
             network_policies=tuple(await self._network_policies(pods, namespace)),
             certificates=tuple(await self._certificates(workload_obj or incident, namespace)),
-            gitops=tuple(synced + ([_describe_obj(workload_obj)] if gitops_managed(workload_obj) else [])),
+            gitops=tuple(
+                synced
+                + ([_describe_obj(workload_obj)] if workload_obj and gitops_managed(workload_obj) else [])
+            ),
             logs=await self._crash_logs(pods, namespace),
             service_account=service_account(workload_obj or incident),
             account_bound=await self._account_bound(
@@ -617,9 +625,8 @@ def gitops_managed(obj: Any) -> bool:
     )
 
 
-def _describe_obj(obj: Any) -> str:
-    meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
-    return f"{obj.get('kind')} {meta.get('name')}" if isinstance(obj, dict) else ""
+def _describe_obj(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}"
 
 
 def service_account(obj: Mapping[str, Any]) -> str | None:
