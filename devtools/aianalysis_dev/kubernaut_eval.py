@@ -16,7 +16,9 @@
 
 With ``--faults`` the failure state each scenario's fault injection produces is modelled too, in
 our own words (:data:`FAULTS`: a crash loop after a rollout, OOM kills at the limit, an image tag
-that does not exist, a refused pull): ReplicaSets and Pods with the status a kubelet would report,
+that does not exist, a refused pull, a ConfigMap given an invalid directive and a restart, a
+Node tainted out of reach, a drain blocked by a PodDisruptionBudget): ReplicaSets, Pods, Nodes
+and statuses as a kubelet and the controllers would report them, with the crashed run's log line,
 so the analyzers have evidence to read. Only the scenarios whose fault is one of those get it.
 
 It prints accuracy (picks Kubernaut expects / scenarios) and one line per scenario. The same
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import copy
 import json
 import subprocess
 import sys
@@ -56,8 +59,15 @@ CLUSTER_KINDS = frozenset(
         "PodDisruptionBudget",
         "NetworkPolicy",
         "PersistentVolumeClaim",
+        "Certificate",
+        "Issuer",
+        "ClusterIssuer",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
     }
 )
+CLUSTER_SCOPED = frozenset({"ClusterIssuer", "Node"})
 
 
 class Mirror:
@@ -143,7 +153,7 @@ def _scenario(
             "severity": SEVERITY.get(str(signal.get("severity") or "high").lower(), "high"),
             "alertName": alert,
             "source": "prometheus-alertmanager",
-            "errorMessage": _rule_text(mirror, folder, alert) or alert,
+            "errorMessage": _rule_text(mirror, ALIASES.get(folder, folder), alert) or alert,
         },
         "resource": {k: target[k] for k in ("kind", "name", "namespace") if target.get(k)},
         "businessContext": {
@@ -198,6 +208,8 @@ def _placed(obj: dict[str, Any], namespace: str | None) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     if obj.get("kind") == "Namespace":
         meta["name"] = namespace
+    elif obj.get("kind") in CLUSTER_SCOPED:
+        return obj
     else:
         meta["namespace"] = namespace
     return {**obj, "metadata": meta}
@@ -236,6 +248,13 @@ FAULTS = {
     "stuck-rollout": "tag_missing",
     "rollout": "tag_missing",
     "image-pull-failure": "pull_denied",
+    "concurrent-cross-namespace": "config_crash",
+    "pending-taint": "taint",
+    "pdb-deadlock": "drain",
+    "gitops-drift": "gitops_port",
+    "network-policy-block": "netpol",
+    "cert-failure": "cert_issuer",
+    "rbac-failure": "rbac_revoked",
 }
 
 
@@ -247,6 +266,12 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
     workload = next((d for d in deployments if d["metadata"]["name"] == resource["name"]), None)
     workload = workload or (deployments[0] if deployments else None)
     if workload is None:
+        return
+    if fault == "drain":
+        _drain(doc, objects)
+        return
+    if fault == "cert_issuer":
+        _broken_issuer(objects)
         return
     name = workload["metadata"]["name"]
     template = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -262,17 +287,7 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
     if fault == "crash_after_rollout":
         revision = 2
         new_spec = {**template, "containers": [{**first, "command": ["sh", "-c", "exit 1"]}, *containers[1:]]}
-        state = {
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-            "lastState": _ended("Error", 1),
-            "restartCount": 6,
-        }
-    elif fault == "oom":
-        state = {
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-            "lastState": _ended("OOMKilled", 137),
-            "restartCount": 4,
-        }
+        state = _crashing("Error", 1, 6)
     elif fault == "tag_missing":
         revision = 2
         image = str(first.get("image") or "app").rsplit(":", 1)[0] + ":does-not-exist"
@@ -280,23 +295,237 @@ def with_fault(doc: dict[str, Any], fault: str) -> None:
         message = f'Back-off pulling image "{image}": manifest unknown: not found'
         state = {"state": {"waiting": {"reason": "ImagePullBackOff", "message": message}}, "restartCount": 0}
     else:
-        message = "failed to pull and unpack image: failed to authorize: 401 Unauthorized"
-        state = {"state": {"waiting": {"reason": "ErrImagePull", "message": message}}, "restartCount": 0}
+        revision, state = _same_template(fault, doc, objects, pod_name, namespace=resource.get("namespace"))
     workload.setdefault("metadata", {}).setdefault("annotations", {})[REVISION] = str(revision)
-    objects.append(_replicaset(name, revision, new_spec))
-    objects.append(_pod(pod_name, f"{name}-r{revision}", new_spec, state))
+    failing = _pod(pod_name, f"{name}-r{revision}", new_spec, state)
+    if fault == "taint":
+        _unscheduled(failing)
+    objects += [_replicaset(name, revision, new_spec), failing]
     if revision == 2:
-        objects.append(_replicaset(name, 1, old_spec))
+        objects += [
+            _replicaset(name, 1, old_spec),
+            _pod(f"{name}-r1-healthy", f"{name}-r1", old_spec, dict(READY)),
+        ]
+    doc["cluster"] = objects
+
+
+REVISION = "deployment.kubernetes.io/revision"
+REFUSED_PULL = "failed to pull and unpack image: failed to authorize: 401 Unauthorized"
+
+
+TAINTED_NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "worker-1"},
+    "spec": {"taints": [{"key": "maintenance", "value": "scheduled", "effect": "NoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+}
+
+
+def _unscheduled(pod: dict[str, Any]) -> None:
+    """The Pod as the scheduler leaves it when no Node tolerates it."""
+    message = (
+        "0/2 nodes are available: 1 node(s) had untolerated taint {maintenance: scheduled}, 1 node(s) "
+        "had untolerated taint {node-role.kubernetes.io/control-plane: }."
+    )
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        ],
+    }
+
+
+def _gitops_port(
+    doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> dict[str, Any]:
+    for obj in (o for o in objects if o.get("kind") in ("ConfigMap", "Deployment")):
+        meta = obj.setdefault("metadata", {})
+        group = "apps" if obj["kind"] == "Deployment" else ""
+        tracking = f"web-frontend:{group}/{obj['kind']}:{namespace}/{meta['name']}"
+        meta.setdefault("annotations", {})["argocd.argoproj.io/tracking-id"] = tracking
+        if obj["kind"] == "ConfigMap":
+            obj["data"] = {
+                k: str(v).replace("port: 8080", "port: 8443") for k, v in (obj.get("data") or {}).items()
+            }
+    refused = (
+        'Liveness probe failed: Get "http://10.244.1.7:8080/healthz": dial tcp 10.244.1.7:8080: '
+        "connect: connection refused"
+    )
+    for index, (reason, message) in enumerate(
+        [("Unhealthy", refused), ("Killing", "Container failed liveness probe, will be restarted")]
+    ):
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{pod_name}.{index}", "namespace": namespace},
+                "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+                "type": "Warning",
+                "reason": reason,
+                "message": message,
+                "count": 9,
+                "lastTimestamp": "2026-01-01T00:05:00Z",
+            }
+        )
+    doc.setdefault("logs", {})[pod_name] = {
+        "current": "",
+        "previous": "loaded configuration from /etc/demo-http-server/config.yaml\nlistening on :8443\n",
+    }
+    return _crashing("Error", 137, 5)
+
+
+def _same_template(
+    fault: str, doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> tuple[int, dict[str, Any]]:
+    """The revision and the failing container's status of a fault that leaves the pod template's
+    containers as they are (a restart at most: revision 2)."""
+    if fault == "oom":
+        return 1, _crashing("OOMKilled", 137, 4)
+    if fault == "config_crash":
+        # The ConfigMap gets a directive the server rejects, then a restart.
+        return 2, _config_crash(doc, objects, pod_name)
+    if fault == "gitops_port":
+        # A commit moves the server's port in the ConfigMap Argo CD syncs, with a restart; the
+        # liveness probe still knocks on the old port, so the kubelet kills the container.
+        return 2, _gitops_port(doc, objects, pod_name, namespace=namespace)
+    if fault == "netpol":
+        # The policy that admitted the web traffic is gone; the deny-all one stays; the traffic
+        # generator's readiness probe (a request to the web tier) times out.
+        return 1, _isolated(objects, pod_name, namespace=namespace)
+    if fault == "rbac_revoked":
+        # The workload's RoleBinding is deleted: its `kubectl get pods` loop prints FORBIDDEN and
+        # its readiness probe (`kubectl auth can-i list pods`) answers "no".
+        return 1, _revoked(doc, objects, pod_name, namespace=namespace)
+    if fault == "taint":
+        # The only worker Node is tainted NoSchedule; new Pods stay Pending on no Node.
+        objects.append(copy.deepcopy(TAINTED_NODE))
+        return 1, {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
+    return 1, {"state": {"waiting": {"reason": "ErrImagePull", "message": REFUSED_PULL}}, "restartCount": 0}
+
+
+def _revoked(
+    doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None
+) -> dict[str, Any]:
+    objects[:] = [o for o in objects if o.get("kind") != "RoleBinding"]
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod_name}.unhealthy", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+            "type": "Warning",
+            "reason": "Unhealthy",
+            "message": "Readiness probe failed: no",
+            "count": 30,
+            "lastTimestamp": "2026-01-01T00:05:00Z",
+        }
+    )
+    lines = [f"Thu Jan  1 00:0{minute}:00 UTC 2026 FORBIDDEN" for minute in range(3)]
+    doc.setdefault("logs", {})[pod_name] = {"current": "\n".join(lines) + "\n"}
+    return {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": False, "restartCount": 0}
+
+
+def _deny_all(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next(
+        (
+            o
+            for o in objects
+            if o.get("kind") == "NetworkPolicy"
+            and not ((o.get("spec") or {}).get("podSelector") or {})
+            and not (o.get("spec") or {}).get("ingress")
+        ),
+        None,
+    )
+
+
+def _isolated(objects: list[dict[str, Any]], pod_name: str, *, namespace: str | None) -> dict[str, Any]:
+    kept = _deny_all(objects)
+    objects[:] = [o for o in objects if o.get("kind") != "NetworkPolicy" or o is kept]
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod_name}.unhealthy", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace},
+            "type": "Warning",
+            "reason": "Unhealthy",
+            "message": "Readiness probe failed: curl: (28) Connection timed out after 2001 milliseconds",
+            "count": 20,
+            "lastTimestamp": "2026-01-01T00:05:00Z",
+        }
+    )
+    return {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": False, "restartCount": 0}
+
+
+def _config_crash(doc: dict[str, Any], objects: list[dict[str, Any]], pod_name: str) -> dict[str, Any]:
+    for config in (o for o in objects if o.get("kind") == "ConfigMap"):
+        config["data"] = {k: f"{v}invalid_directive: true\n" for k, v in (config.get("data") or {}).items()}
+    doc.setdefault("logs", {})[pod_name] = {
+        "current": "",
+        "previous": 'loading configuration\nerror: config.yaml: unknown field "invalid_directive"\n',
+    }
+    return _crashing("Error", 1, 5)
+
+
+def _broken_issuer(objects: list[dict[str, Any]]) -> None:
+    """The CA Secret behind the ClusterIssuer is deleted and the Certificate re-issued: both
+    report Ready=False, as cert-manager writes it."""
+    for obj in objects:
+        if obj.get("kind") == "ClusterIssuer":
+            secret = ((obj.get("spec") or {}).get("ca") or {}).get("secretName", "ca-key-pair")
+            obj["status"] = {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "ErrGetKeyPair",
+                        "message": f'Error getting keypair for CA issuer: secrets "{secret}" not found',
+                    }
+                ]
+            }
+        elif obj.get("kind") == "Certificate":
+            obj["status"] = {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "DoesNotExist",
+                        "message": "Issuing certificate as Secret does not exist",
+                    }
+                ]
+            }
+
+
+def _drain(doc: dict[str, Any], objects: list[dict[str, Any]]) -> None:
+    """A drain of the Node running the PDB's Pods: the Node cordoned, the budget at its limit."""
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "worker-1"},
+            "spec": {"unschedulable": True},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+    for pdb in (o for o in objects if o.get("kind") == "PodDisruptionBudget"):
+        wanted = int((pdb.get("spec") or {}).get("minAvailable") or 1)
+        pdb["status"] = {"disruptionsAllowed": 0, "currentHealthy": wanted, "desiredHealthy": wanted}
+    for deployment in (o for o in objects if o.get("kind") == "Deployment"):
+        name = deployment["metadata"]["name"]
+        template = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not template.get("containers"):
+            continue
+        objects.append(_replicaset(name, 1, template))
         ready = {
             "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
             "ready": True,
             "restartCount": 0,
         }
-        objects.append(_pod(f"{name}-r1-healthy", f"{name}-r1", old_spec, ready))
+        for index in range(int((deployment.get("spec") or {}).get("replicas") or 1)):
+            objects.append(_pod(f"{name}-r1-{index}", f"{name}-r1", template, ready))
     doc["cluster"] = objects
-
-
-REVISION = "deployment.kubernetes.io/revision"
 
 
 def _replicaset(owner: str, revision: int, spec: dict[str, Any]) -> dict[str, Any]:
@@ -329,6 +558,18 @@ def _pod(name: str, owner: str, spec: dict[str, Any], state: dict[str, Any]) -> 
         },
         "spec": {**spec, "nodeName": "worker-1"},
         "status": {"phase": phase, "containerStatuses": [status]},
+    }
+
+
+READY = {"state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}, "ready": True, "restartCount": 0}
+
+
+def _crashing(reason: str, code: int, restarts: int) -> dict[str, Any]:
+    """A container status in CrashLoopBackOff after its last run ended with ``reason``."""
+    return {
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": _ended(reason, code),
+        "restartCount": restarts,
     }
 
 

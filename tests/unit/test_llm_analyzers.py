@@ -4,6 +4,7 @@ rationale."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -70,6 +71,85 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         "IncreaseMemoryLimits",
         ("256Mi", "512Mi"),
         {"MEMORY_LIMIT_NEW": "512Mi", "CONTAINER_NAME": "api"},
+    ),
+    "crashloop-gitops-configuration-error": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            config_maps=("api-config",),
+            gitops=("ConfigMap api-config",),
+            logs=('error: config.yaml: unknown field "cache_mode"',),
+        ),
+        "GitRevertCommit",
+        ("api-config", "GitOps", "commit"),
+        {"TARGET_CONFIGMAP_NAME": "api-config"},
+    ),
+    "crashloop-configuration-error": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            rollout=a.Rollout(revision=4, failing_revisions=frozenset({4}), healthy_revisions=frozenset({3})),
+            config_maps=("api-config",),
+            logs=(
+                "starting api v2.3",
+                'fatal: loading /etc/api/config.yaml: unknown directive "invalid_directive"',
+            ),
+        ),
+        "PatchConfiguration",
+        ("api-config", "configuration"),
+        {"TARGET_CONFIGMAP_NAME": "api-config"},
+    ),
+    "rbac-denied": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            service_account="api-reader",
+            logs=(
+                'pods is forbidden: User "system:serviceaccount:shop:api-reader" cannot list resource "pods" '
+                'in API group "" in the namespace "shop"',
+            ),
+        ),
+        "RestoreRoleBinding",
+        ("denies", "api-reader", "RoleBinding"),
+        {"SERVICE_ACCOUNT_NAME": "api-reader"},
+    ),
+    "network-policy-isolation": (
+        seen(
+            "ReplicasMismatch",
+            pods=(pod("api-1", running(ready=False)),),
+            events=(
+                a.Event(
+                    kind="Pod",
+                    name="api-1",
+                    type="Warning",
+                    reason="Unhealthy",
+                    message="Readiness probe failed: curl: (28) Connection timed out after 2001 milliseconds",
+                ),
+            ),
+            network_policies=(
+                a.NetworkPolicy(name="only-monitoring", denies_ingress=False),
+                a.NetworkPolicy(name="deny-everything", selects_all=True, denies_ingress=True),
+            ),
+        ),
+        "FixNetworkPolicy",
+        ("deny-everything", "ingress"),
+        {"POLICY_NAME": "deny-everything"},
+    ),
+    "certificate-not-ready": (
+        seen(
+            "CertManagerCertNotReady",
+            certificates=(
+                a.Certificate(
+                    name="api-tls",
+                    ready=False,
+                    message="Issuing certificate as Secret does not exist",
+                    issuer_kind="ClusterIssuer",
+                    issuer_name="internal-ca",
+                    issuer_ready=False,
+                    issuer_message='Error getting keypair for CA issuer: secret "internal-ca-key" not found',
+                ),
+            ),
+        ),
+        "FixCertificate",
+        ("api-tls", "ClusterIssuer internal-ca"),
+        {"ISSUER_NAME": "internal-ca", "ISSUER_KIND": "ClusterIssuer"},
     ),
     "crashloop-after-rollout": (
         seen(
@@ -432,3 +512,121 @@ def test_events_are_read_back_from_the_list_events_tool_lines() -> None:
         ("Normal", "Pulled", 1),
     ]
     assert events[1].message == 'Successfully pulled "api:1"'
+
+
+def test_a_configuration_error_after_a_template_change_is_blamed_on_the_rollout() -> None:
+    changed = a.Rollout(
+        revision=4,
+        failing_revisions=frozenset({4}),
+        healthy_revisions=frozenset({3}),
+        changed=("image of api",),
+    )
+    found = seen(
+        pods=(pod("api-1", crash()),),
+        rollout=changed,
+        config_maps=("api-config",),
+        logs=("error: invalid configuration: unknown field tls_mode",),
+    )
+
+    assert first(found).rule == "crashloop-after-rollout"
+
+
+def test_crash_logs_without_a_configuration_error_or_without_a_configmap_prove_nothing() -> None:
+    quiet = seen(pods=(pod("api-1", crash()),), config_maps=("api-config",), logs=("listening on :8080",))
+    no_config = seen(pods=(pod("api-1", crash()),), logs=("fatal: invalid configuration: unknown field x",))
+
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(quiet))
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(no_config))
+
+
+def test_listing_tables_give_the_object_names() -> None:
+    text = (
+        '3 Node(s):\n<untrusted-data label="list:Node">\nNAME STATUS TAINTS AGE\n'
+        "cp-1 Ready node-role.kubernetes.io/control-plane:NoSchedule 3d\n"
+        "worker-1 Ready maintenance:NoSchedule 3d\n"
+        "</untrusted-data>"
+    )
+    namespaced = '<untrusted-data label="x">\nNAMESPACE NAME READY\nshop api-1 1/1\n</untrusted-data>'
+
+    assert evidence.table_names(text) == ["cp-1", "worker-1"]
+    assert evidence.table_names(namespaced) == ["api-1"]
+    assert evidence.table_names("no fence here") == []
+
+
+def test_gitops_marks_are_argo_cd_and_flux_ones() -> None:
+    synced = {
+        "metadata": {"annotations": {"argocd.argoproj.io/tracking-id": "web:/ConfigMap:shop/api-config"}}
+    }
+    flux = {"metadata": {"labels": {"kustomize.toolkit.fluxcd.io/name": "apps"}}}
+    helm_only = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "Helm"}}}
+
+    assert evidence.gitops_managed(synced) and evidence.gitops_managed(flux)
+    assert not evidence.gitops_managed(helm_only) and not evidence.gitops_managed(None)
+
+
+def test_a_port_moved_by_the_configuration_is_a_configuration_error() -> None:
+    refused = a.Event(
+        kind="Pod",
+        name="api-1",
+        type="Warning",
+        reason="Unhealthy",
+        message='Liveness probe failed: Get "http://10.1.2.3:8080/healthz": dial tcp 10.1.2.3:8080: '
+        "connect: connection refused",
+    )
+    moved = seen(
+        pods=(pod("api-1", crash(last_exit_code=137)),),
+        config_maps=("api-config",),
+        events=(refused,),
+        logs=("config loaded", "listening on :8443"),
+    )
+    same_port = dataclasses.replace(moved, logs=("listening on :8080",))
+
+    finding = first(moved)
+    assert finding.rule == "crashloop-configuration-error"
+    assert any("8443" in fact and "8080" in fact for fact in finding.facts)
+    assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(same_port))
+
+
+def test_network_policies_are_read_as_what_they_deny() -> None:
+    deny_all = {"metadata": {"name": "d"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+    allow_web = {
+        "metadata": {"name": "w"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "web"}},
+            "ingress": [{"from": [{"podSelector": {}}]}],
+        },
+    }
+
+    assert evidence.network_policy_facts(deny_all) == a.NetworkPolicy(
+        name="d", selects_all=True, denies_ingress=True
+    )
+    assert evidence.network_policy_facts(allow_web) == a.NetworkPolicy(name="w")
+
+
+def test_a_ready_condition_is_read_from_a_custom_object() -> None:
+    issuer = {
+        "status": {"conditions": [{"type": "Ready", "status": "False", "message": "keypair not found"}]}
+    }
+
+    assert evidence.ready_condition(issuer) == (False, "keypair not found")
+    assert evidence.ready_condition({"status": {}}) == (None, "")
+    assert evidence.ready_condition(None) == (None, "")
+
+
+def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothing() -> None:
+    unready = pod("collector-1", running(ready=False))
+    unbound = seen(
+        "ReplicasMismatch",
+        pods=(unready,),
+        service_account="collector",
+        account_bound=False,
+        logs=("2026-11-24T10:00:00Z FORBIDDEN",),
+    )
+    bound = dataclasses.replace(unbound, account_bound=True)
+    unknown = dataclasses.replace(unbound, account_bound=None)
+
+    finding = first(unbound)
+    assert finding.rule == "rbac-denied"
+    assert any("no RoleBinding" in fact for fact in finding.facts)
+    assert all(f.rule != "rbac-denied" for f in a.analyze(bound))
+    assert all(f.rule != "rbac-denied" for f in a.analyze(unknown))

@@ -439,3 +439,115 @@ async def test_the_demo_incidents_are_picked_confidently_and_correctly_from_the_
     why = {r.human_review_reason: (r.status or {})["rootCause"]["summary"] for r in declined}
     assert "contradicts" in why["inconclusive"] or "OOM-killed" in why["inconclusive"]
     assert "risk_tolerance=low" in why["no_eligible_workflow"], "a policy decline says which policy"
+
+
+async def test_a_replaced_pod_leads_to_its_deployment_whose_crash_logs_name_the_configuration() -> None:
+    """The alert names a Pod that was replaced since: its name leads to the Deployment, whose
+    crashing Pod's previous run logged a configuration error while the template did not change.
+    Of two workflows for the crash loop, the one that takes the ConfigMap's name is chosen, with
+    the name the evidence found."""
+    meta = {"namespace": "production"}
+    template = {
+        "containers": [{"name": "api", "image": "registry.example/api:2.1", "envFrom": []}],
+        "volumes": [{"name": "config", "configMap": {"name": "api-config"}}],
+    }
+    crashing = {
+        "name": "api",
+        "ready": False,
+        "restartCount": 7,
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"reason": "Error", "exitCode": 2}},
+    }
+    cluster = InMemoryCluster(
+        [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "api", **meta},
+                "spec": {"template": {"spec": template}},
+            },
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-config", **meta}},
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "api-6b7c8d9f5-p2x7q",
+                    **meta,
+                    "ownerReferences": [{"kind": "Deployment", "name": "api", "controller": True}],
+                },
+                "spec": {**template, "nodeName": "n1"},
+                "status": {"phase": "Running", "containerStatuses": [crashing]},
+            },
+        ],
+        logs={
+            "api-6b7c8d9f5-p2x7q": scenario.PodLog(previous="fatal: settings.yaml: unknown key 'tls_mode'\n")
+        },
+    )
+    config_map = {"name": "TARGET_CONFIGMAP_NAME", "type": "string", "required": True}
+    restart = workflow(
+        "graceful-restart-deployment",
+        signal="ConfigurationError",
+        description="Restarts a crash looping deployment so it reloads its configuration from the ConfigMap",
+        parameters=[NS, KIND, NAME],
+    )
+    hotfix = workflow(
+        "hotfix-configmap",
+        signal="ConfigurationError",
+        description="Restores a crash looping deployment's ConfigMap from its last good version",
+        parameters=[NS, KIND, NAME, config_map],
+    )
+    incident = spec().model_copy(
+        update={
+            "signal": spec().signal.model_copy(update={"type": "CrashLoopBackOff"}),
+            "resource": resources.ResourceRef(kind="Pod", name="api-5f4d3c2b1-zz9k8", namespace="production"),
+        }
+    )
+    box = tools.ToolBox(
+        spec=incident, catalog=catalog.Catalog([restart, hotfix]), reader=cluster, max_chars=8000
+    )
+    conversation = offline.OfflineProvider().open(system="", prompt="", toolbox=box, spec=incident)
+
+    submission = await conversation.answer()
+
+    chosen = selected(submission)
+    assert chosen["workflow_id"] == "hotfix-configmap"
+    assert chosen["parameters"]["TARGET_CONFIGMAP_NAME"] == "api-config"
+    assert "unknown key" in chosen["rationale"] and "api-config" in chosen["rationale"]
+    assert submission.raw is not None
+    assert submission.raw["affected_resource"]["kind"] == "Deployment"
+
+
+async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_it() -> None:
+    """The image rollback failed because it was given a malformed explicit image; the evidence
+    (the tag does not exist, the previous revision ran) supports the same workflow without the
+    override, which is a different attempt — not a repeat."""
+    scenarios = scenario.load(
+        [ROOT / "examples" / "eval" / "recovery" / "rec-invalidimagename-bad-override.yaml"]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    [result] = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert result.selected_workflow == "image-rollback-tag"
+    assert "IMAGE_OVERRIDE" not in result.parameters
+    strategy = ((result.status or {}).get("recovery") or {}).get("recoveryStrategy") or {}
+    assert strategy.get("approach") == "same_workflow_new_parameters" and strategy.get("differsFromPrevious")
+
+
+async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies() -> None:
+    """No workflow for configuration errors in the catalog: the crash-loop workflows (rollback,
+    restart, probes) would not fix it, so a person decides, and the root cause says why."""
+    scenarios = scenario.load(
+        [ROOT / "examples" / "eval" / "held-back" / "hb-settings-api-config-rejected.yaml"]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    [result] = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert result.selected_workflow is None
+    assert result.human_review_reason == "no_eligible_workflow"
+    assert "settings-api-conf" in (result.status or {})["rootCause"]["summary"]

@@ -45,6 +45,25 @@ _MISSING_IMAGE = re.compile(r"not found|manifest unknown|does not exist|no such"
 _TAINT = re.compile(r"untolerated taint[s]?\s*\{?\s*([^:}\s]+)", re.IGNORECASE)
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
 _PDB_EVICT = re.compile(r"disruption budget", re.IGNORECASE)
+_CONFIG_ERROR = re.compile(
+    r"(config|configuration|settings|\.ya?ml|\.json|\.toml|\.ini|\.conf)\b.{0,80}"
+    r"(invalid|unknown|unrecognized|unexpected|malformed|cannot parse|failed to parse|parse error|"
+    r"syntax error|missing required|not allowed)"
+    r"|(invalid|unknown|unrecognized|unexpected|malformed)\s+"
+    r"(directive|field|key|option|setting|parameter)",
+    re.IGNORECASE,
+)
+_LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
+_PROBE_REFUSED = re.compile(
+    r"(liveness|readiness|startup) probe failed:.*?:(\d{2,5})\b.*connection refused", re.IGNORECASE
+)
+_RBAC_DENIED = re.compile(
+    r"(is forbidden|forbidden:).{0,200}cannot (get|list|watch|create|update|patch|delete)\b"
+    r"|cannot (get|list|watch|create|update|patch|delete) resource",
+    re.IGNORECASE,
+)
+_DENIED_WORD = re.compile(r"\b(forbidden|permission denied|access denied|not authorized)\b", re.IGNORECASE)
+_DENIED_ACCOUNT = re.compile(r"system:serviceaccount:([a-z0-9][-a-z0-9.]*):([a-z0-9][-a-z0-9.]*)")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
@@ -165,6 +184,29 @@ class PDB:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class NetworkPolicy:
+    name: str
+    selects_all: bool = False
+    """``podSelector: {}``: every Pod of the namespace."""
+    denies_ingress: bool = False
+    """Ingress is a policy type and no ingress rule admits anything."""
+    denies_egress: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Certificate:
+    """A cert-manager Certificate whose Secret the workload mounts, and its issuer."""
+
+    name: str
+    ready: bool | None = None
+    message: str = ""
+    issuer_kind: str = "Issuer"
+    issuer_name: str = ""
+    issuer_ready: bool | None = None
+    issuer_message: str = ""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Evidence:
     """What the investigation saw; empty when no cluster could be read (``cluster`` False)."""
 
@@ -187,6 +229,20 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    config_maps: tuple[str, ...] = ()
+    """ConfigMaps the workload's Pods mount or read that exist (candidate configuration to fix)."""
+    logs: tuple[str, ...] = ()
+    """The last log lines of a crashing container's previous run (untrusted text: matched, never obeyed)."""
+    service_account: str | None = None
+    """The ServiceAccount the workload's Pods run as."""
+    account_bound: bool | None = None
+    """Whether a RoleBinding of the namespace names that ServiceAccount (None: not listed)."""
+    network_policies: tuple[NetworkPolicy, ...] = ()
+    """The namespace's NetworkPolicies (read when Pods are not Ready and a listing tool exists)."""
+    certificates: tuple[Certificate, ...] = ()
+    """Certificates whose Secrets the workload mounts (read when a listing tool exists)."""
+    gitops: tuple[str, ...] = ()
+    """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
 
     @property
     def containers(self) -> list[tuple[Pod, Container]]:
@@ -224,6 +280,10 @@ class Finding:
     values: Mapping[str, str] = dataclasses.field(default_factory=dict)
     decline: str | None = None
     """Why a person must decide instead (red herring, no automated fix): the finding selects nothing."""
+    alert_remedies: bool = True
+    """Whether the workflows for the alert's own signal type may serve when the catalog has none for
+    the refined signal or action type. False when the finding rules them out (a configuration
+    error: neither a rollback nor a restart of the template fixes it)."""
 
     @property
     def strength(self) -> float:
@@ -245,6 +305,8 @@ class Rule:
     explanation: str
     match: Matcher
     decline: str | None = None
+    alert_remedies: bool = True
+    """See :attr:`Finding.alert_remedies`."""
 
     def apply(self, evidence: Evidence) -> Finding | None:
         found = self.match(evidence)
@@ -261,6 +323,7 @@ class Rule:
             target=found.target,
             values=dict(found.values),
             decline=self.decline,
+            alert_remedies=self.alert_remedies,
         )
 
 
@@ -551,6 +614,157 @@ def job_failed(evidence: Evidence) -> Match | None:
     )
 
 
+def crash_on_configuration(evidence: Evidence) -> Match | None:
+    """A crash loop whose logs say the process rejects its configuration, while no container
+    field of the pod template changed (a restart picked up a changed ConfigMap): fix the
+    configuration, a rollback of the template would not."""
+    crashing = [(p, c) for p, c in _crashing(evidence) if c.last_reason != "OOMKilled"]
+    if not crashing or not evidence.config_maps:
+        return None
+    if evidence.rollout is not None and evidence.rollout.changed:
+        return None
+    said = next((line for line in evidence.logs if _CONFIG_ERROR.search(line)), None) or _port_moved(evidence)
+    if said is None:
+        return None
+    _, container = crashing[0]
+    config_map = evidence.config_maps[0]
+    facts = [
+        f"container {container.name} crash-loops ({container.restarts} restarts, last exit "
+        f"{container.last_reason or 'an error'})",
+        f"its last run logged a configuration error: {_clip(said)}",
+        f"the Pods read ConfigMap {config_map}",
+    ]
+    if evidence.rollout is not None and evidence.rollout.revision and evidence.rollout.revision > 1:
+        facts.append("no container field of the pod template changed in the last revision")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values={"TARGET_CONFIGMAP_NAME": config_map, "CONFIGMAP_NAME": config_map},
+        detail={"configmap": config_map},
+    )
+
+
+def _port_moved(evidence: Evidence) -> str | None:
+    """The probes knock on one port while the process says it listens on another: the port
+    came from the configuration (the template's probes did not move)."""
+    probes = [m for e in evidence.events if (m := _PROBE_REFUSED.search(e.message))]
+    listening = [m for line in evidence.logs if (m := _LISTENING.search(line))]
+    if not probes or not listening or probes[0].group(2) == listening[-1].group(1):
+        return None
+    return (
+        f"the process listens on port {listening[-1].group(1)} while its {probes[0].group(1).lower()} "
+        f"probe is refused on port {probes[0].group(2)}"
+    )
+
+
+def crash_on_synced_configuration(evidence: Evidence) -> Match | None:
+    """A configuration error (as :func:`crash_on_configuration`) in a ConfigMap a GitOps
+    controller syncs: the bad change came from the repository, and a patch in the cluster would
+    be synced away; revert the commit."""
+    found = crash_on_configuration(evidence)
+    config_map = found.values.get("TARGET_CONFIGMAP_NAME") if found else None
+    if found is None or config_map is None or f"ConfigMap {config_map}" not in evidence.gitops:
+        return None
+    return dataclasses.replace(
+        found,
+        facts=(*found.facts, f"ConfigMap {config_map} is synced by a GitOps controller from a repository"),
+    )
+
+
+_PROBE_UNREACHED = re.compile(
+    r"readiness probe failed:.*(timed out|timeout|connection refused|could not resolve|unreachable|"
+    r"no route to host|deadline exceeded)",
+    re.IGNORECASE,
+)
+
+
+def network_isolated(evidence: Evidence) -> Match | None:
+    """Pods running but not Ready because their readiness probes cannot reach what they check,
+    while a NetworkPolicy of the namespace denies all traffic of a kind to every Pod."""
+    unready = [p for p in evidence.pods if p.phase == "Running" and not p.healthy and not p.failing]
+    blocking = [
+        n for n in evidence.network_policies if n.selects_all and (n.denies_ingress or n.denies_egress)
+    ]
+    said = next((e.message for e in evidence.events if _PROBE_UNREACHED.search(e.message)), None)
+    if not unready or not blocking or said is None:
+        return None
+    policy = blocking[0]
+    denied = " and ".join(
+        d for d, on in (("ingress", policy.denies_ingress), ("egress", policy.denies_egress)) if on
+    )
+    return Match(
+        facts=(
+            f"{len(unready)} Pod(s) run but are not Ready",
+            f"their readiness probe cannot reach its peer: {_clip(said)}",
+            f"NetworkPolicy {policy.name} selects every Pod of the namespace and allows no {denied}",
+        ),
+        target=resources.ResourceRef(
+            kind="NetworkPolicy", name=policy.name, namespace=evidence.incident.namespace
+        ),
+        values={"POLICY_NAME": policy.name, "NETWORK_POLICY_NAME": policy.name},
+        detail={"policy": policy.name, "denied": denied},
+    )
+
+
+def certificate_not_ready(evidence: Evidence) -> Match | None:
+    """A Certificate the workload mounts is not Ready; its issuer's state says why."""
+    failing = [c for c in evidence.certificates if c.ready is False]
+    if not failing:
+        return None
+    cert = failing[0]
+    facts = [f"Certificate {cert.name} is not Ready: {_clip(cert.message or 'no reason given')}"]
+    if cert.issuer_ready is False:
+        facts.append(f"its {cert.issuer_kind} {cert.issuer_name} is not Ready: {_clip(cert.issuer_message)}")
+    facts.append(f"{_describe(evidence.workload or evidence.incident)} mounts the Certificate's Secret")
+    values = {"ISSUER_NAME": cert.issuer_name, "ISSUER_KIND": cert.issuer_kind} if cert.issuer_name else {}
+    return Match(
+        facts=tuple(facts),
+        target=resources.ResourceRef(
+            kind="Certificate", name=cert.name, namespace=evidence.incident.namespace
+        ),
+        values=values,
+        detail={"certificate": cert.name, "issuer": f"{cert.issuer_kind} {cert.issuer_name}".strip()},
+    )
+
+
+def crash_on_rbac_denial(evidence: Evidence) -> Match | None:
+    """The workload's calls to the API server are denied (403 Forbidden in its logs or events):
+    its ServiceAccount lost a binding."""
+    texts = [*evidence.logs, *(e.message for e in evidence.events if e.type == "Warning")]
+    said = next((t for t in texts if _RBAC_DENIED.search(t)), None)
+    unbound = evidence.account_bound is False and evidence.service_account is not None
+    if said is None and unbound and any(not p.healthy for p in evidence.pods):
+        # The process only says "forbidden", but its ServiceAccount is bound to nothing here.
+        said = next((t for t in evidence.logs if _DENIED_WORD.search(t)), None)
+    if said is None or not (evidence.pods or evidence.workload):
+        return None
+    account = evidence.service_account
+    named = _DENIED_ACCOUNT.search(said)
+    if named and named.group(1) == evidence.incident.namespace:
+        account = account or named.group(2)
+    facts = [f"the API server denies the workload's calls: {_clip(said)}"]
+    crashing = _crashing(evidence)
+    if crashing:
+        facts.append(f"container {crashing[0][1].name} crash-loops ({crashing[0][1].restarts} restarts)")
+    values: dict[str, str] = {}
+    if account:
+        facts.append(f"the Pods run as ServiceAccount {account}")
+        values["SERVICE_ACCOUNT_NAME"] = account
+    if unbound:
+        facts.append(f"no RoleBinding of the namespace binds ServiceAccount {evidence.service_account}")
+    return Match(
+        facts=tuple(facts),
+        target=evidence.workload,
+        values=values,
+        detail={"account": account or "its ServiceAccount"},
+    )
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 _FAILURE_SIGNALS = frozenset(
     {
         "CrashLoopBackOff",
@@ -640,6 +854,68 @@ RULES: tuple[Rule, ...] = (
             "limit to {new_limit} gives it room."
         ),
         match=oom_at_limit,
+    ),
+    Rule(
+        name="crashloop-gitops-configuration-error",
+        signal_type="ConfigurationError",
+        action_type="GitRevertCommit",
+        query="CrashLoopBackOff GitOps configuration revert commit repository",
+        explanation=(
+            "{workload} crash-loops because its process rejects the configuration in ConfigMap {configmap}, "
+            "which a GitOps controller syncs from a repository: the bad change is a commit, and a patch in "
+            "the cluster would be synced away; reverting the commit restores it."
+        ),
+        match=crash_on_synced_configuration,
+        alert_remedies=False,
+    ),
+    Rule(
+        name="crashloop-configuration-error",
+        signal_type="ConfigurationError",
+        action_type="PatchConfiguration",
+        query="CrashLoopBackOff invalid configuration ConfigMap fix config",
+        explanation=(
+            "{workload} crash-loops because its process rejects the configuration it reads from ConfigMap "
+            "{configmap}; the pod template did not change, so fixing the configuration (not a rollback of "
+            "the template) restores it."
+        ),
+        match=crash_on_configuration,
+        alert_remedies=False,
+    ),
+    Rule(
+        name="rbac-denied",
+        signal_type="Forbidden",
+        action_type="RestoreRoleBinding",
+        query="Forbidden RBAC denied restore RoleBinding ServiceAccount permission",
+        explanation=(
+            "The API server denies the calls of {workload} ({account}): a binding its ServiceAccount "
+            "needs is missing; restoring the RoleBinding gives back the access it had."
+        ),
+        match=crash_on_rbac_denial,
+    ),
+    Rule(
+        name="network-policy-isolation",
+        signal_type="NetworkPolicyBlocked",
+        action_type="FixNetworkPolicy",
+        query="NetworkPolicy deny all blocks traffic readiness fix network policy",
+        explanation=(
+            "The Pods of {workload} are not Ready because their probes cannot reach their peers: "
+            "NetworkPolicy {policy} denies all {denied} to every Pod of the namespace; fixing or removing "
+            "that policy restores the traffic."
+        ),
+        match=network_isolated,
+        alert_remedies=False,
+    ),
+    Rule(
+        name="certificate-not-ready",
+        signal_type="CertificateNotReady",
+        action_type="FixCertificate",
+        query="Certificate not ready issuer cert-manager fix certificate CA",
+        explanation=(
+            "Certificate {certificate}, whose Secret {workload} mounts, is not Ready and will not be renewed "
+            "while its issuer ({issuer}) fails; fixing the issuer or the Certificate restores it."
+        ),
+        match=certificate_not_ready,
+        alert_remedies=False,
     ),
     Rule(
         name="crashloop-after-rollout",

@@ -10,9 +10,21 @@ Nodes themselves (conditions, taints, cordon), the HPA and PodDisruptionBudget o
 (when the incident is about one, or one carries the workload's name), and the ConfigMaps and
 PVCs its Pods reference (present or missing).
 
-Listing tools (all HPAs, PDBs or Nodes of a namespace) are used when the tool box offers one
-(see :data:`LIST_TOOLS`); without them the conventions above apply. Nothing here raises for
-what the cluster answers: an unreadable object is simply not evidence.
+A Pod the alert names that no longer exists (it
+was replaced since) leads to the workload its name says it belonged to (``web-5b4c9d7f8-x2k4q``
+→ Deployment ``web``, ``db-2`` → StatefulSet ``db``), read and checked like any other object.
+
+When Pods crash, the last lines of the crashed run of one of them are read (``get_pod_logs``
+with ``previous``, else the current run; for a running container that is not Ready, its current
+run): they say whether the process rejects its configuration or is denied by the API server.
+
+A listing tool (see :data:`LIST_TOOLS`) is used when the tool box offers one: Pods Pending on no
+Node lead to the cluster's Nodes (taints, cordons); Pods running unready to the namespace's
+NetworkPolicies; a workload mounting Secrets to the cert-manager Certificates that issue them
+(and their issuers); an unhealthy workload running as its own ServiceAccount to the namespace's
+RoleBindings (ClusterRoleBindings are not read). Without one those facts stay unknown and the
+rules that need them do not fire. Nothing here raises for what the cluster answers: an
+unreadable object is simply not evidence.
 """
 
 from __future__ import annotations
@@ -31,11 +43,14 @@ MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
 MAX_REFERENCES = 4
+LOG_LINES = 40
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 REVISION = "deployment.kubernetes.io/revision"
 #: Listing tools another module may offer (name, argument names); the first one present is used.
 LIST_TOOLS: tuple[str, ...] = ("list_resources", "list_objects")
 _EVENT_LINE = re.compile(r"^\S+ (?P<type>\S+) (?P<reason>\S+) \(x(?P<count>\d+), [^)]*\): (?P<message>.*)$")
+_REPLICASET_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{6,10}-[a-z0-9]{5}$")
+_ORDINAL_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[0-9]+$")
 _TEMPLATE_FIELDS = ("image", "command", "args", "env", "envFrom", "resources", "volumeMounts")
 
 Call = Callable[[str, dict[str, Any]], Awaitable["Outcome"]]
@@ -72,6 +87,8 @@ class Investigation:
     async def gather(self) -> analyzers.Evidence:
         spec = self._spec
         incident = await self._get(spec.resource.kind, spec.resource.name, spec.resource.namespace)
+        if incident is None and spec.resource.kind == "Pod":
+            incident = await self._replaced_pod_owner(spec.resource.name, spec.resource.namespace)
         if incident is None:
             return analyzers.Evidence(
                 signal_type=spec.signal.type, incident=spec.resource, cluster=self.cluster
@@ -89,12 +106,14 @@ class Investigation:
         if workload_obj is None and hpa_obj is not None:
             workload_obj = await self._scale_target(hpa_obj, namespace)
         workload = _ref(workload_obj, namespace) if workload_obj is not None else None
-        pods = [incident] if spec.resource.kind == "Pod" else []
+        pods = [incident] if incident.get("kind") == "Pod" else []
         if workload is not None and workload.kind in OWNER_KINDS and namespace:
             pods = await self._pods(workload, namespace, keep=pods)
         nodes = await self._nodes(incident, pods)
+        if not nodes and any(pod_facts(p).unschedulable for p in pods):
+            nodes = await self._listed_nodes()
         events = await self._events([incident, *([workload_obj] if workload_obj else [])], pods, nodes)
-        missing, present = await self._references(workload_obj or incident, pods, namespace)
+        missing, present, synced = await self._references(workload_obj or incident, pods, namespace)
         return analyzers.Evidence(
             signal_type=spec.signal.type,
             incident=spec.resource,
@@ -112,6 +131,18 @@ class Investigation:
             ),
             missing=tuple(missing),
             claims=tuple(name for kind, name in present if kind == "PersistentVolumeClaim"),
+            config_maps=tuple(name for kind, name in present if kind == "ConfigMap"),
+            network_policies=tuple(await self._network_policies(pods, namespace)),
+            certificates=tuple(await self._certificates(workload_obj or incident, namespace)),
+            gitops=tuple(
+                synced
+                + ([_describe_obj(workload_obj)] if workload_obj and gitops_managed(workload_obj) else [])
+            ),
+            logs=await self._crash_logs(pods, namespace),
+            service_account=service_account(workload_obj or incident),
+            account_bound=await self._account_bound(
+                service_account(workload_obj or incident), pods, namespace
+            ),
             job_failure=job_failure(workload_obj),
             java=runs_java(workload_obj or incident),
         )
@@ -124,12 +155,156 @@ class Investigation:
         found = outcome.document()
         return found if isinstance(found, dict) else None
 
-    async def _exists(self, kind: str, name: str, namespace: str | None) -> bool | None:
-        """True/False when the cluster said so, None when it could not tell."""
+    async def _lookup(self, kind: str, name: str, namespace: str | None) -> tuple[bool | None, Any]:
+        """Whether it exists (True/False when the cluster said so, None when it could not tell),
+        and the object as read."""
         outcome = await self._call("get_resource", _where(kind, name, namespace))
         if outcome.not_found:
-            return False
-        return None if outcome.is_error else True
+            return False, None
+        return (None, None) if outcome.is_error else (True, outcome.document())
+
+    async def _replaced_pod_owner(self, name: str, namespace: str | None) -> dict[str, Any] | None:
+        """The workload a vanished Pod's name says it belonged to, when it exists."""
+        guesses = [("Deployment", m["owner"]) for m in [_REPLICASET_POD.match(name)] if m]
+        guesses += [("StatefulSet", m["owner"]) for m in [_ORDINAL_POD.match(name)] if m]
+        for kind, owner in guesses:
+            found = await self._get(kind, owner, namespace)
+            if found is not None:
+                self.chain.append(resources.ResourceRef(kind=kind, name=owner, namespace=namespace))
+                return found
+        return None
+
+    async def _network_policies(
+        self, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> list[analyzers.NetworkPolicy]:
+        """The namespace's NetworkPolicies, when Pods run unready and a listing tool exists."""
+        facts = [pod_facts(p) for p in pods]
+        if (
+            self._list_tool is None
+            or not namespace
+            or not any(p.phase == "Running" and not p.healthy for p in facts)
+        ):
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "NetworkPolicy", "namespace": namespace})
+        if outcome.is_error:
+            return []
+        found = [
+            await self._get("NetworkPolicy", name, namespace)
+            for name in table_names(outcome.text)[:MAX_REFERENCES]
+        ]
+        return [network_policy_facts(n) for n in found if n is not None]
+
+    async def _certificates(
+        self, workload: Mapping[str, Any], namespace: str | None
+    ) -> list[analyzers.Certificate]:
+        """cert-manager Certificates whose Secret the workload mounts, with their issuers (only
+        with a listing tool; the Secrets themselves are never read)."""
+        template = pod_template(workload) if workload.get("kind") != "Pod" else workload.get("spec")
+        mounted = {
+            str((v.get("secret") or {}).get("secretName"))
+            for v in (template or {}).get("volumes") or ()
+            if isinstance(v, dict) and isinstance(v.get("secret"), dict)
+        }
+        if self._list_tool is None or not namespace or not mounted:
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "Certificate", "namespace": namespace})
+        if outcome.is_error:
+            return []
+        found: list[analyzers.Certificate] = []
+        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+            cert = await self._get("Certificate", name, namespace)
+            spec = (cert or {}).get("spec") or {}
+            if cert is None or spec.get("secretName") not in mounted:
+                continue
+            issuer = spec.get("issuerRef") or {}
+            kind = str(issuer.get("kind") or "Issuer")
+            issuer_obj = await self._get(
+                kind, str(issuer.get("name")), None if kind == "ClusterIssuer" else namespace
+            )
+            ready, message = ready_condition(cert)
+            issuer_ready, issuer_message = ready_condition(issuer_obj)
+            found.append(
+                analyzers.Certificate(
+                    name=name,
+                    ready=ready,
+                    message=message,
+                    issuer_kind=kind,
+                    issuer_name=str(issuer.get("name") or ""),
+                    issuer_ready=issuer_ready,
+                    issuer_message=issuer_message,
+                )
+            )
+        return found
+
+    async def _account_bound(
+        self, account: str | None, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> bool | None:
+        """Whether a RoleBinding of the namespace names the workload's ServiceAccount, read when
+        its Pods are unhealthy and a listing tool exists (None: not known)."""
+        unhealthy = any(not pod_facts(p).healthy for p in pods)
+        if self._list_tool is None or not namespace or account in (None, "default") or not unhealthy:
+            return None
+        outcome = await self._call(self._list_tool, {"kind": "RoleBinding", "namespace": namespace})
+        if outcome.is_error:
+            return None
+        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+            binding = await self._get("RoleBinding", name, namespace)
+            for subject in (binding or {}).get("subjects") or ():
+                if (
+                    isinstance(subject, dict)
+                    and subject.get("kind") == "ServiceAccount"
+                    and subject.get("name") == account
+                    and subject.get("namespace", namespace) == namespace
+                ):
+                    return True
+        return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+
+    async def _listed_nodes(self) -> list[dict[str, Any]]:
+        """The cluster's Nodes through a listing tool (none without one), a few read in full."""
+        if self._list_tool is None:
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "Node"})
+        if outcome.is_error:
+            return []
+        found = [await self._get("Node", name, None) for name in table_names(outcome.text)[:MAX_NODES]]
+        return [n for n in found if n is not None]
+
+    async def _crash_logs(self, pods: Sequence[Mapping[str, Any]], namespace: str | None) -> tuple[str, ...]:
+        """The last lines of a crashing container's previous run (else its current run), or of
+        the current run of a running container that is not Ready."""
+        crashing = [
+            (pod, c)
+            for pod in map(pod_facts, pods)
+            for c in pod.containers
+            if c.waiting in analyzers.CRASH_WAITING
+            or (c.restarts > 0 and c.last_reason not in (None, "Completed"))
+        ]
+        # Else a container that runs but is not Ready: its current run says why.
+        crashing = crashing or [
+            (pod, c)
+            for pod in map(pod_facts, pods)
+            if pod.phase == "Running"
+            for c in pod.containers
+            if not c.ready
+        ]
+        if not crashing or not namespace:
+            return ()
+        pod, container = crashing[0]
+        for previous in (True, False):
+            outcome = await self._call(
+                "get_pod_logs",
+                {
+                    "name": pod.name,
+                    "namespace": namespace,
+                    "container": container.name,
+                    "previous": previous,
+                    "tail_lines": LOG_LINES,
+                },
+            )
+            lines = [] if outcome.is_error else fenced_lines(outcome.text)
+            if lines:
+                return tuple(lines)
+        return ()
 
     async def _scale_target(self, hpa: Mapping[str, Any], namespace: str | None) -> dict[str, Any] | None:
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
@@ -236,20 +411,24 @@ class Investigation:
 
     async def _references(
         self, workload: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], namespace: str | None
-    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """The ConfigMaps and PVCs the Pods need: those missing, those present."""
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+        """The ConfigMaps and PVCs the Pods need: those missing, those present, and those of the
+        present ones a GitOps controller keeps in sync from a repository."""
         if not namespace:
-            return [], []
+            return [], [], []
         wanted: list[tuple[str, str]] = []
         for spec in [pod_template(workload) or {}, *((p.get("spec") or {}) for p in pods)]:
             wanted += [ref for ref in references(spec) if ref not in wanted]
         missing: list[tuple[str, str]] = []
         present: list[tuple[str, str]] = []
+        synced: list[str] = []
         for kind, name in wanted[:MAX_REFERENCES]:
-            exists = await self._exists(kind, name, namespace)
+            exists, found = await self._lookup(kind, name, namespace)
             if exists is not None:
                 (present if exists else missing).append((kind, name))
-        return missing, present
+            if gitops_managed(found):
+                synced.append(f"{kind} {name}")
+        return missing, present, synced
 
 
 # ---- condensing objects into facts -------------------------------------------------------------
@@ -334,6 +513,32 @@ def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
     )
 
 
+def ready_condition(obj: Mapping[str, Any] | None) -> tuple[bool | None, str]:
+    """The ``Ready`` condition of a custom object (cert-manager's): True/False/None and its message."""
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            status = condition.get("status")
+            return (
+                True if status == "True" else False if status == "False" else None,
+                str(condition.get("message") or condition.get("reason") or ""),
+            )
+    return None, ""
+
+
+def network_policy_facts(policy: Mapping[str, Any]) -> analyzers.NetworkPolicy:
+    spec = policy.get("spec") or {}
+    types = spec.get("policyTypes") or (
+        ["Ingress", "Egress"] if spec.get("egress") is not None else ["Ingress"]
+    )
+    selector = spec.get("podSelector") or {}
+    return analyzers.NetworkPolicy(
+        name=str((policy.get("metadata") or {}).get("name") or ""),
+        selects_all=not selector.get("matchLabels") and not selector.get("matchExpressions"),
+        denies_ingress="Ingress" in types and not spec.get("ingress"),
+        denies_egress="Egress" in types and not spec.get("egress"),
+    )
+
+
 def hpa_facts(hpa: Mapping[str, Any] | None) -> analyzers.HPA | None:
     if not hpa or hpa.get("kind") != "HorizontalPodAutoscaler":
         return None
@@ -397,6 +602,48 @@ def runs_java(obj: Mapping[str, Any]) -> bool:
     return any(
         _container({**c, "env": c.get("env") or ()}, {}).java for c in template.get("containers") or ()
     )
+
+
+#: Marks a GitOps controller leaves on what it syncs (Argo CD's tracking annotation and label,
+#: Flux's kustomize and helm controllers' labels).
+GITOPS_ANNOTATIONS = ("argocd.argoproj.io/tracking-id",)
+GITOPS_LABELS = (
+    "argocd.argoproj.io/instance",
+    "kustomize.toolkit.fluxcd.io/name",
+    "helm.toolkit.fluxcd.io/name",
+)
+
+
+def gitops_managed(obj: Any) -> bool:
+    """Whether a GitOps controller syncs this object from a repository (its marks say so)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return False
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    return any(key in annotations for key in GITOPS_ANNOTATIONS) or any(
+        key in labels for key in GITOPS_LABELS
+    )
+
+
+def _describe_obj(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}"
+
+
+def service_account(obj: Mapping[str, Any]) -> str | None:
+    """The ServiceAccount a workload's Pods (or a Pod) run as."""
+    spec = pod_template(obj) if obj.get("kind") != "Pod" else obj.get("spec")
+    name = (spec or {}).get("serviceAccountName")
+    return name if isinstance(name, str) and name else None
+
+
+def table_names(text: str) -> list[str]:
+    """Object names from a listing tool's fenced table (``NAME ...`` header, one row each;
+    a ``NAMESPACE`` first column is skipped)."""
+    lines = [line.split() for line in fenced_lines(text) if line.strip()]
+    if not lines or not lines[0] or lines[0][0] not in ("NAME", "NAMESPACE"):
+        return []
+    column = 1 if lines[0][0] == "NAMESPACE" else 0
+    return [row[column] for row in lines[1:] if len(row) > column]
 
 
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -468,8 +715,15 @@ def parse_events(text: str, *, kind: str, name: str) -> list[analyzers.Event]:
     return out
 
 
+_INLINE_FENCE = re.compile(r"^<untrusted-data[^>]*>(?P<body>.*)</untrusted-data>$")
+
+
 def fenced_lines(text: str) -> list[str]:
+    """The lines inside the ``<untrusted-data>`` fence (a one-line body sits inline with its tags)."""
     lines = text.splitlines()
+    inline = next((m for line in lines if (m := _INLINE_FENCE.match(line))), None)
+    if inline is not None:
+        return [html.unescape(inline["body"])]
     opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
     closing = next(
         (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None

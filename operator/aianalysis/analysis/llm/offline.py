@@ -45,7 +45,12 @@ UNEXAMINED = 0.8
 """Scale of the catalog score when nothing was investigated (stays below the default 0.7 floor
 unless the match is near perfect)."""
 MAX_ALTERNATIVES = 3
+FIT_CANDIDATES = 4
+"""How many of the finding's hits are compared by the evidence values their parameters take."""
+FIT_MARGIN = 0.8
+"""Only hits matching nearly as well as the first (this share of its score) are compared."""
 PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
+SCOPE_RULE = "target_out_of_scope"
 """Rejections that re-submitting the same choice answers (a person completes the parameters)."""
 
 KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -59,6 +64,7 @@ KIND_NAME_PARAMETERS: dict[str, tuple[str, ...]] = {
     "HorizontalPodAutoscaler": ("HPA_NAME",),
     "PodDisruptionBudget": ("PDB_NAME",),
 }
+_NAME_PARAMETERS = frozenset(name for names in KIND_NAME_PARAMETERS.values() for name in names)
 _TARGET_PARAMETERS: dict[str, str] = {
     "TARGET_NAMESPACE": "namespace",
     "NAMESPACE": "namespace",
@@ -144,6 +150,9 @@ class OfflineConversation:
         self._counter = base.UsageCounter()
         self._note = ""
         self._top: str | None = None
+        self._plan_made: Plan | None = None
+        self._excluded: set[tuple[str, str]] = set()
+        """Targets the validator found out of the incident's scope."""
         """The workflow the search ranked first: the one the evidence backs."""
         """What the search tool said when it found nothing (the business-context policy)."""
 
@@ -163,9 +172,9 @@ class OfflineConversation:
                 self._queue = []
                 self._last = build_declined(self._spec, finding, others=self._findings[1:])
                 return base.Submission(raw=self._last)
-            hits = await self._search(finding)
+            hits = await self._by_fit(await self._search(finding), finding)
             self._top = hits[0].workflow_id if hits else None
-            self._queue = rank(hits, recovery=self._spec.recovery)
+            self._queue = rank(hits, recovery=self._spec.recovery, supported=_supported(finding))
         return await self._submit_next()
 
     async def correct(self, errors: list[str]) -> base.Submission:
@@ -173,6 +182,14 @@ class OfflineConversation:
         (re-submitted as is); any other moves on to the next eligible candidate."""
         if self._last is not None and rules(errors) <= PARAMETER_RULES:
             return base.Submission(raw=self._last)
+        if SCOPE_RULE in rules(errors) and self._plan_made is not None:
+            # The same workflow on the next object it may act on (a Node nothing in the
+            # namespace names → the workload), with the same evidence values.
+            rejected = self._plan_made.target or self._spec.resource
+            self._excluded.add((rejected.kind, rejected.name))
+            plan = await self._plan(self._plan_made.hit)
+            if plan is not None:
+                return await self._submit(plan)
         if self._queue == [] and self._last is not None:
             return base.Submission(raw=self._last)
         return await self.answer()
@@ -187,16 +204,21 @@ class OfflineConversation:
     async def _submit_next(self) -> base.Submission:
         plan = await self._choose()
         if plan is not None:
-            self._last = build_answer(
-                plan,
-                spec=self._spec,
-                others=self._queue or [],
-                findings=self._findings,
-                evidence=self._evidence,
-                backed=plan.hit.workflow_id == self._top,
-            )
-        elif self._last is None:
+            return await self._submit(plan)
+        if self._last is None:
             self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
+        return base.Submission(raw=self._last)
+
+    async def _submit(self, plan: Plan) -> base.Submission:
+        self._plan_made = plan
+        self._last = build_answer(
+            plan,
+            spec=self._spec,
+            others=self._queue or [],
+            findings=self._findings,
+            evidence=self._evidence,
+            backed=plan.hit.workflow_id == self._top,
+        )
         return base.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
@@ -221,9 +243,31 @@ class OfflineConversation:
             if hits:
                 return hits
         hits = await self._hits({"signal_type": finding.signal_type, "query": query})
-        if hits or finding.signal_type == signal.type:
+        if hits or finding.signal_type == signal.type or not finding.alert_remedies:
             return hits
         return await self._hits({"signal_type": signal.type, "query": query})
+
+    async def _by_fit(self, hits: list[Hit], finding: analyzers.Finding | None) -> list[Hit]:
+        """Among the first hits of the finding's action type that match nearly as well as the
+        first, the workflow that takes the most of
+        the values the evidence established (a ConfigMap's name, a taint key) comes first: it
+        is the one written for this case — when the first takes none of them. Search order
+        otherwise (a stable sort)."""
+        if finding is None or not finding.values or not finding.action_type or len(hits) < 2:
+            return hits
+        fits: dict[str, int] = {}
+        for hit in hits[:FIT_CANDIDATES]:
+            if (
+                hit.action_type not in (None, finding.action_type)
+                or hit.confidence < hits[0].confidence * FIT_MARGIN
+            ):
+                continue
+            details = await self._json(DETAILS_TOOL, {"workflow_id": hit.workflow_id} | _version(hit))
+            names = {p.name for p in parse_parameters(details)}
+            fits[hit.workflow_id] = len(names & set(finding.values))
+        if fits.get(hits[0].workflow_id, 0) > 0:
+            return hits  # the first takes evidence values already: the search's choice stands
+        return sorted(hits, key=lambda h: -fits.get(h.workflow_id, 0))
 
     async def _action_types(self) -> set[str]:
         result = await self._json(ACTION_TYPES_TOOL, {})
@@ -246,7 +290,14 @@ class OfflineConversation:
         finding = self.finding
         candidates = [finding.target] if finding is not None and finding.target is not None else []
         candidates += self._chain
-        target = next((r for r in candidates if acts_on(details, resource=r)), None)
+        target = next(
+            (
+                r
+                for r in candidates
+                if (r.kind, r.name) not in self._excluded and acts_on(details, resource=r)
+            ),
+            None,
+        )
         if target is None:
             return None
         values = dict(finding.values) if finding is not None else {}
@@ -270,6 +321,10 @@ class OfflineConversation:
             return None
 
 
+def _version(hit: Hit) -> dict[str, str]:
+    return {"version": hit.version} if hit.version else {}
+
+
 def _chain_with(chain: list[resources.ResourceRef], found: analyzers.Evidence) -> list[resources.ResourceRef]:
     """The owner chain, plus the workload when it was found another way (an HPA's scale target)
     and the PVCs its Pods mount: the objects a workflow may act on, nearest first."""
@@ -285,11 +340,31 @@ def _chain_with(chain: list[resources.ResourceRef], found: analyzers.Evidence) -
     return out
 
 
-def rank(hits: list[Hit], *, recovery: resources.RecoverySpec | None) -> list[Hit]:
+def rank(
+    hits: list[Hit], *, recovery: resources.RecoverySpec | None, supported: frozenset[str] | None = None
+) -> list[Hit]:
     """Search order, without workflows that already failed on this incident: deterministic
-    parameters would repeat the failure, so only an untried workflow is a real alternative."""
-    failed = {p.selected_workflow.workflow_id for p in recovery.previous_executions} if recovery else set()
-    return [h for h in hits if h.workflow_id not in failed]
+    parameters would repeat the failure, so only an untried workflow is a real alternative —
+    except one that failed with a parameter this answer would not pass (a value neither the
+    target nor the evidence supports, e.g. an explicit override): retried without it, it is a
+    different attempt. ``supported``: the parameters the evidence fills (None: no finding, so
+    nothing tells a guessed value from a supported one and no failed workflow is retried)."""
+    if recovery is None:
+        return list(hits)
+    failed = {p.selected_workflow.workflow_id for p in recovery.previous_executions}
+    if supported is None:
+        return [h for h in hits if h.workflow_id not in failed]
+    guessed = {
+        p.selected_workflow.workflow_id
+        for p in recovery.previous_executions
+        if set(p.selected_workflow.parameters) - supported - set(_TARGET_PARAMETERS) - _NAME_PARAMETERS
+    }
+    return [h for h in hits if h.workflow_id not in failed or h.workflow_id in guessed]
+
+
+def _supported(finding: analyzers.Finding | None) -> frozenset[str] | None:
+    """Parameter names the evidence supplies values for (None without a finding)."""
+    return frozenset(finding.values) if finding is not None else None
 
 
 def rules(errors: list[str]) -> set[str]:
