@@ -104,7 +104,20 @@ def deployment(cluster: devcluster.DevCluster, ns: str, *, healthy: bool) -> str
     labels = {"app": "api"}
     template = {
         "metadata": {"labels": labels},
-        "spec": {"containers": [{"name": "app", "image": "registry.example/api:1"}]},
+        "spec": {
+            # The namespace enforces Pod Security "restricted" (as the executor's e2e namespaces do).
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/api:1",
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        },
     }
     made = create(
         cluster,
