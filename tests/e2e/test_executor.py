@@ -45,7 +45,7 @@ def executor_rbac() -> list[dict[str, Any]]:
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding")
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
     return [d for d in docs if d["kind"] in kinds and "executor" in d["metadata"]["name"]]
 
 
@@ -58,7 +58,8 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
         devcluster.apply_crds(cluster, ROOT / "crds")
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
-        assert {o["kind"] for o in objects} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+        kinds = {o["kind"] for o in objects}
+        assert kinds == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
         cluster.kubectl(
             "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
         )
@@ -443,6 +444,9 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("list events -n {ns}", True),
         ("patch workflowexecutions.kubernaut.io --subresource=status -n {ns}", True),
         ("watch remediationworkflows.kubernaut.io", True),
+        (f"update leases.coordination.k8s.io/aianalysis-executor-start -n {INSTALL_NAMESPACE}", True),
+        (f"update leases.coordination.k8s.io/aianalysis-operator -n {INSTALL_NAMESPACE}", False),
+        ("create leases.coordination.k8s.io -n {ns}", False),
     ],
 )
 def test_executor_service_account_is_least_privilege(
@@ -501,7 +505,9 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
     assert not selector.items() <= labels.items(), (
         "the operator's Deployment must not select the executor's Pods"
     )
-    [binding] = [d for d in executor if d["kind"] == "RoleBinding"]
+    [binding] = [
+        d for d in executor if d["kind"] == "RoleBinding" and "start-lock" not in d["metadata"]["name"]
+    ]
     assert binding["metadata"]["namespace"] == "team-a"
     jobs_cluster.kubectl("create", "namespace", "team-a", check=False)
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": executor})

@@ -23,7 +23,16 @@ import pytest
 from aianalysis_dev import devcluster
 from tests.e2e import test_executor as executor_e2e
 from tests.e2e.conftest import OperatorProcess, get, wait_for
-from tests.e2e.test_executor import OOM, RUNNING, analysed, approve, ended, kubelet_reports, the_pod
+from tests.e2e.test_executor import (
+    INSTALL_NAMESPACE,
+    OOM,
+    RUNNING,
+    analysed,
+    approve,
+    ended,
+    kubelet_reports,
+    the_pod,
+)
 
 jobs_cluster = executor_e2e.jobs_cluster
 executor_kubeconfig = executor_e2e.executor_kubeconfig
@@ -67,7 +76,7 @@ def start_executor(executor_kubeconfig: Path, tmp_path: Path) -> Iterator[Callab
         proc = OperatorProcess(
             kubeconfig=executor_kubeconfig,
             log_dir=tmp_path / f"executor-{len(started)}",
-            env=env,
+            env={"AIANALYSIS_EXECUTOR_START_LOCK_NAMESPACE": INSTALL_NAMESPACE, **env},  # as the chart sets
             argv=[sys.executable, "-m", "aianalysis", "executor"],
         )
         proc.log_dir.mkdir()
@@ -169,6 +178,10 @@ def test_one_execution_per_target_and_the_cluster_wide_caps_block_with_their_rea
         assert f'aianalysis_execution_guard_blocks_total{{reason="{reason}"}} 1.0' in metrics
     table = cluster.kubectl("get", "wfe", "-n", third).stdout
     assert "api-d-exec-1" in table and "Failed" in table and "HourlyLimit" in table
+    # every start went through the replicas' start lock, with the chart's permissions for it
+    lease = get(cluster, "lease", "aianalysis-executor-start", INSTALL_NAMESPACE)
+    assert lease is not None and not lease["spec"].get("holderIdentity"), lease
+    assert "forbidden" not in executor.logs().lower(), executor.logs()
 
 
 def test_consecutive_failures_back_off_and_the_backoff_doubles(
