@@ -509,6 +509,12 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
         d for d in executor if d["kind"] == "RoleBinding" and "start-lock" not in d["metadata"]["name"]
     ]
     assert binding["metadata"]["namespace"] == "team-a"
+    # serving team-a only, it still lists executions everywhere: the guards' caps are cluster-wide
+    [reads] = [
+        d for d in executor if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-cluster")
+    ]
+    listing_all = {"apiGroups": ["kubernaut.io"], "resources": ["workflowexecutions"], "verbs": ["list"]}
+    assert listing_all in reads["rules"]
     jobs_cluster.kubectl("create", "namespace", "team-a", check=False)
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": executor})
     jobs_cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=listing)
