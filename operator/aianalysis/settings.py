@@ -313,6 +313,12 @@ class Settings:
     executor_max_per_hour: int = 20
     """Guard: executions started in any rolling hour, cluster-wide (0: no limit)."""
 
+    executor_start_lock_namespace: str = ""
+    """Namespace of the Lease (``aianalysis-executor-start``) that executor replicas hold while they
+    count executions against the cluster-wide caps and mark one started, so that several replicas
+    cannot overshoot a cap together. Empty: a lock within this process only (one executor). The
+    chart sets it to the release namespace."""
+
     business_label_prefixes: tuple[str, ...] = ("kubernaut.io/", "kubernaut.ai/")
     """Prefixes (comma-separated) under which a namespace's labels and annotations state the business
     context of its incidents (environment, criticality, business unit, team, SLA, custom labels; the

@@ -51,7 +51,7 @@ def executor_rbac() -> list[dict[str, Any]]:
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding")
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
     admission = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     return [
         d
@@ -62,6 +62,12 @@ def executor_rbac() -> list[dict[str, Any]]:
         )
         or d["kind"] in admission
     ]
+
+
+def _job_binding(obj: dict[str, Any]) -> bool:
+    """The RoleBinding that lets the executor create Jobs in a namespace it serves (not the one on
+    its start lock's Lease, in the release namespace)."""
+    return obj["kind"] == "RoleBinding" and "start-lock" not in obj["metadata"]["name"]
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +81,11 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
         assert {o["kind"] for o in objects} == {
-            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding",
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         }  # fmt: skip
-        cluster_wide = [o for o in objects if o["kind"] != "RoleBinding"]
+        # Everything but the per-namespace Job RoleBinding (applied by the ns fixture) up front.
+        cluster_wide = [o for o in objects if not _job_binding(o)]
         cluster.kubectl(
             "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_wide})
         )
@@ -102,7 +109,7 @@ def ns(jobs_cluster: devcluster.DevCluster) -> str:
     name = f"ex-{secrets.token_hex(4)}"
     jobs_cluster.kubectl("create", "namespace", name)
     # The executor serves only namespaces it was opted in to: the chart's RoleBinding, here too.
-    [binding] = [o for o in executor_rbac() if o["kind"] == "RoleBinding"]
+    [binding] = [o for o in executor_rbac() if _job_binding(o)]
     binding["metadata"]["namespace"] = name
     jobs_cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
     # Workflow Pods must pass Pod Security "restricted": the Job controller's Pods are admitted here.
@@ -553,6 +560,9 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("list events -n {ns}", True),
         ("patch workflowexecutions.kubernaut.io --subresource=status -n {ns}", True),
         ("watch remediationworkflows.kubernaut.io", True),
+        (f"update leases.coordination.k8s.io/aianalysis-executor-start -n {INSTALL_NAMESPACE}", True),
+        (f"update leases.coordination.k8s.io/aianalysis-operator -n {INSTALL_NAMESPACE}", False),
+        ("create leases.coordination.k8s.io -n {ns}", False),
     ],
 )
 def test_executor_service_account_is_least_privilege(
@@ -616,8 +626,16 @@ def test_chart_executor_objects_are_off_by_default_and_accepted_when_on(
     assert not selector.items() <= labels.items(), (
         "the operator's Deployment must not select the executor's Pods"
     )
-    [binding] = [d for d in executor if d["kind"] == "RoleBinding"]
+    [binding] = [
+        d for d in executor if d["kind"] == "RoleBinding" and "start-lock" not in d["metadata"]["name"]
+    ]
     assert binding["metadata"]["namespace"] == "team-a"
+    # serving team-a only, it still lists executions everywhere: the guards' caps are cluster-wide
+    [reads] = [
+        d for d in executor if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-cluster")
+    ]
+    listing_all = {"apiGroups": ["kubernaut.io"], "resources": ["workflowexecutions"], "verbs": ["list"]}
+    assert listing_all in reads["rules"]
     jobs_cluster.kubectl("create", "namespace", "team-a", check=False)
     listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": executor})
     jobs_cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=listing)

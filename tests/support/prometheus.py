@@ -106,10 +106,10 @@ RULES = {
 
 
 class Prometheus:
-    def __init__(self, workdir: Path, *, targets: list[str]) -> None:
+    def __init__(self, workdir: Path, *, targets: list[str], rules: dict[str, Any] | None = None) -> None:
         self.workdir = workdir
         self.port = free_port()
-        (workdir / "rules.yml").write_text(yaml.safe_dump(RULES))
+        (workdir / "rules.yml").write_text(yaml.safe_dump(rules or RULES))
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(workdir / "rules.yml")],
@@ -148,8 +148,9 @@ class Prometheus:
             time.sleep(0.2)
         raise AssertionError(f"prometheus not {what} after {timeout}s:\n{self.logs()}")
 
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5).json()
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
+        answer = httpx.get(f"{self.url}/api/v1/query", params=params, timeout=5).json()
         return list(answer["data"]["result"])
 
     def stop(self) -> None:
@@ -168,8 +169,10 @@ class Prometheus:
 
 
 @contextlib.contextmanager
-def running(workdir: Path, exporter: Exporter) -> Iterator[Prometheus]:
-    server = Prometheus(workdir, targets=[f"127.0.0.1:{exporter.port}"])
+def running(
+    workdir: Path, exporter: Exporter, *, rules: dict[str, Any] | None = None
+) -> Iterator[Prometheus]:
+    server = Prometheus(workdir, targets=[f"127.0.0.1:{exporter.port}"], rules=rules)
     try:
         yield server.start()
     finally:

@@ -15,6 +15,7 @@ from aianalysis import resources
 from aianalysis.analysis import pipeline, prompts, status
 from aianalysis.assessment import fingerprint, history, judge, podhealth, prometheus, timeline
 from aianalysis.controller import assessment_reconciler as assessor
+from aianalysis.kube import prometheus as kube_prometheus
 
 ENDED = datetime.datetime(2026, 11, 20, 10, 5, tzinfo=datetime.UTC)
 BEFORE_END, AFTER_END = "2026-11-20T10:00:00Z", "2026-11-20T10:07:00Z"
@@ -225,11 +226,24 @@ def test_prometheus_queries_quote_what_they_are_given() -> None:
 
 
 async def test_a_prometheus_that_does_not_answer_is_unavailable() -> None:
-    source = prometheus.HttpSource(url="http://127.0.0.1:9", timeout_seconds=2)
-    with pytest.raises(prometheus.Unavailable):
-        await source.value("up", at=ENDED)
-    with pytest.raises(prometheus.Unavailable):
-        await prometheus.HttpSource(url="file:///etc/passwd").value("up", at=ENDED)
+    client = kube_prometheus.PrometheusClient(
+        kube_prometheus.PrometheusConfig(url="http://127.0.0.1:9", timeout_seconds=2)
+    )
+    try:
+        with pytest.raises(prometheus.Unavailable, match="not reachable"):
+            await prometheus.ReaderSource(client).value("up", at=ENDED)
+    finally:
+        await client.aclose()
+
+
+def test_one_number_out_of_an_answer_and_no_series_is_no_data() -> None:
+    vector = {"resultType": "vector", "result": [{"value": [1, "2"]}, {"value": [1, "3.5"]}]}
+    assert prometheus.total(vector) == 5.5
+    assert prometheus.total({"resultType": "scalar", "result": [1, "0"]}) == 0.0
+    assert prometheus.total({"resultType": "vector", "result": []}) is None  # no data, not zero
+    for odd in ({"resultType": "matrix", "result": []}, {"resultType": "vector", "result": [{}]}, None):
+        with pytest.raises(prometheus.Unavailable):
+            prometheus.total(odd)
 
 
 def decision(workflow: str | None, review: str | None = None) -> status.Decision:
@@ -306,7 +320,7 @@ async def test_before_after_metrics_compare_the_standard_queries() -> None:
     assert made is not None and made.score == 0.0 and "notReady: no data" in made.detail
 
 
-async def test_the_http_source_reads_a_prometheus_reply() -> None:
+async def test_the_source_reads_through_the_products_prometheus_client() -> None:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             empty = "absent" in self.path
@@ -325,9 +339,12 @@ async def test_the_http_source_reads_a_prometheus_reply() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        source = prometheus.HttpSource(url=f"http://127.0.0.1:{server.server_address[1]}")
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        client = kube_prometheus.PrometheusClient(kube_prometheus.PrometheusConfig(url=url))
+        source = prometheus.ReaderSource(client)
         assert await source.value("sum(up)", at=ENDED) == 5.5
         assert await source.value("absent_metric", at=ENDED) is None  # no series: no data, not zero
+        await client.aclose()
     finally:
         server.shutdown()
         server.server_close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-from pathlib import Path
 
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, resources
@@ -17,6 +16,7 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import answer as answer_mod
 from aianalysis.analysis import llm, prompts, scope, status, tools, validation
 from aianalysis.assessment import history as assessment_history
+from aianalysis.kube import prometheus as kube_prometheus
 
 
 async def analyze(
@@ -155,21 +155,9 @@ def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
 
 
 def metrics_reader(settings: settings_mod.Settings) -> tools.MetricsReader | None:
-    """The process' Prometheus client (one connection pool; close it at cleanup), or None when no
+    """The process' Prometheus client (shared by the tools and the assessment), or None when no
     Prometheus is configured (the Prometheus tools are then not offered)."""
-    if not settings.prometheus_url:
-        return None
-    return tools.PrometheusClient(
-        tools.PrometheusConfig(
-            url=settings.prometheus_url,
-            token=settings.prometheus_token,
-            token_file=Path(settings.prometheus_token_file) if settings.prometheus_token_file else None,
-            ca_file=Path(settings.prometheus_ca_file) if settings.prometheus_ca_file else None,
-            tenant=settings.prometheus_tenant,
-            timeout_seconds=settings.prometheus_timeout_seconds,
-            max_response_bytes=settings.prometheus_max_response_bytes,
-        )
-    )
+    return kube_prometheus.from_settings(settings)
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:

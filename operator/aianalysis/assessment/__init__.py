@@ -1,7 +1,8 @@
 """Did a remediation work? The effectiveness assessment of an execution, and its history.
 
 Pure modules (``fingerprint``, ``podhealth``, ``judge``, ``history``) take values and return values;
-``prometheus`` is the one that talks to a metrics backend, behind a small interface. The operator
+``prometheus`` turns Prometheus answers (through ``kube.prometheus``, the product's one client) into
+before/after values and an alert state. The operator
 (``controller.assessment_reconciler``) gathers the observations and writes the verdict; the executor
 takes the "before" fingerprint right before it creates a Job; the analysis reads the history.
 """

@@ -1,20 +1,22 @@
-"""Before/after metrics and alert state from Prometheus, behind a small interface.
+"""Before/after metrics and alert state from Prometheus: which queries, and one number out of an
+answer.
 
-:class:`Source` is all the assessment needs (one instant query at a time); :class:`HttpSource` is a
-minimal client of Prometheus' HTTP API (stdlib, bounded time, no retries: a down Prometheus makes
-the check "unknown", never a pass). Another Prometheus client can stand behind ``Source`` later.
+The assessment talks to Prometheus through the product's one client (``kube.prometheus``, the
+``reader.MetricsReader`` the investigation tools use too, configured by the same
+``AIANALYSIS_PROMETHEUS_*`` settings: token, token file, CA, tenant, timeout, size cap).
+:class:`Source` is all the verdict needs (one instant value at a time); :class:`ReaderSource` reads
+it through that client. No retries: a Prometheus that is down or refuses makes the check "unknown",
+never a pass; a query without series is "no data" (None), never zero.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
-import json
-import urllib.error
-import urllib.parse
-import urllib.request
-from typing import Protocol
+from typing import Any, Protocol
+
+from aianalysis import errors
+from aianalysis.kube import reader
 
 
 class Unavailable(Exception):
@@ -27,36 +29,32 @@ class Source(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class HttpSource:
-    url: str
-    timeout_seconds: float = 5.0
-    bearer_token: str | None = dataclasses.field(default=None, repr=False)
+@dataclasses.dataclass(frozen=True)
+class ReaderSource:
+    """:class:`Source` over the process' Prometheus client."""
+
+    client: reader.MetricsReader
 
     async def value(self, query: str, *, at: datetime.datetime) -> float | None:
-        return await asyncio.to_thread(self._value, query, at)
+        try:
+            data = await self.client.query(promql=query, time=at.timestamp())
+        except (reader.Unavailable, errors.ClusterError) as exc:
+            raise Unavailable(str(exc)[:200]) from exc
+        return total(data)
 
-    def _value(self, query: str, at: datetime.datetime) -> float | None:
-        params = urllib.parse.urlencode({"query": query, "time": f"{at.timestamp():.3f}"})
-        if not self.url.startswith(("http://", "https://")):
-            raise Unavailable(f"not an http(s) URL: {self.url[:100]}")
-        request = urllib.request.Request(f"{self.url.rstrip('/')}/api/v1/query?{params}")  # noqa: S310  # http(s) only, checked above
-        if self.bearer_token:
-            request.add_header("Authorization", f"Bearer {self.bearer_token}")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as reply:  # noqa: S310  # http(s) only, checked above
-                body = json.loads(reply.read(1_000_000))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise Unavailable(f"{type(exc).__name__}: {exc}"[:200]) from exc
-        if body.get("status") != "success":
-            raise Unavailable(f"query refused: {str(body.get('error'))[:200]}")
-        series = (body.get("data") or {}).get("result") or []
-        if not series:
-            return None
-        try:
-            return sum(float(s["value"][1]) for s in series)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise Unavailable("unreadable reply") from exc
+
+def total(data: Any) -> float | None:
+    """The sum of an instant query's answer (``data`` of ``/api/v1/query``); None: no series."""
+    kind = (data or {}).get("resultType") if isinstance(data, dict) else None
+    result = data.get("result") if isinstance(data, dict) else None
+    try:
+        if kind == "scalar" and isinstance(result, list):
+            return float(result[1])
+        if kind == "vector" and isinstance(result, list):
+            return sum(float(s["value"][1]) for s in result) if result else None
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise Unavailable("unreadable reply") from exc
+    raise Unavailable(f"unexpected reply (resultType {str(kind)[:40]})")
 
 
 def _selector(kind: str, name: str, namespace: str) -> str:

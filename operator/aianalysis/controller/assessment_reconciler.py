@@ -231,17 +231,19 @@ async def observe(
         pods = await targets.pods_of(
             runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
         )
-    source = prometheus.HttpSource(url=settings.prometheus_url) if settings.prometheus_url else None
-    alert, alert_detail = await _alert(runtime, body, source, ended=ended, now=now, target=target)
+    client = runtime.metrics_reader  # the process' one Prometheus client (the tools' too)
+    source = prometheus.ReaderSource(client) if client is not None else None
     before = current.before
+    started = timeline.parse_time(before.at) if before else None
+    alert, alert_detail = await _alert(
+        runtime, body, source, started=started, ended=ended, now=now, target=target
+    )
     return judge.Observed(
         target_found=found is not None,
         health=podhealth.assess(pods, since=ended) if pods is not None else None,
         alert=alert,
         alert_detail=alert_detail,
-        metrics=await _metrics(
-            source, target, before=timeline.parse_time(before.at) if before else None, now=now
-        ),
+        metrics=await _metrics(source, target, before=started, now=now),
         before=before.spec_hash if before else None,
         after=current.after_spec_hash,
         now=fingerprint.fingerprint(found) if found is not None else None,
@@ -255,11 +257,14 @@ async def _alert(
     body: dict[str, Any],
     source: prometheus.Source | None,
     *,
+    started: datetime.datetime | None,
     ended: datetime.datetime,
     now: datetime.datetime,
     target: resources.ResourceRef,
 ) -> tuple[judge.AlertState, str]:
-    """From the intake's notifications on the incident's analysis; else Prometheus' ALERTS."""
+    """From the intake's notifications on the incident's analysis; else Prometheus' ALERTS: resolved
+    only when it was firing right before the execution (the baseline's time; else a minute before
+    it ended) and is not now — no series either time is "no data", unknown."""
     analysis = await _incident_analysis(runtime, body)
     intake = ((analysis or {}).get("status") or {}).get("intake") or {}
     alert_name = (((analysis or {}).get("spec") or {}).get("signal") or {}).get("alertName")
@@ -279,7 +284,7 @@ async def _alert(
         firing = await source.value(query, at=now)
         if firing:
             return "firing", f"{alert_name} is firing (Prometheus ALERTS)"
-        was = await source.value(query, at=ended - datetime.timedelta(seconds=60))
+        was = await source.value(query, at=started or ended - datetime.timedelta(seconds=60))
     except prometheus.Unavailable as exc:
         return "unknown", f"Prometheus did not answer: {exc}"
     if was:

@@ -2,20 +2,26 @@
 switch, and the baseline of the effectiveness assessment (the target's fingerprint *before* the run,
 written to ``status.assessment.before`` — which also marks the execution as started for the guards).
 
-One call (:func:`before_job`) from the runner; the decisions are ``guards``' (pure).
+One call (:func:`before_job`) from the runner; the decisions are ``guards``' (pure), made under
+``startlock`` (a Lease) so that several executor replicas cannot overshoot the cluster-wide caps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import uuid
 from typing import Any
 
 from aianalysis import errors, resources
 from aianalysis import settings as settings_mod
 from aianalysis.assessment import fingerprint, timeline
-from aianalysis.executor import guards
+from aianalysis.executor import guards, startlock
 from aianalysis.kube import objects, reader, targets
+
+PROCESS = uuid.uuid4().hex[:8]
+"""Makes this process' name in the start lock unique even where two share a pod or host name."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +71,33 @@ async def before_job(
     now: datetime.datetime,
 ) -> Step:
     """Guards first (a dry run is still held to them: it shows what would have run), then either the
-    dry run or the baseline."""
+    dry run or the baseline — under the start lock, so that no other executor replica counts the
+    executions between this one's count and its baseline write."""
+    async with start_lock(api, settings):  # across replicas: count and mark started as one step
+        return await _decide(api, body, spec, settings=settings, now=now)
+
+
+def start_lock(api: Any, settings: settings_mod.Settings) -> contextlib.AbstractAsyncContextManager[None]:
+    """The Lease executor replicas share when ``executor_start_lock_namespace`` is set (the chart
+    sets it), else nothing more than the runner's lock within this process."""
+    if not settings.executor_start_lock_namespace:
+        return startlock.nothing()
+    lock = startlock.StartLock(
+        api=api,
+        namespace=settings.executor_start_lock_namespace,
+        identity=f"{settings.leader_identity or 'aianalysis-executor'}-{PROCESS}",
+    )
+    return lock.held()
+
+
+async def _decide(
+    api: Any,
+    body: dict[str, Any],
+    spec: resources.WorkflowExecutionSpec,
+    *,
+    settings: settings_mod.Settings,
+    now: datetime.datetime,
+) -> Step:
     namespace = body["metadata"]["namespace"]
     target = spec.target_resource
     kind, name = (target.kind, target.name) if target else ("", "")

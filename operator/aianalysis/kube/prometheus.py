@@ -1,4 +1,6 @@
-"""``PrometheusClient``: the ``tools.MetricsReader`` over Prometheus' HTTP API (``/api/v1``).
+"""``PrometheusClient``: the one way the product talks to Prometheus — the ``reader.MetricsReader``
+over Prometheus' HTTP API (``/api/v1``), used by the investigation tools and by the effectiveness
+assessment alike, configured by the ``AIANALYSIS_PROMETHEUS_*`` settings (:func:`from_settings`).
 
 Works with Prometheus and with what speaks its API (Thanos Query, Cortex, Mimir: set a tenant for
 the ``X-Scope-OrgID`` header). One ``httpx2.AsyncClient`` per process, opened by the operator at
@@ -20,6 +22,7 @@ from typing import Any
 import httpx2
 
 from aianalysis import errors
+from aianalysis import settings as settings_mod
 from aianalysis.kube import reader as _reader
 
 MAX_RESPONSE_BYTES = 4_000_000
@@ -36,6 +39,25 @@ class PrometheusConfig:
     tenant: str | None = None
     timeout_seconds: float = 10.0
     max_response_bytes: int = MAX_RESPONSE_BYTES
+
+
+def from_settings(settings: settings_mod.Settings) -> PrometheusClient | None:
+    """The process' client (one connection pool; close it at cleanup), or None when no Prometheus is
+    configured (``AIANALYSIS_PROMETHEUS_URL`` unset)."""
+    s = settings
+    if not s.prometheus_url:
+        return None
+    return PrometheusClient(
+        PrometheusConfig(
+            url=s.prometheus_url,
+            token=s.prometheus_token,
+            token_file=Path(s.prometheus_token_file) if s.prometheus_token_file else None,
+            ca_file=Path(s.prometheus_ca_file) if s.prometheus_ca_file else None,
+            tenant=s.prometheus_tenant,
+            timeout_seconds=s.prometheus_timeout_seconds,
+            max_response_bytes=s.prometheus_max_response_bytes,
+        )
+    )
 
 
 class PrometheusClient:
