@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 
-from aianalysis.analysis.tools import _columns, _policy, _promql, _redact, _rollout
+from aianalysis.analysis.tools import _columns, _output, _policy, _promql, _redact, _rollout
 
 NOW = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
 
@@ -209,3 +209,69 @@ def test_custom_resources_lose_secret_looking_values_but_keep_references() -> No
     assert spec["privateKeyPEM"] == _redact.REDACTED
     assert spec["secretName"] == "tls-cert"
     assert "s3cret" not in spec["url"]
+
+
+def test_objects_leave_out_opaque_ids_nulls_and_api_defaults_but_keep_every_chosen_value() -> None:
+    deployment = {
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "uid": "0b5c",
+            "resourceVersion": "42",
+            "ownerReferences": [{"kind": "X", "name": "o", "uid": "9f", "blockOwnerDeletion": True}],
+        },
+        "status": {"conditions": [{"type": "Available", "status": "True", "lastHeartbeatTime": None}]},
+        "spec": {
+            "replicas": 3,
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 120,
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+            },
+            "template": {
+                "spec": {
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {},
+                    "terminationGracePeriodSeconds": 5,
+                    "tolerations": [
+                        {
+                            "key": "node.kubernetes.io/not-ready",
+                            "operator": "Exists",
+                            "effect": "NoExecute",
+                            "tolerationSeconds": 300,
+                        },
+                        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    ],
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "web:2",
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
+                            "imagePullPolicy": "IfNotPresent",
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    out = _output.compact(deployment)
+
+    assert out["metadata"] == {"name": "web", "ownerReferences": [{"kind": "X", "name": "o"}]}
+    assert out["status"]["conditions"] == [{"type": "Available", "status": "True"}]
+    assert out["spec"]["progressDeadlineSeconds"] == 120 and out["spec"]["replicas"] == 3
+    assert "revisionHistoryLimit" not in out["spec"] and "strategy" not in out["spec"]
+    pod = out["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 5
+    assert "dnsPolicy" not in pod and "securityContext" not in pod
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["containers"] == [
+        {
+            "name": "app",
+            "image": "web:2",
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+            "imagePullPolicy": "IfNotPresent",
+        }
+    ]
+    assert deployment["metadata"]["uid"] == "0b5c"  # the input is not modified
