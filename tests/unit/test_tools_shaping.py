@@ -275,3 +275,15 @@ def test_objects_leave_out_opaque_ids_nulls_and_api_defaults_but_keep_every_chos
         }
     ]
     assert deployment["metadata"]["uid"] == "0b5c"  # the input is not modified
+
+
+def test_labels_every_series_shares_are_shown_once() -> None:
+    result = [
+        {"metric": {"__name__": "up", "job": "shop", "instance": "a:9", "pod": pod}, "value": [0, value]}
+        for pod, value in (("p1", "1"), ("p2", "0"))
+    ]
+    shared = _promql.shared_labels(result)
+    assert shared == {"job": "shop", "instance": "a:9"}
+    rows = _promql.summarise_vector(result, omit=shared)
+    assert sorted(line for _, line in rows) == ['up{pod="p1"} 1', 'up{pod="p2"} 0']
+    assert _promql.shared_labels(result[:1]) == {}
