@@ -287,3 +287,17 @@ def test_labels_every_series_shares_are_shown_once() -> None:
     rows = _promql.summarise_vector(result, omit=shared)
     assert sorted(line for _, line in rows) == ['up{pod="p1"} 1', 'up{pod="p2"} 0']
     assert _promql.shared_labels(result[:1]) == {}
+
+
+def test_a_series_with_one_value_throughout_is_one_number() -> None:
+    result = [
+        {"metric": {"pod": "a"}, "values": [[0, "6"], [15, "6"], [30, "6"]]},
+        {"metric": {"pod": "b"}, "values": [[0, "2"]]},
+        {"metric": {"pod": "c"}, "values": [[0, "1"], [15, "3"]]},
+    ]
+    lines = sorted(line for _, line in _promql.summarise_matrix(result))
+    assert lines == [
+        '{pod="a"}: 6, flat (3 points)',
+        '{pod="b"}: 2 (1 point)',
+        '{pod="c"}: first 1, min 1, max 3, last 3, rising steadily (2 points)',
+    ]

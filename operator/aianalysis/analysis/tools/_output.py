@@ -59,6 +59,7 @@ def status_first(obj: dict[str, Any]) -> dict[str, Any]:
 # later turn and tell an SRE nothing (a non-default value is kept, so it stands out).
 _POD_SPEC_DEFAULTS: dict[str, Any] = {
     "dnsPolicy": "ClusterFirst",
+    "restartPolicy": "Always",
     "schedulerName": "default-scheduler",
     "securityContext": {},
     "terminationGracePeriodSeconds": 30,

@@ -136,18 +136,23 @@ def trend(values: Sequence[float]) -> str:
 
 
 def summarise_matrix(result: list[dict[str, Any]], *, omit: Collection[str] = ()) -> list[tuple[float, str]]:
-    """One line per series: labels, first, min, max, last, trend; keyed by the last value (for
-    ordering, highest first)."""
+    """One line per series: labels, first, min, max, last, trend (one value when they are all the
+    same); keyed by the last value (for ordering, highest first)."""
     rows = []
     for series in result:
         values = _floats(series.get("values") or ())
         if not values:
             continue
         name = labels(series.get("metric") or {}, omit=omit)
-        line = (
-            f"{name}: first {number(values[0])}, min {number(min(values))}, "
-            f"max {number(max(values))}, last {number(values[-1])}, {trend(values)} ({len(values)} points)"
-        )
+        if len(values) == 1:
+            line = f"{name}: {number(values[0])} (1 point)"
+        elif number(min(values)) == number(max(values)):
+            line = f"{name}: {number(values[0])}, flat ({len(values)} points)"
+        else:
+            line = (
+                f"{name}: first {number(values[0])}, min {number(min(values))}, max {number(max(values))}, "
+                f"last {number(values[-1])}, {trend(values)} ({len(values)} points)"
+            )
         rows.append((_key(values[-1]), line))
     return rows
 
