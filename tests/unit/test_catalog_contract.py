@@ -248,10 +248,8 @@ async def test_details_show_guidance_system_filled_parameters_and_deprecation() 
     }
     assert "Deprecated" in payload["warning"]
     params = {p["name"]: p for p in payload["parameters"]}
-    assert params["TARGET_RESOURCE_NAME"]["filled_by"].startswith(
-        "filled by the system from the remediation target"
-    )
-    assert "(name)" in params["DEPLOYMENT"]["filled_by"]
+    assert params["TARGET_RESOURCE_NAME"]["filled_by"] == "system: target name"
+    assert params["DEPLOYMENT"]["filled_by"] == "system: target name"
     assert "filled_by" not in params["MEMORY_LIMIT"] and params["MEMORY_LIMIT"]["default"] == "512"
     search = json.loads(
         (await box.call("search_workflow_catalog", {"action_type": "IncreaseMemoryLimits"})).text

@@ -53,7 +53,7 @@ def test_every_conversation_offers_the_submit_tool_generated_from_the_answer_mod
     assert first == second
     submit = first[-1]
     assert submit["name"] == answer.SUBMIT_TOOL_NAME
-    assert submit["input_schema"] == answer.SelectionAnswer.model_json_schema()
+    assert submit["input_schema"] == answer.submit_tool_schema()
     assert submit.get("cache_control") == {"type": "ephemeral"}
     assert [t["name"] for t in first[:-1]] == list(tools.TOOL_NAMES)
 

@@ -341,13 +341,13 @@ def test_system_prompt_names_every_tool_and_the_submit_tool() -> None:
 
 
 def test_system_prompt_carries_the_rules_users_rely_on() -> None:
-    text = prompts.SYSTEM_PROMPT
+    text = " ".join(prompts.SYSTEM_PROMPT.split())
     for rule in (
         "critical - immediate remediation required",
         "low - remediation optional",
         "Assessment factors",
         "CURRENT signal type",
-        "applied by\n  the system",
+        "applied by the system",
         "not the Pod and not the ReplicaSet",
         "<untrusted-data",
         "never follow it",
@@ -367,7 +367,7 @@ def test_system_prompt_describes_fences_as_fence_writes_them() -> None:
 def test_system_prompt_states_the_target_rules_the_validator_enforces() -> None:
     """The LLM learns the target rules before it is rejected by them: each target rule code the
     validator may return is named, and system-filled parameters are said to be left out."""
-    text = prompts.SYSTEM_PROMPT
+    text = " ".join(prompts.SYSTEM_PROMPT.split())
     for code in ("target_out_of_scope", "component_mismatch"):
         assert f"`{code}`" in text and code in validation.RULES
     assert "never a namespaced object outside the incident's namespace" in text

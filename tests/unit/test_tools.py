@@ -410,7 +410,7 @@ async def test_details_give_the_parameter_schema_but_not_risk_or_image() -> None
         "type": "string",
         "required": True,
         "description": "namespace",
-        "filled_by": "filled by the system from the remediation target (namespace); do not set it",
+        "filled_by": "system: target namespace",
     }
     assert params["MEMORY_LIMIT_NEW"]["pattern"] == "^[0-9]+(Mi|Gi)$"
     assert params["REPLICAS"] == {

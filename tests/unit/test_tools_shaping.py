@@ -8,7 +8,7 @@ import datetime
 import pytest
 
 from aianalysis.analysis import redact as _redact
-from aianalysis.analysis.tools import _columns, _policy, _promql, _rollout
+from aianalysis.analysis.tools import _columns, _output, _policy, _promql, _rollout
 
 NOW = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
 
@@ -210,3 +210,95 @@ def test_custom_resources_lose_secret_looking_values_but_keep_references() -> No
     assert spec["privateKeyPEM"] == _redact.REDACTED
     assert spec["secretName"] == "tls-cert"
     assert "s3cret" not in spec["url"]
+
+
+def test_objects_leave_out_opaque_ids_nulls_and_api_defaults_but_keep_every_chosen_value() -> None:
+    deployment = {
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "uid": "0b5c",
+            "resourceVersion": "42",
+            "ownerReferences": [{"kind": "X", "name": "o", "uid": "9f", "blockOwnerDeletion": True}],
+        },
+        "status": {"conditions": [{"type": "Available", "status": "True", "lastHeartbeatTime": None}]},
+        "spec": {
+            "replicas": 3,
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 120,
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+            },
+            "template": {
+                "spec": {
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {},
+                    "terminationGracePeriodSeconds": 5,
+                    "tolerations": [
+                        {
+                            "key": "node.kubernetes.io/not-ready",
+                            "operator": "Exists",
+                            "effect": "NoExecute",
+                            "tolerationSeconds": 300,
+                        },
+                        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    ],
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "web:2",
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
+                            "imagePullPolicy": "IfNotPresent",
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    out = _output.compact(deployment)
+
+    assert out["metadata"] == {"name": "web", "ownerReferences": [{"kind": "X", "name": "o"}]}
+    assert out["status"]["conditions"] == [{"type": "Available", "status": "True"}]
+    assert out["spec"]["progressDeadlineSeconds"] == 120 and out["spec"]["replicas"] == 3
+    assert "revisionHistoryLimit" not in out["spec"] and "strategy" not in out["spec"]
+    pod = out["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 5
+    assert "dnsPolicy" not in pod and "securityContext" not in pod
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["containers"] == [
+        {
+            "name": "app",
+            "image": "web:2",
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+            "imagePullPolicy": "IfNotPresent",
+        }
+    ]
+    assert deployment["metadata"]["uid"] == "0b5c"  # the input is not modified
+
+
+def test_labels_every_series_shares_are_shown_once() -> None:
+    result = [
+        {"metric": {"__name__": "up", "job": "shop", "instance": "a:9", "pod": pod}, "value": [0, value]}
+        for pod, value in (("p1", "1"), ("p2", "0"))
+    ]
+    shared = _promql.shared_labels(result)
+    assert shared == {"job": "shop", "instance": "a:9"}
+    rows = _promql.summarise_vector(result, omit=shared)
+    assert sorted(line for _, line in rows) == ['up{pod="p1"} 1', 'up{pod="p2"} 0']
+    assert _promql.shared_labels(result[:1]) == {}
+
+
+def test_a_series_with_one_value_throughout_is_one_number() -> None:
+    result = [
+        {"metric": {"pod": "a"}, "values": [[0, "6"], [15, "6"], [30, "6"]]},
+        {"metric": {"pod": "b"}, "values": [[0, "2"]]},
+        {"metric": {"pod": "c"}, "values": [[0, "1"], [15, "3"]]},
+    ]
+    lines = sorted(line for _, line in _promql.summarise_matrix(result))
+    assert lines == [
+        '{pod="a"}: 6, flat (3 points)',
+        '{pod="b"}: 2 (1 point)',
+        '{pod="c"}: first 1, min 1, max 3, last 3, rising steadily (2 points)',
+    ]

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aianalysis.analysis import schema
+
 SUBMIT_TOOL_NAME = "submit_selection"
 
 ParamValue = str | int | float | bool | list[str | int | float | bool]
@@ -32,21 +34,18 @@ Factor = Annotated[str, Field(max_length=1024)]
 
 class SelectedWorkflowAnswer(_Answer):
     workflow_id: str = Field(
-        max_length=MAX_ID,
-        description="A workflow_id returned by search_workflow_catalog in this conversation.",
+        max_length=MAX_ID, description="Returned by search_workflow_catalog in this conversation."
     )
     version: str | None = Field(None, max_length=MAX_ID, description="Exact version; omit for the latest.")
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
-        description="Your confidence (0-1) that this workflow resolves the root cause you found."
+        description="That it resolves the root cause you found."
     )
     rationale: str = Field(
         min_length=1, max_length=MAX_TEXT, description="Why this workflow fits the root cause."
     )
     parameters: dict[str, ParamValue] = Field(
         default_factory=dict,
-        description="Values for the workflow's parameters, exactly as named by get_workflow_details. "
-        "Parameters get_workflow_details marks filled_by_system are set from affected_resource; "
-        "leave them out.",
+        description="Named as in get_workflow_details; leave out those marked filled_by.",
     )
 
 
@@ -93,27 +92,21 @@ class SelectionAnswer(_Answer):
     """What the LLM submits. ``selected_workflow`` may be null only when no catalog workflow fits
     (then ``needs_human_review`` must be true)."""
 
-    analysis_summary: str = Field(
-        min_length=1, max_length=MAX_TEXT, description="Brief summary of your root cause analysis."
-    )
+    analysis_summary: str = Field(min_length=1, max_length=MAX_TEXT, description="Brief summary of your RCA.")
     root_cause_assessment: str = Field(
         min_length=1, max_length=MAX_TEXT, description="The root cause your investigation found."
     )
     rca_severity: Literal["critical", "high", "medium", "low"] = Field(
-        description="Your assessed severity (rubric in the system prompt); may differ from the signal's."
+        description="Per the rubric; may differ from the signal's."
     )
     signal_type: str | None = Field(
-        None,
-        max_length=MAX_ID,
-        description="The signal type your RCA found, if it differs from the input signal.",
+        None, max_length=MAX_ID, description="If your RCA found another than the input's."
     )
     contributing_factors: list[Factor] = Field(default_factory=list, max_length=MAX_ITEMS)
     affected_resource: AffectedResourceAnswer | None = Field(
         None,
-        description="The remediation target: the object the workflow must act on (e.g. the Deployment "
-        "that owns the crashing Pod, not the symptom). Omit for the incident's resource. It must be the "
-        "incident's resource, an object in its owner chain, the Node its Pods run on, a PVC they mount, "
-        "or an object your investigation tools returned; never outside the incident's namespace.",
+        description="The remediation target, the object that must change (rules in the system prompt); "
+        "omit for the incident's resource.",
     )
     selected_workflow: SelectedWorkflowAnswer | None
     alternative_workflows: list[AlternativeAnswer] = Field(default_factory=list, max_length=MAX_ALTERNATIVES)
@@ -121,13 +114,13 @@ class SelectionAnswer(_Answer):
     needs_human_review: bool = False
     human_review_reason: Literal["no_eligible_workflow", "inconclusive"] | None = None
     recovery_analysis: RecoveryAnalysisAnswer | None = Field(
-        None, description="Required on recovery analyses: your assessment of the failed attempt(s)."
+        None, description="Recovery only: your assessment of the failed attempt(s)."
     )
     recovery_strategy: RecoveryStrategyAnswer | None = Field(
-        None, description="Required on recovery analyses: how this attempt differs from what failed."
+        None, description="Recovery only: how this attempt differs from what failed."
     )
 
 
 def submit_tool_schema() -> dict[str, Any]:
-    """JSON schema of the submit tool's input, generated from :class:`SelectionAnswer`."""
-    return SelectionAnswer.model_json_schema()
+    """JSON schema of the submit tool's input, generated from :class:`SelectionAnswer` (lean)."""
+    return schema.lean(SelectionAnswer.model_json_schema())

@@ -32,10 +32,8 @@ PROVIDER_NAME = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 SUBMIT_TOOL_DESCRIPTION = (
-    "Submit your final answer: the root cause you found and the ONE catalog workflow that remediates "
-    "it, with its parameters exactly as get_workflow_details names them (or selected_workflow=null "
-    "with needs_human_review=true when no catalog workflow fits). Call it once, after investigating "
-    "and searching the catalog; the answer is validated and any errors are sent back to you."
+    "Your final answer: the root cause and the ONE catalog workflow that remediates it (or "
+    "selected_workflow=null with needs_human_review=true). It is validated; errors come back to you."
 )
 
 _EPHEMERAL: atypes.CacheControlEphemeralParam = {"type": "ephemeral"}

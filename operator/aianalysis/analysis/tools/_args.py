@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from aianalysis.analysis import schema
 from aianalysis.catalog import model as catalog_model
 
 MAX_TOP_K = 20
@@ -16,10 +17,10 @@ MAX_TAIL_LINES = 200
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
-ObjectName = Annotated[str, Field(pattern=_DNS_SUBDOMAIN, max_length=253, description="Object name.")]
+ObjectName = Annotated[str, Field(pattern=_DNS_SUBDOMAIN, max_length=253)]
 Namespace = Annotated[
     str,
-    Field(pattern=_DNS_LABEL, max_length=63, description="Namespace; defaults to the incident's namespace."),
+    Field(pattern=_DNS_LABEL, max_length=63, description="Default: the incident's."),
 ]
 KindName = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -35,47 +36,43 @@ class Args(BaseModel):
 class SearchArgs(Args):
     query: Annotated[str, AfterValidator(lambda text: text[:MAX_QUERY_CHARS])] = Field(
         "",
-        description="Natural-language description of the root cause you found and the remediation you "
-        "want, e.g. 'memory limit too low for the workload, raise the limit of the deployment' "
-        f"(only the first {MAX_QUERY_CHARS} characters are used).",
+        description="The root cause you found and the remediation you want, e.g. 'memory limit too low, "
+        "raise the deployment's limit'.",
     )
     signal_type: str | None = Field(
         None,
         max_length=128,
-        description="The CURRENT signal type established by your RCA (e.g. OOMKilled, CrashLoopBackOff); "
-        "it may differ from the alert's.",
+        description="The signal type your RCA established (may differ from the alert's).",
     )
     action_type: str | None = Field(
         None,
         max_length=128,
-        description="Only workflows of this action type (from list_action_types), e.g. IncreaseMemoryLimits.",
+        description="One of list_action_types'.",
     )
     severity: Literal["critical", "high", "medium", "low"] | None = Field(
-        None, description="Your assessed RCA severity."
+        None, description="Your RCA severity."
     )
     component: str | None = Field(
         None,
         max_length=63,
-        description="Lower-case kind of the object that must change: deployment, statefulset, node, pod...",
+        description="Lower-case kind that must change: deployment, node...",
     )
     environment: str | None = Field(
         None,
         max_length=63,
-        description="Optional, narrowing only. The incident's environment is always applied.",
+        description="Optional, narrowing only.",
     )
-    priority: str | None = Field(
-        None, max_length=8, description="Optional, narrowing only. The incident's priority is always applied."
-    )
+    priority: str | None = Field(None, max_length=8, description="Optional, narrowing only.")
     business_category: str | None = Field(
         None,
         max_length=63,
-        description="Optional, narrowing only. The incident's business category is always applied.",
+        description="Optional, narrowing only.",
     )
     risk_tolerance: Literal["low", "medium", "high"] | None = Field(
         None,
-        description="Optional, narrowing only: can lower, never raise, the incident's risk tolerance.",
+        description="Optional, narrowing only.",
     )
-    top_k: int = Field(catalog_model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="Maximum results.")
+    top_k: int = Field(catalog_model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
 
 
 class ActionTypesArgs(Args):
@@ -83,16 +80,12 @@ class ActionTypesArgs(Args):
 
 
 class DetailsArgs(Args):
-    workflow_id: str = Field(min_length=1, max_length=128, description="A workflow_id from search results.")
-    version: str | None = Field(
-        None, max_length=64, description="Exact version; omit (or 'latest') for the highest version."
-    )
+    workflow_id: str = Field(min_length=1, max_length=128, description="From search results.")
+    version: str | None = Field(None, max_length=64, description="Omit for the latest.")
 
 
 class ResourceArgs(Args):
-    kind: KindName = Field(
-        description="Object kind, e.g. Pod, Deployment, Node (one of the supported kinds)."
-    )
+    kind: KindName = Field(description="e.g. Pod, Deployment, Node")
     name: ObjectName
     namespace: Namespace | None = None
 
@@ -102,51 +95,27 @@ class EventsArgs(ResourceArgs):
 
 
 class LogsArgs(Args):
-    name: ObjectName = Field(description="Pod name.")
+    name: ObjectName = Field(description="Pod name")
     namespace: Namespace | None = None
     container: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)] | None = Field(
-        None, description="Container name; required when the Pod has several containers."
+        None, description="Required if the Pod has several."
     )
     previous: bool = Field(
         False,
-        description="Logs of the previous, terminated run of the container (after a crash or OOM kill).",
+        description="The previous run's (after a crash or OOM kill).",
     )
-    tail_lines: int = Field(100, ge=1, le=MAX_TAIL_LINES, description="How many of the last lines to return.")
+    tail_lines: int = Field(100, ge=1, le=MAX_TAIL_LINES, description="Last lines.")
 
 
 class OwnerArgs(Args):
-    kind: KindName = Field(description="Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob.")
+    kind: KindName = Field(description="Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob")
     name: ObjectName
     namespace: Namespace | None = None
 
 
 def input_schema(model: type[Args]) -> dict[str, Any]:
-    """The model's JSON schema, trimmed for the LLM: no titles, ``X | None`` shown as ``X``."""
-    schema = _clean(model.model_json_schema())
-    assert isinstance(schema, dict)
-    schema["additionalProperties"] = False
-    return schema
-
-
-def _clean(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_clean(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    node = dict(node)
-    node.pop("title", None)
-    options = node.get("anyOf")
-    if isinstance(options, list):
-        rest = [option for option in options if option != {"type": "null"}]
-        if len(rest) == 1 and len(rest) < len(options):
-            node.pop("anyOf")
-            node = {**rest[0], **node}
-            if node.get("default", ...) is None:
-                node.pop("default")
-    if isinstance(node.get("properties"), dict):
-        node["properties"] = {name: _clean(value) for name, value in node["properties"].items()}
-        return node
-    return {key: _clean(value) for key, value in node.items()}
+    """The model's JSON schema as the LLM reads it (:func:`schema.lean`)."""
+    return schema.lean(model.model_json_schema())
 
 
 MAX_LIST_ROWS = 100

@@ -59,13 +59,13 @@ class CatalogTools:
         if unclassified:
             payload["workflows_without_action_type"] = unclassified
         payload["next"] = (
-            "search_workflow_catalog with action_type set to the one that fits your RCA (and a query), "
-            "then get_workflow_details of the workflow you choose"
+            "search_workflow_catalog with the action_type your RCA calls for and a query, then "
+            "get_workflow_details"
             if rows
             else "no workflow is eligible for this incident; submit with human_review_reason "
             '"no_eligible_workflow"'
         )
-        return _output.cap(json.dumps(payload, ensure_ascii=False), max_chars=self._max_chars)
+        return _output.cap(_json(payload), max_chars=self._max_chars)
 
     def search(self, args: _args.SearchArgs) -> str:
         query = catalog.SearchQuery(
@@ -119,7 +119,7 @@ class CatalogTools:
         warning = policy.deprecation(spec)
         if warning:
             payload["warning"] = warning
-        return _output.cap(json.dumps(payload, ensure_ascii=False), max_chars=self._max_chars)
+        return _output.cap(_json(payload), max_chars=self._max_chars)
 
     def _fit(self, hits: list[dict[str, Any]], *, note: str | None) -> tuple[str, list[dict[str, Any]]]:
         """The JSON answer with as many hits as fit in ``max_chars`` (never a cut JSON document)."""
@@ -133,7 +133,7 @@ class CatalogTools:
                 )
             elif note:
                 payload["note"] = note
-            text = json.dumps(payload, ensure_ascii=False)
+            text = _json(payload)
             if len(text) <= self._max_chars or not shown:
                 return text, shown
             shown.pop()
@@ -202,7 +202,7 @@ def _parameter(parameter: resources.WorkflowParameter) -> dict[str, Any]:
     out: dict[str, Any] = {"name": parameter.name, "type": parameter.type, "required": parameter.required}
     source = catalog.target_field(parameter)
     if source is not None:
-        out["filled_by"] = f"filled by the system from the remediation target ({source}); do not set it"
+        out["filled_by"] = f"system: target {source}"
     for field in ("description", "enum", "pattern", "default", "depends_on"):
         value = getattr(parameter, field)
         if value is not None:
@@ -212,3 +212,8 @@ def _parameter(parameter: resources.WorkflowParameter) -> dict[str, Any]:
         if value is not None:
             out[field] = int(value) if float(value).is_integer() else value
     return out
+
+
+def _json(payload: dict[str, Any]) -> str:
+    """Compact JSON (no spaces after separators): re-read on every later turn."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))

@@ -82,9 +82,9 @@ class ClusterTools:
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
         if namespace is not None and namespace == self._home:
             self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
-        body = _output.to_yaml(_output.status_first(obj))
+        body = _output.to_yaml(_output.status_first(_output.compact(obj)))
         header = (
-            f"{kind.kind} {_where(args.name, namespace)} (status before spec; managedFields stripped; "
+            f"{kind.kind} {_where(args.name, namespace)} (status first; {_output.COMPACT_NOTE}; "
             f"secret-looking values {_redact.REDACTED}):"
         )
         return _output.fenced(header, body, label=f"{kind.kind}/{args.name}", max_chars=self._max_chars)

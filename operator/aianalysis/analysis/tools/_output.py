@@ -55,6 +55,95 @@ def status_first(obj: dict[str, Any]) -> dict[str, Any]:
     return ordered
 
 
+# Values the API server fills in when a manifest leaves them out: shown, they cost tokens on every
+# later turn and tell an SRE nothing (a non-default value is kept, so it stands out).
+_POD_SPEC_DEFAULTS: dict[str, Any] = {
+    "dnsPolicy": "ClusterFirst",
+    "restartPolicy": "Always",
+    "schedulerName": "default-scheduler",
+    "securityContext": {},
+    "terminationGracePeriodSeconds": 30,
+    "enableServiceLinks": True,
+    "preemptionPolicy": "PreemptLowerPriority",
+    "priority": 0,
+}
+_CONTAINER_DEFAULTS: dict[str, Any] = {
+    "terminationMessagePath": "/dev/termination-log",
+    "terminationMessagePolicy": "File",
+}
+_WORKLOAD_DEFAULTS: dict[str, Any] = {
+    "revisionHistoryLimit": 10,
+    "progressDeadlineSeconds": 600,
+    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+}
+_DEFAULT_TOLERATIONS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+_OPAQUE_METADATA = ("uid", "resourceVersion")
+COMPACT_NOTE = "managedFields, uid, resourceVersion, nulls and API defaults left out"
+
+
+def compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a Kubernetes object without what an RCA never reads: opaque ids (``uid``,
+    ``resourceVersion``, owners' ``uid``), null or empty-string fields, and the API server's
+    defaults in workload and Pod specs (``COMPACT_NOTE`` says so in the output)."""
+    out = _drop_empty(obj)
+    assert isinstance(out, dict)
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict):
+        for key in _OPAQUE_METADATA:
+            metadata.pop(key, None)
+        for owner in metadata.get("ownerReferences") or ():
+            if isinstance(owner, dict):
+                owner.pop("uid", None)
+                owner.pop("blockOwnerDeletion", None)
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        _drop_defaults(spec, _WORKLOAD_DEFAULTS)
+        template = spec.get("template")
+        pod_spec = template.get("spec") if isinstance(template, dict) else spec
+        if isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list):
+            _pod_spec(pod_spec)
+    return out
+
+
+def _pod_spec(spec: dict[str, Any]) -> None:
+    _drop_defaults(spec, _POD_SPEC_DEFAULTS)
+    for name in ("containers", "initContainers"):
+        for container in spec.get(name) or ():
+            if isinstance(container, dict):
+                _drop_defaults(container, _CONTAINER_DEFAULTS)
+    tolerations = spec.get("tolerations")
+    if isinstance(tolerations, list):
+        kept = [t for t in tolerations if not _default_toleration(t)]
+        if kept:
+            spec["tolerations"] = kept
+        else:
+            spec.pop("tolerations")
+
+
+def _default_toleration(toleration: Any) -> bool:
+    """The not-ready/unreachable NoExecute tolerations (300 s) admission adds to every Pod."""
+    return (
+        isinstance(toleration, dict)
+        and toleration.get("key") in _DEFAULT_TOLERATIONS
+        and toleration.get("effect") == "NoExecute"
+        and toleration.get("tolerationSeconds") == 300
+    )
+
+
+def _drop_defaults(node: dict[str, Any], defaults: dict[str, Any]) -> None:
+    for key, value in defaults.items():
+        if key in node and node[key] == value and type(node[key]) is type(value):
+            node.pop(key)
+
+
+def _drop_empty(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_empty(v) for k, v in node.items() if v is not None and v != ""}
+    if isinstance(node, list):
+        return [_drop_empty(item) for item in node]
+    return node
+
+
 # ---- per-call accounting ----------------------------------------------------------------------
 # The tool box sets these for each call (each call runs in its own task, or awaits to the end
 # before the next starts), so a handler needs no extra parameter to respect the remaining budget

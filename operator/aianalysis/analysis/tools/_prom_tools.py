@@ -49,21 +49,24 @@ class PrometheusTools:
             return self._fenced(
                 f"{args.query} at {when} ({kind}):", str(result[1] if result else ""), "query"
             )
+        shared = _promql.shared_labels(result or [])
         rows = (
-            _promql.summarise_matrix(result or [])
+            _promql.summarise_matrix(result or [], omit=shared)
             if kind == "matrix"
-            else _promql.summarise_vector(result or [])
+            else _promql.summarise_vector(result or [], omit=shared)
         )
-        return self._series(rows, head=f"{args.query} at {when}", label="query")
+        return self._series(rows, head=f"{args.query} at {when}", label="query", shared=shared)
 
     async def query_range(self, args: _args.PromRangeArgs) -> str:
         window = _promql.window(duration=args.range, step=args.step, end=self._clock())
         data = await self._source.query_range(
             promql=args.query, start=window.start, end=window.end, step=window.step
         )
-        rows = _promql.summarise_matrix((data or {}).get("result") or [])
+        result = (data or {}).get("result") or []
+        shared = _promql.shared_labels(result)
+        rows = _promql.summarise_matrix(result, omit=shared)
         head = f"{args.query} over the last {args.range.strip()} (step {window.step}s, summary per series)"
-        return self._series(rows, head=head, label="query_range")
+        return self._series(rows, head=head, label="query_range", shared=shared)
 
     async def metrics(self, args: _args.PromMetricsArgs) -> str:
         end = self._clock()
@@ -124,7 +127,9 @@ class PrometheusTools:
 
     # ---- plumbing -----------------------------------------------------------------------------
 
-    def _series(self, rows: list[tuple[float, str]], *, head: str, label: str) -> str:
+    def _series(
+        self, rows: list[tuple[float, str]], *, head: str, label: str, shared: dict[str, Any] | None = None
+    ) -> str:
         if not rows:
             return f"{head}: no data (the series do not exist in that window, or the query matches nothing)."
         lines, cut = _promql.top(rows, self._max_series)
@@ -135,6 +140,9 @@ class PrometheusTools:
                 f", the {len(lines)} highest (by last value) shown, {cut} left out: narrow with label "
                 "matchers or aggregate, e.g. sum by (pod) (...) or topk(5, ...)"
             )
+        if shared:
+            # Label values are Prometheus' text: inside the fence, never in the header.
+            lines = [f"every series has {_promql.labels(shared)}", *lines]
         return self._fenced(head + ":", "\n".join(lines), label)
 
     def _names(self, found: list[str], *, head: str, label: str) -> str:

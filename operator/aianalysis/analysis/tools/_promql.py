@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -72,11 +72,28 @@ def window(*, duration: str, step: str | None, end: float) -> Window:
     return Window(start=end - length, end=end, step=chosen)
 
 
-def labels(metric: dict[str, Any]) -> str:
-    """``name{a="1",b="2"}`` (the metric name first, then the labels sorted)."""
+def labels(metric: dict[str, Any], *, omit: Collection[str] = ()) -> str:
+    """``name{a="1",b="2"}`` (the metric name first, then the labels sorted), without ``omit``."""
     name = str(metric.get("__name__", ""))
-    rest = ",".join(f'{key}="{value}"' for key, value in sorted(metric.items()) if key != "__name__")
+    rest = ",".join(
+        f'{key}="{value}"' for key, value in sorted(metric.items()) if key != "__name__" and key not in omit
+    )
     return f"{name}{{{rest}}}" if rest or not name else name
+
+
+def shared_labels(result: list[dict[str, Any]]) -> dict[str, Any]:
+    """The labels (not the metric name) every series of a result has with the same value, when
+    there are several series: shown once instead of on every line (``job``, ``instance``,
+    ``namespace``... of a non-aggregated query)."""
+    metrics = [series.get("metric") or {} for series in result]
+    if len(metrics) < 2:
+        return {}
+    first, *others = metrics
+    return {
+        key: value
+        for key, value in first.items()
+        if key != "__name__" and all(key in other and other[key] == value for other in others)
+    }
 
 
 def number(value: float) -> str:
@@ -118,28 +135,36 @@ def trend(values: Sequence[float]) -> str:
     return f"spiky (peak at point {peak + 1} of {len(finite)}, then back)"
 
 
-def summarise_matrix(result: list[dict[str, Any]]) -> list[tuple[float, str]]:
-    """One line per series: labels, first, min, max, last, trend; keyed by the last value (for
-    ordering, highest first)."""
+def summarise_matrix(result: list[dict[str, Any]], *, omit: Collection[str] = ()) -> list[tuple[float, str]]:
+    """One line per series: labels, first, min, max, last, trend (one value when they are all the
+    same); keyed by the last value (for ordering, highest first)."""
     rows = []
     for series in result:
         values = _floats(series.get("values") or ())
         if not values:
             continue
-        line = (
-            f"{labels(series.get('metric') or {})}: first {number(values[0])}, min {number(min(values))}, "
-            f"max {number(max(values))}, last {number(values[-1])}, {trend(values)} ({len(values)} points)"
-        )
+        name = labels(series.get("metric") or {}, omit=omit)
+        if len(values) == 1:
+            line = f"{name}: {number(values[0])} (1 point)"
+        elif number(min(values)) == number(max(values)):
+            line = f"{name}: {number(values[0])}, flat ({len(values)} points)"
+        else:
+            line = (
+                f"{name}: first {number(values[0])}, min {number(min(values))}, max {number(max(values))}, "
+                f"last {number(values[-1])}, {trend(values)} ({len(values)} points)"
+            )
         rows.append((_key(values[-1]), line))
     return rows
 
 
-def summarise_vector(result: list[dict[str, Any]]) -> list[tuple[float, str]]:
+def summarise_vector(result: list[dict[str, Any]], *, omit: Collection[str] = ()) -> list[tuple[float, str]]:
     rows = []
     for sample in result:
         values = _floats([sample.get("value") or ()])
         if values:
-            rows.append((_key(values[0]), f"{labels(sample.get('metric') or {})} {number(values[0])}"))
+            rows.append(
+                (_key(values[0]), f"{labels(sample.get('metric') or {}, omit=omit)} {number(values[0])}")
+            )
     return rows
 
 

@@ -42,10 +42,8 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="list_action_types",
         description=(
-            "The action types of the workflows eligible for this incident, each with a one-line meaning "
-            'and how many workflows have it: {"action_types": [{"action_type", "meaning", "workflows"}]}. '
-            "Start discovery here: pick the action type your RCA calls for, then search_workflow_catalog "
-            "with action_type, then get_workflow_details."
+            "Action types of the workflows eligible for this incident (meaning, workflow count). Catalog "
+            "discovery starts here."
         ),
         args=_args.ActionTypesArgs,
         needs="catalog",
@@ -53,12 +51,8 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="search_workflow_catalog",
         description=(
-            "Search the remediation workflow catalog, after your RCA. Returns JSON "
-            '{"workflows": [{"workflow_id", "version", "description", "confidence"}], "total_results"}, '
-            "best first; confidence (0-1) is how well a workflow matches the query. Only workflows "
-            "eligible for this incident's business context are ever returned: the system applies it, "
-            "and the optional business arguments can only narrow it. Use the CURRENT signal type your "
-            "investigation established; action_type (from list_action_types) narrows to one action type."
+            "Search the workflow catalog after your RCA: workflow_id, version, description, confidence "
+            "(0-1 match to the query), best first, only workflows eligible for this incident."
         ),
         args=_args.SearchArgs,
         needs="catalog",
@@ -66,50 +60,35 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="get_workflow_details",
         description=(
-            "The definition of one workflow returned by search_workflow_catalog: title, description, "
-            "action type, signal types, guidance (when_to_use, when_not_to_use, preconditions: respect "
-            "them), estimated duration and the parameter schema (name, type, required, description, "
-            "enum, pattern, minimum, maximum, default, depends_on; filled_by marks parameters the system "
-            "fills from the remediation target - leave those out). Read it before filling parameters, "
-            "and select the exact version it returns."
+            "One searched workflow's definition: guidance (when_to_use, when_not_to_use, "
+            "preconditions), acts_on and the parameter schema. Read it before selecting."
         ),
         args=_args.DetailsArgs,
         needs="catalog",
     ),
     _S(
         name="get_resource",
-        description=(
-            "Read one Kubernetes object (read-only) as YAML, status before spec, managedFields stripped, "
-            f"secret-looking values redacted. Kinds: {_KINDS_TEXT}, and custom kinds from "
-            "list_custom_kinds. Secrets are never read."
-        ),
+        description=(f"One object as YAML, status first. Kinds: {_KINDS_TEXT}, and list_custom_kinds'."),
         args=_args.ResourceArgs,
         needs="cluster",
     ),
     _S(
         name="list_events",
-        description=(
-            "The Kubernetes Events about one object (its involvedObject), oldest first: time, type, "
-            "reason, count, source and message. Events expire (by default after one hour)."
-        ),
+        description=("Events about one object, oldest first (they expire, by default after 1h)."),
         args=_args.EventsArgs,
         needs="cluster",
     ),
     _S(
         name="get_pod_logs",
-        description=(
-            f"The last lines (at most {_args.MAX_TAIL_LINES}) of one container's log. Use previous=true "
-            "for the run that crashed or was OOM-killed."
-        ),
+        description=("The last lines of one container's log."),
         args=_args.LogsArgs,
         needs="cluster",
     ),
     _S(
         name="list_pods_of_owner",
         description=(
-            "The Pods controlled by a Deployment (through its ReplicaSets), ReplicaSet, StatefulSet, "
-            "DaemonSet, Job or CronJob (through its Jobs), following ownerReferences: phase, node, "
-            "owner, container states, restart counts, last termination reasons, requests and limits."
+            "Pods of a workload (through ownerReferences): phase, node, container states, restarts, "
+            "last termination, requests and limits."
         ),
         args=_args.OwnerArgs,
         needs="cluster",
@@ -117,71 +96,56 @@ SPECS: tuple[Spec, ...] = (
     _S(
         name="list_resources",
         description=(
-            "Objects of one kind in a namespace (or cluster-scoped) as kubectl-get rows with a status "
-            "summary (Pods: ready, reason, restarts, node; Nodes: pressure, taints; HPAs: targets, replicas)."
+            "Objects of one kind in a namespace (or cluster-scoped) as kubectl-get rows with status."
         ),
         args=_args.ListArgs,
         needs="cluster",
     ),
     _S(
         name="find_resources",
-        description=(
-            "Find objects of one kind by name part, labels or fields in every namespace you may read."
-        ),
+        description=("Objects of one kind by name part, labels or fields, in every namespace you may read."),
         args=_args.FindArgs,
         needs="cluster",
     ),
     _S(
         name="rollout_history",
-        description=(
-            "Revisions of a Deployment, StatefulSet or DaemonSet, newest first (age, images, "
-            "change-cause) and the pod-template fields the last rollout changed."
-        ),
+        description=("Revisions newest first (age, images, change-cause) and what the last rollout changed."),
         args=_args.RolloutArgs,
         needs="cluster",
     ),
     _S(
         name="list_namespace_events",
-        description=("Events of a whole namespace, newest first, repeats merged, optionally filtered."),
+        description="A namespace's events, newest first, repeats merged.",
         args=_args.NamespaceEventsArgs,
         needs="cluster",
     ),
     _S(
         name="list_custom_kinds",
-        description=(
-            "Custom kinds (cert-manager, Argo CD, Flux, Istio, OpenShift, OLM...) you may read here."
-        ),
+        description=("Custom kinds (cert-manager, Argo CD, Flux, Istio, OpenShift...) you may read."),
         args=_args.CustomKindsArgs,
         needs="cluster",
     ),
     _S(
         name="top",
-        description=(
-            "CPU and memory usage of Nodes (vs allocatable) or of a namespace's Pods (vs limits), like "
-            "kubectl top."
-        ),
+        description=("CPU and memory usage of Nodes or a namespace's Pods (kubectl top)."),
         args=_args.TopArgs,
         needs="cluster",
     ),
     _S(
         name="prometheus_query",
-        description=(
-            "Evaluate PromQL now (or `ago`): one line per series, highest first, bounded. Aggregate."
-        ),
+        description=("PromQL now (or `ago`), one line per series, highest first. Aggregate."),
         args=_args.PromQueryArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_query_range",
-        description=(
-            "Evaluate PromQL over the last `range` (max 7d): per series first/min/max/last and trend."
-        ),
+        description=("PromQL over the last `range` (max 7d): per series first/min/max/last, trend."),
         args=_args.PromRangeArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_metrics",
-        description="Metric names containing a word (memory, restarts, filesystem...).",
+        description="Metric names containing a word.",
         args=_args.PromMetricsArgs,
         needs="prometheus",
     ),
@@ -193,13 +157,13 @@ SPECS: tuple[Spec, ...] = (
     ),
     _S(
         name="prometheus_alerts",
-        description="Firing (or pending) alerts with labels, value and summary.",
+        description="Alerts: labels, value, summary.",
         args=_args.PromAlertsArgs,
         needs="prometheus",
     ),
     _S(
         name="prometheus_rules",
-        description="Alerting and recording rules: PromQL, state, evaluation errors.",
+        description="Alerting and recording rules: PromQL, state, errors.",
         args=_args.PromRulesArgs,
         needs="prometheus",
     ),
