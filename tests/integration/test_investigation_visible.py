@@ -127,7 +127,7 @@ async def test_status_records_every_tool_call_for_kubectl_get_aia_o_yaml(
     written = status.completed(
         previous=resources.AIAnalysisStatus(phase="Investigating", attempt=1),
         decision=decision,
-        now=pipeline.utcnow(),
+        now=resources.utcnow(),
         generation=1,
     )
     name = "audited"

@@ -119,7 +119,14 @@ class KubernetesReader:
         if field_selector:
             options["field_selector"] = field_selector
         what = f"{kind.plural} in {namespace}" if namespace else kind.plural
-        found = await self._json(what, self._lister(kind, namespace), **options)
+        try:
+            found = await self._json(what, self._lister(kind, namespace), **options)
+        except reader.NotFound:  # a collection is never missing: its API is not served
+            raise reader.Unavailable(
+                f"unknown kind {kind.kind}: this cluster does not serve {kind.plural}.{kind.group or 'core'}"
+                f"/{kind.version}",
+                status=kube_errors.NOT_FOUND,
+            ) from None
         metadata = found.get("metadata") or {}
         remaining = metadata.get("remainingItemCount")
         return reader.Page(
