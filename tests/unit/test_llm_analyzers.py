@@ -48,6 +48,7 @@ def first(found: a.Evidence) -> a.Finding:
 
 
 NODE_READY = {"Ready": "True"}
+CRONJOB = resources.ResourceRef(kind="CronJob", name="rollup", namespace=NS)
 
 #: rule name -> (evidence, expected action type, words the explanation must carry, expected values)
 CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]] = {
@@ -328,6 +329,18 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ),
         "DeletePod",
         ("evicted", "cleaning"),
+        {},
+    ),
+    "cronjob-runs-keep-failing": (
+        a.Evidence(
+            signal_type="BackoffLimitExceeded",
+            incident=CRONJOB,
+            cluster=True,
+            workload=CRONJOB,
+            failed_runs=("BackoffLimitExceeded", "BackoffLimitExceeded", "BackoffLimitExceeded"),
+        ),
+        "SuspendCronJob",
+        ("3 runs", "suspending", "BackoffLimitExceeded"),
         {},
     ),
     "job-failed": (
@@ -630,3 +643,31 @@ def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothi
     assert any("no RoleBinding" in fact for fact in finding.facts)
     assert all(f.rule != "rbac-denied" for f in a.analyze(bound))
     assert all(f.rule != "rbac-denied" for f in a.analyze(unknown))
+
+
+def test_one_failed_run_of_a_cronjob_is_not_yet_a_pattern() -> None:
+    found = a.Evidence(
+        signal_type="BackoffLimitExceeded",
+        incident=CRONJOB,
+        cluster=True,
+        workload=CRONJOB,
+        failed_runs=("BackoffLimitExceeded",),
+    )
+    assert "cronjob-runs-keep-failing" not in [f.rule for f in a.analyze(found)]
+
+
+def test_the_control_plane_taint_is_not_one_to_remove_a_cordon_is_the_blocker() -> None:
+    found = seen(
+        "FailedScheduling",
+        pods=(
+            pod(
+                "api-1",
+                phase="Pending",
+                unschedulable="0/6 nodes are available: 4 node(s) were unschedulable, 2 node(s) had "
+                "untolerated taint {node-role.kubernetes.io/control-plane: }.",
+            ),
+        ),
+        nodes=(a.Node(name="w1", conditions=NODE_READY, unschedulable=True),),
+    )
+    finding = first(found)
+    assert (finding.rule, finding.action_type) == ("pending-cordoned-node", "UncordonNode")

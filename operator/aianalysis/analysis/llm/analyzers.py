@@ -43,6 +43,17 @@ _AUTH_PULL = re.compile(
 )
 _MISSING_IMAGE = re.compile(r"not found|manifest unknown|does not exist|no such", re.IGNORECASE)
 _TAINT = re.compile(r"untolerated taint[s]?\s*\{?\s*([^:}\s]+)", re.IGNORECASE)
+#: Taints that are not a workload's to remove: the control plane's own, and the one a cordon sets
+#: (``pending-cordoned-node`` handles that).
+_SYSTEM_TAINTS = frozenset(
+    {
+        "node-role.kubernetes.io/control-plane",
+        "node-role.kubernetes.io/master",
+        "node.kubernetes.io/unschedulable",
+    }
+)
+#: Failed Jobs of one CronJob that make its failure a pattern, not a one-off.
+MIN_FAILED_RUNS = 2
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
 _PDB_EVICT = re.compile(r"disruption budget", re.IGNORECASE)
 _CONFIG_ERROR = re.compile(
@@ -229,6 +240,8 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    failed_runs: tuple[str, ...] = ()
+    """The ``Failed`` reasons of the Jobs a CronJob workload started (read with a listing tool)."""
     config_maps: tuple[str, ...] = ()
     """ConfigMaps the workload's Pods mount or read that exist (candidate configuration to fix)."""
     logs: tuple[str, ...] = ()
@@ -469,10 +482,11 @@ def image_pull_denied(evidence: Evidence) -> Match | None:
 
 
 def pending_on_taint(evidence: Evidence) -> Match | None:
-    """Pods Pending because every Node carries a taint they do not tolerate."""
+    """Pods Pending because every Node carries a taint they do not tolerate (not the control
+    plane's own taint, which no workload should have removed)."""
     messages = [p.unschedulable for p in evidence.pods if p.phase == "Pending" and p.unschedulable]
     messages += evidence.event_messages("FailedScheduling")
-    keys = {m.group(1).strip("'\"") for text in messages if (m := _TAINT.search(text))}
+    keys = {m.group(1).strip("'\"") for text in messages if (m := _TAINT.search(text))} - _SYSTEM_TAINTS
     tainted = [
         n for n in evidence.nodes for t in n.taints if t.key in keys and t.effect != "PreferNoSchedule"
     ]
@@ -601,6 +615,23 @@ def evicted_pods(evidence: Evidence) -> Match | None:
         facts=(f"{len(evicted)} Pod(s) Evicted: {evicted[0].message}".rstrip(": "),),
         target=evidence.workload,
         detail={"count": str(len(evicted))},
+    )
+
+
+def cronjob_keeps_failing(evidence: Evidence) -> Match | None:
+    """Several Jobs of a CronJob failed: the next runs will fail the same way until someone fixes
+    the cause, so stop the schedule rather than re-run."""
+    workload = evidence.workload
+    if workload is None or workload.kind != "CronJob" or len(evidence.failed_runs) < MIN_FAILED_RUNS:
+        return None
+    reasons = sorted(set(evidence.failed_runs))
+    return Match(
+        facts=(
+            f"{len(evidence.failed_runs)} Jobs of {_describe(workload)} failed ({', '.join(reasons)})",
+            "every recent run fails: another run would fail the same way",
+        ),
+        target=workload,
+        detail={"runs": str(len(evidence.failed_runs)), "reason": reasons[0]},
     )
 
 
@@ -1051,6 +1082,17 @@ RULES: tuple[Rule, ...] = (
         query="delete evicted pods",
         explanation="{count} Pod(s) of {workload} were evicted and linger; cleaning them up is safe.",
         match=evicted_pods,
+    ),
+    Rule(
+        name="cronjob-runs-keep-failing",
+        signal_type="BackoffLimitExceeded",
+        action_type="SuspendCronJob",
+        query="CronJob every run fails the same way suspend",
+        explanation=(
+            "{runs} runs of {workload} failed ({reason}): each new run fails the same way and adds load "
+            "until someone fixes the cause, so suspending the CronJob stops it; re-running would not help."
+        ),
+        match=cronjob_keeps_failing,
     ),
     Rule(
         name="job-failed",

@@ -42,6 +42,7 @@ from aianalysis.analysis.llm import analyzers
 MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
+MAX_JOBS = 8
 MAX_REFERENCES = 4
 LOG_LINES = 40
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
@@ -143,7 +144,8 @@ class Investigation:
             account_bound=await self._account_bound(
                 service_account(workload_obj or incident), pods, namespace
             ),
-            job_failure=job_failure(workload_obj),
+            job_failure=job_failure(workload_obj) or job_failure(incident),
+            failed_runs=await self._failed_runs(workload_obj, namespace),
             java=runs_java(workload_obj or incident),
         )
 
@@ -258,6 +260,30 @@ class Investigation:
                 ):
                     return True
         return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+
+    async def _failed_runs(
+        self, workload_obj: Mapping[str, Any] | None, namespace: str | None
+    ) -> tuple[str, ...]:
+        """The ``Failed`` reasons of a CronJob's Jobs (through a listing tool; none without one),
+        a few read in full."""
+        if (
+            self._list_tool is None
+            or not workload_obj
+            or workload_obj.get("kind") != "CronJob"
+            or not namespace
+        ):
+            return ()
+        outcome = await self._call(self._list_tool, {"kind": "Job", "namespace": namespace})
+        if outcome.is_error:
+            return ()
+        name = str((workload_obj.get("metadata") or {}).get("name"))
+        reasons: list[str] = []
+        for job_name in table_names(outcome.text)[:MAX_JOBS]:
+            job = await self._get("Job", job_name, namespace)
+            owner = controller_of(job, namespace=namespace)
+            if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
+                reasons += [r for r in [job_failure(job)] if r]
+        return tuple(reasons)
 
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
