@@ -48,6 +48,7 @@ def first(found: a.Evidence) -> a.Finding:
 
 
 NODE_READY = {"Ready": "True"}
+CLAIM = resources.ResourceRef(kind="PersistentVolumeClaim", name="data-db-0", namespace=NS)
 CRONJOB = resources.ResourceRef(kind="CronJob", name="rollup", namespace=NS)
 
 #: rule name -> (evidence, expected action type, words the explanation must carry, expected values)
@@ -330,6 +331,17 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         "DeletePod",
         ("evicted", "cleaning"),
         {},
+    ),
+    "pvc-filling-up": (
+        a.Evidence(
+            signal_type="PersistentVolumeFillingUp",
+            incident=CLAIM,
+            cluster=True,
+            claim_capacity="200Gi",
+        ),
+        None,
+        ("200Gi", "fills up"),
+        {"NEW_SIZE": "300Gi"},
     ),
     "cronjob-runs-keep-failing": (
         a.Evidence(

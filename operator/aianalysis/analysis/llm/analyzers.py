@@ -52,6 +52,10 @@ _SYSTEM_TAINTS = frozenset(
         "node.kubernetes.io/unschedulable",
     }
 )
+#: Signals of a volume running out of space.
+FILL_SIGNALS = frozenset(
+    {"PersistentVolumeFillingUp", "KubePersistentVolumeFillingUp", "PersistentVolumeFull"}
+)
 #: Failed Jobs of one CronJob that make its failure a pattern, not a one-off.
 MIN_FAILED_RUNS = 2
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
@@ -240,6 +244,8 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    claim_capacity: str | None = None
+    """The size of the Bound PersistentVolumeClaim the incident is about."""
     failed_runs: tuple[str, ...] = ()
     """The ``Failed`` reasons of the Jobs a CronJob workload started (read with a listing tool)."""
     config_maps: tuple[str, ...] = ()
@@ -616,6 +622,24 @@ def evicted_pods(evidence: Evidence) -> Match | None:
         target=evidence.workload,
         detail={"count": str(len(evicted))},
     )
+
+
+def claim_filling_up(evidence: Evidence) -> Match | None:
+    """A Bound claim the alert says fills up: its size, and the size an expansion would ask for.
+    What fills it (data to keep or files to delete) is not in the cluster's objects, so the rule
+    names no action: the catalog search by the alert's signal decides between the workflows."""
+    incident = evidence.incident
+    if incident.kind != "PersistentVolumeClaim" or evidence.signal_type not in FILL_SIGNALS:
+        return None
+    if not evidence.claim_capacity:
+        return None
+    facts = [f"PersistentVolumeClaim {incident.name} is Bound with {evidence.claim_capacity}"]
+    values = {}
+    bigger = grow_storage(evidence.claim_capacity, factor=1.5)
+    if bigger:
+        facts.append(f"an expansion by half would make it {bigger}")
+        values["NEW_SIZE"] = bigger
+    return Match(facts=tuple(facts), target=incident, values=values, detail={"size": evidence.claim_capacity})
 
 
 def cronjob_keeps_failing(evidence: Evidence) -> Match | None:
@@ -1084,6 +1108,14 @@ RULES: tuple[Rule, ...] = (
         match=evicted_pods,
     ),
     Rule(
+        name="pvc-filling-up",
+        signal_type="PersistentVolumeFillingUp",
+        action_type=None,
+        query="",
+        explanation="The volume of {workload} ({size}) fills up.",
+        match=claim_filling_up,
+    ),
+    Rule(
         name="cronjob-runs-keep-failing",
         signal_type="BackoffLimitExceeded",
         action_type="SuspendCronJob",
@@ -1122,6 +1154,14 @@ def raise_quantity(text: str, *, factor: float) -> str | None:
         return None
     mebibytes = math.ceil(size * factor / 2**20)
     return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"
+
+
+def grow_storage(text: str, *, factor: float) -> str | None:
+    """A storage size raised by ``factor``, rounded up to whole Gi (``200Gi`` → ``300Gi``)."""
+    size = quantity_bytes(text)
+    if size is None or size <= 0:
+        return None
+    return f"{math.ceil(size * factor / 2**30)}Gi"
 
 
 def _describe(ref: resources.ResourceRef | None) -> str:

@@ -145,6 +145,7 @@ class Investigation:
                 service_account(workload_obj or incident), pods, namespace
             ),
             job_failure=job_failure(workload_obj) or job_failure(incident),
+            claim_capacity=claim_capacity(incident),
             failed_runs=await self._failed_runs(workload_obj, namespace),
             java=runs_java(workload_obj or incident),
         )
@@ -605,6 +606,15 @@ def pdb_facts(pdb: Mapping[str, Any] | None) -> analyzers.PDB | None:
         current_healthy=_int(status.get("currentHealthy")),
         desired_healthy=_int(status.get("desiredHealthy")),
     )
+
+
+def claim_capacity(obj: Mapping[str, Any]) -> str | None:
+    """The provisioned size of a Bound PersistentVolumeClaim (``status.capacity.storage``)."""
+    if obj.get("kind") != "PersistentVolumeClaim":
+        return None
+    status = obj.get("status") or {}
+    size = (status.get("capacity") or {}).get("storage")
+    return str(size) if status.get("phase") == "Bound" and size else None
 
 
 def job_failure(obj: Mapping[str, Any] | None) -> str | None:
