@@ -65,6 +65,26 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("OOMKilled", "exit code 1"),
         {},
     ),
+    "oomkilled-jvm-heap-share": (
+        seen(
+            "OOMKilled",
+            pods=(
+                pod(
+                    "api-1",
+                    crash(
+                        last_reason="OOMKilled",
+                        last_exit_code=137,
+                        memory_limit="2Gi",
+                        java=True,
+                        heap_percent=90,
+                    ),
+                ),
+            ),
+        ),
+        "TuneJVMHeap",
+        ("90%", "2Gi", "smaller heap share"),
+        {"MAX_RAM_PERCENTAGE": "70"},
+    ),
     "oomkilled-at-limit": (
         seen(
             "OOMKilled",
@@ -683,3 +703,21 @@ def test_the_control_plane_taint_is_not_one_to_remove_a_cordon_is_the_blocker() 
     )
     finding = first(found)
     assert (finding.rule, finding.action_type) == ("pending-cordoned-node", "UncordonNode")
+
+
+def test_a_jvm_with_a_usual_heap_share_is_oomkilled_at_its_limit_not_mistuned() -> None:
+    found = seen(
+        "OOMKilled",
+        pods=(pod("api-1", crash(last_reason="OOMKilled", memory_limit="1Gi", java=True, heap_percent=75)),),
+    )
+    assert first(found).rule == "oomkilled-at-limit"
+
+
+def test_the_heap_share_is_read_from_the_jvm_options() -> None:
+    spec = {
+        "name": "api",
+        "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-XX:MaxRAMPercentage=60 -XX:MaxRAMPercentage=90.0"}],
+    }
+    assert evidence._container(spec, {}).heap_percent == 90.0
+    assert evidence._container({"name": "api", "args": ["-XX:MaxRAMPercentage=50"]}, {}).heap_percent == 50.0
+    assert evidence._container({"name": "api"}, {}).heap_percent is None

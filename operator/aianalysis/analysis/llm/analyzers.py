@@ -56,6 +56,10 @@ _SYSTEM_TAINTS = frozenset(
 FILL_SIGNALS = frozenset(
     {"PersistentVolumeFillingUp", "KubePersistentVolumeFillingUp", "PersistentVolumeFull"}
 )
+#: A JVM heap share (MaxRAMPercentage) above this leaves too little of the container limit for
+#: metaspace, threads and direct buffers; HEAP_SHARE_SAFE is the share a tuning asks for.
+HEAP_SHARE_MAX = 80
+HEAP_SHARE_SAFE = 70
 #: Failed Jobs of one CronJob that make its failure a pattern, not a one-off.
 MIN_FAILED_RUNS = 2
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
@@ -101,6 +105,8 @@ class Container:
     image: str = ""
     java: bool = False
     """The image or the environment says this is a JVM."""
+    heap_percent: float | None = None
+    """The JVM's ``-XX:MaxRAMPercentage`` (share of the container limit given to the heap)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -390,6 +396,34 @@ def crash_after_rollout(evidence: Evidence) -> Match | None:
         target=evidence.workload,
         values={"TO_REVISION": str(max(rollout.healthy_revisions or {(rollout.revision or 2) - 1}))},
         detail={"revision": str(rollout.revision)},
+    )
+
+
+def oom_heap_share(evidence: Evidence) -> Match | None:
+    """A JVM OOMKilled by the kernel while its heap may take more than ``HEAP_SHARE_MAX`` percent
+    of the container limit: metaspace, threads and buffers do not fit beside it; a smaller heap
+    share (same limit) is the fix, more memory would be eaten by the same share."""
+    killed = [
+        (p, c)
+        for p, c in evidence.containers
+        if c.last_reason == "OOMKilled" and c.heap_percent is not None and c.heap_percent > HEAP_SHARE_MAX
+    ]
+    if not killed:
+        return None
+    pod, container = max(killed, key=lambda pc: pc[1].restarts)
+    share = f"{container.heap_percent:g}"
+    facts = (
+        f"container {container.name} of Pod {pod.name} was OOMKilled (exit code "
+        f"{container.last_exit_code if container.last_exit_code is not None else SIGKILL_EXIT}), "
+        f"{container.restarts} restarts",
+        f"its JVM may use {share}% of the memory limit ({container.memory_limit or 'unknown'}) for the heap "
+        f"(-XX:MaxRAMPercentage={share}), above {HEAP_SHARE_MAX}%",
+    )
+    return Match(
+        facts=facts,
+        target=evidence.workload,
+        values={"MAX_RAM_PERCENTAGE": str(HEAP_SHARE_SAFE)},
+        detail={"container": container.name, "share": share, "limit": container.memory_limit or "its limit"},
     )
 
 
@@ -898,6 +932,18 @@ RULES: tuple[Rule, ...] = (
         decline=(
             "the evidence contradicts the alert (red herring): the containers crash, they are not OOMKilled"
         ),
+    ),
+    Rule(
+        name="oomkilled-jvm-heap-share",
+        signal_type="OOMKilled",
+        action_type="TuneJVMHeap",
+        query="JVM heap share MaxRAMPercentage smaller heap restart",
+        explanation=(
+            "Container {container} of {workload} runs a JVM whose heap may take {share}% of {limit}: the "
+            "kernel kills it when heap and non-heap memory together pass the limit. A smaller heap share "
+            "under the same limit fixes it; more memory would be taken by the same share."
+        ),
+        match=oom_heap_share,
     ),
     Rule(
         name="oomkilled-at-limit",

@@ -519,7 +519,14 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any]) -> analy
         memory_limit=str(limits["memory"]) if limits.get("memory") is not None else None,
         image=image,
         java=bool(re.search(r"java|jdk|jre|jvm|temurin|corretto|Xmx|JAVA_", f"{image} {env}", re.IGNORECASE)),
+        heap_percent=_heap_percent(" ".join([env, *map(str, container.get("args") or ())])),
     )
+
+
+def _heap_percent(text: str) -> float | None:
+    """The JVM's ``-XX:MaxRAMPercentage`` in the container's environment or arguments (the last wins)."""
+    found = re.findall(r"-XX:MaxRAMPercentage=([0-9]+(?:\.[0-9]+)?)", text)
+    return float(found[-1]) if found else None
 
 
 def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
