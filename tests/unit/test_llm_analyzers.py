@@ -721,3 +721,14 @@ def test_the_heap_share_is_read_from_the_jvm_options() -> None:
     assert evidence._container(spec, {}).heap_percent == 90.0
     assert evidence._container({"name": "api", "args": ["-XX:MaxRAMPercentage=50"]}, {}).heap_percent == 50.0
     assert evidence._container({"name": "api"}, {}).heap_percent is None
+
+
+def test_pods_pending_for_cpu_name_the_node_pool_of_the_full_nodes() -> None:
+    pending = pod("api-1", phase="Pending", unschedulable="0/2 nodes are available: 2 Insufficient cpu.")
+    full = (a.Node(name="n1", conditions=NODE_READY, pool="compute"), a.Node(name="n2", pool="compute"))
+    finding = first(seen("FailedScheduling", pods=(pending,), nodes=full))
+    assert (finding.rule, finding.values) == ("pending-insufficient-resources", {"NODE_POOL": "compute"})
+    mixed = (full[0], a.Node(name="n3", pool="gpu"))
+    assert first(seen("FailedScheduling", pods=(pending,), nodes=mixed)).values == {}
+    node = {"metadata": {"name": "n1", "labels": {"eks.amazonaws.com/nodegroup": "compute"}}}
+    assert evidence.node_facts(node).pool == "compute"

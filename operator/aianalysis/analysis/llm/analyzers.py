@@ -183,6 +183,8 @@ class Node:
     """Condition type → status (``Ready: "False"``, ``DiskPressure: "True"``)."""
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
+    pool: str | None = None
+    """The node pool / group the cloud's node label names (``POOL_LABELS``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -566,9 +568,17 @@ def pending_on_resources(evidence: Evidence) -> Match | None:
     short = sorted({m.group(1).lower() for t in texts if (m := _INSUFFICIENT.search(t))})
     if not short:
         return None
+    facts = [f"Pods are Pending: {next(t for t in texts if _INSUFFICIENT.search(t))}"]
+    values: dict[str, str] = {}
+    pools = {n.pool for n in evidence.nodes}
+    if evidence.nodes and len(pools) == 1 and None not in pools:
+        pool = str(next(iter(pools)))
+        facts.append(f"the Nodes read belong to node pool {pool}")
+        values["NODE_POOL"] = pool
     return Match(
-        facts=(f"Pods are Pending: {next(t for t in texts if _INSUFFICIENT.search(t))}",),
+        facts=tuple(facts),
         target=evidence.workload,
+        values=values,
         detail={"resource": " and ".join(short)},
     )
 

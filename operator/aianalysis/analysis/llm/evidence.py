@@ -43,6 +43,13 @@ MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
 MAX_JOBS = 8
+#: Node labels naming the node pool / group a Node belongs to (EKS, GKE, AKS, Karpenter).
+POOL_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "karpenter.sh/nodepool",
+)
 MAX_REFERENCES = 4
 LOG_LINES = 40
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
@@ -531,6 +538,7 @@ def _heap_percent(text: str) -> float | None:
 
 def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
     spec, status = node.get("spec") or {}, node.get("status") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
     return analyzers.Node(
         name=str((node.get("metadata") or {}).get("name") or ""),
         conditions={
@@ -539,6 +547,7 @@ def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
             if isinstance(c, dict)
         },
         unschedulable=bool(spec.get("unschedulable")),
+        pool=next((str(labels[k]) for k in POOL_LABELS if labels.get(k)), None),
         taints=tuple(
             analyzers.Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=t.get("value"))
             for t in spec.get("taints") or ()
