@@ -187,6 +187,16 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("revision 8", "rolling back"),
         {"TO_REVISION": "7"},
     ),
+    "crashloop-dependency-connection": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            rollout=a.Rollout(revision=7, failing_revisions=frozenset({6, 7})),
+            logs=("FATAL redis: dial tcp 10.0.3.5:6379: connect: connection refused",),
+        ),
+        "RestartPods",
+        ("cannot connect", "rolling restart"),
+        {},
+    ),
     "missing-reference": (
         seen(
             "CreateContainerConfigError",
@@ -732,3 +742,13 @@ def test_pods_pending_for_cpu_name_the_node_pool_of_the_full_nodes() -> None:
     assert first(seen("FailedScheduling", pods=(pending,), nodes=mixed)).values == {}
     node = {"metadata": {"name": "n1", "labels": {"eks.amazonaws.com/nodegroup": "compute"}}}
     assert evidence.node_facts(node).pool == "compute"
+
+
+def test_a_connection_error_after_a_new_revision_is_the_rollout_s() -> None:
+    found = seen(
+        pods=(pod("api-2", crash()),),
+        rollout=a.Rollout(revision=3, failing_revisions=frozenset({3}), healthy_revisions=frozenset({2})),
+        logs=("dial tcp 10.0.0.1:5432: connect: connection refused",),
+    )
+    assert first(found).rule == "crashloop-after-rollout"
+    assert "crashloop-dependency-connection" not in [f.rule for f in a.analyze(found)]

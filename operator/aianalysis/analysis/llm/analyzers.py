@@ -72,6 +72,11 @@ _CONFIG_ERROR = re.compile(
     r"(directive|field|key|option|setting|parameter)",
     re.IGNORECASE,
 )
+_CONNECT_FAILED = re.compile(
+    r"connection refused|dial tcp\b.{0,120}(refused|timeout|no route)|no route to host|connection reset by peer"
+    r"|ECONNREFUSED|i/o timeout",
+    re.IGNORECASE,
+)
 _LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
 _PROBE_REFUSED = re.compile(
     r"(liveness|readiness|startup) probe failed:.*?:(\d{2,5})\b.*connection refused", re.IGNORECASE
@@ -426,6 +431,30 @@ def oom_heap_share(evidence: Evidence) -> Match | None:
         target=evidence.workload,
         values={"MAX_RAM_PERCENTAGE": str(HEAP_SHARE_SAFE)},
         detail={"container": container.name, "share": share, "limit": container.memory_limit or "its limit"},
+    )
+
+
+def crash_on_connection(evidence: Evidence) -> Match | None:
+    """A crash loop (not OOM, not the newest revision's) whose last log lines say the process
+    could not connect to a dependency: state it holds (a cached address, a pool of dead
+    connections) is stale; a rolling restart reconnects, a rollback of an unchanged template would not."""
+    crashing = [(p, c) for p, c in _crashing(evidence) if c.last_reason != "OOMKilled"]
+    if not crashing or (evidence.rollout is not None and evidence.rollout.failing_since_last_change):
+        return None
+    said = next((line for line in evidence.logs if _CONNECT_FAILED.search(line)), None)
+    if said is None:
+        return None
+    _, container = crashing[0]
+    return Match(
+        facts=(
+            f"{len({p.name for p, _ in crashing})} Pod(s) crash-loop (container {container.name} last exited "
+            f"{container.last_reason or 'with an error'}, exit code {container.last_exit_code}, "
+            f"{container.restarts} restarts)",
+            f"its log says it cannot connect to a dependency: {_clip(said)}",
+            "the failing Pods are not those of a new revision",
+        ),
+        target=evidence.workload,
+        detail={"container": container.name},
     )
 
 
@@ -1038,6 +1067,18 @@ RULES: tuple[Rule, ...] = (
             "last rollout is the cause; rolling back to the previous revision restores the working template."
         ),
         match=crash_after_rollout,
+    ),
+    Rule(
+        name="crashloop-dependency-connection",
+        signal_type="CrashLoopBackOff",
+        action_type="RestartPods",
+        query="CrashLoopBackOff restart stale connections transient dependency recovered",
+        explanation=(
+            "{workload} crash-loops because container {container} cannot connect to a dependency, and no "
+            "new revision caused it: a rolling restart drops the stale connections and addresses it "
+            "holds; a rollback of the unchanged template would not help."
+        ),
+        match=crash_on_connection,
     ),
     Rule(
         name="missing-reference",
