@@ -73,8 +73,8 @@ _CONFIG_ERROR = re.compile(
     re.IGNORECASE,
 )
 _CONNECT_FAILED = re.compile(
-    r"connection refused|dial tcp\b.{0,120}(refused|timeout|no route)|no route to host|connection reset by peer"
-    r"|ECONNREFUSED|i/o timeout",
+    r"connection refused|dial tcp\b.{0,120}(refused|timeout|no route)|no route to host"
+    r"|connection reset by peer|ECONNREFUSED|i/o timeout",
     re.IGNORECASE,
 )
 _LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
