@@ -43,6 +43,8 @@ MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
 MAX_JOBS = 8
+#: A Job's ``Failed`` condition reasons.
+JOB_FAILURE_REASONS = frozenset({"BackoffLimitExceeded", "DeadlineExceeded"})
 #: Node labels naming the node pool / group a Node belongs to (EKS, GKE, AKS, Karpenter).
 POOL_LABELS = (
     "eks.amazonaws.com/nodegroup",
@@ -153,7 +155,7 @@ class Investigation:
             ),
             job_failure=job_failure(workload_obj) or job_failure(incident),
             claim_capacity=claim_capacity(incident),
-            failed_runs=await self._failed_runs(workload_obj, namespace),
+            failed_runs=await self._failed_runs(workload_obj, namespace) + self._failed_reruns(workload_obj),
             java=runs_java(workload_obj or incident),
         )
 
@@ -268,6 +270,16 @@ class Investigation:
                 ):
                     return True
         return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+
+    def _failed_reruns(self, workload_obj: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """Runs of a CronJob's job that an earlier remediation of this incident started and that
+        failed as a Job fails (the recovery history's failure reason, written by the executor)."""
+        recovery = self._spec.recovery
+        if recovery is None or not workload_obj or workload_obj.get("kind") != "CronJob":
+            return ()
+        return tuple(
+            p.failure.reason for p in recovery.previous_executions if p.failure.reason in JOB_FAILURE_REASONS
+        )
 
     async def _failed_runs(
         self, workload_obj: Mapping[str, Any] | None, namespace: str | None
