@@ -59,6 +59,17 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("contradicts", "CrashLoopBackOff"),
         {},
     ),
+    "healthy-unchanged-unsaturated": (
+        seen(
+            "HighErrorRate",
+            pods=(pod("api-1", running()), pod("api-2", running())),
+            cpu_of_requests=(35, 31),
+            rollout=a.Rollout(revision=4, healthy_revisions=frozenset({4}), age_hours=120.0),
+        ),
+        None,
+        ("HighErrorRate", "5.0 days", "nothing in the cluster"),
+        {},
+    ),
     "oom-alert-but-application-crash": (
         seen("OOMKilled", pods=(pod("api-1", crash()),)),
         None,
@@ -312,6 +323,17 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         "PatchHPA",
         ("maxReplicas", "15"),
         {"MAX_REPLICAS_NEW": "15"},
+    ),
+    "cpu-saturated-scale-out": (
+        seen(
+            "HighLatency",
+            pods=(pod("api-1", running()), pod("api-2", running())),
+            cpu_of_requests=(96, 100),
+            rollout=a.Rollout(revision=4, healthy_revisions=frozenset({4}), age_hours=72.0),
+        ),
+        "ScaleOut",
+        ("whole CPU request", "2 → 4"),
+        {"REPLICAS": "4"},
     ),
     "pending-insufficient-resources": (
         seen(
@@ -752,3 +774,38 @@ def test_a_connection_error_after_a_new_revision_is_the_rollout_s() -> None:
     )
     assert first(found).rule == "crashloop-after-rollout"
     assert "crashloop-dependency-connection" not in [f.rule for f in a.analyze(found)]
+
+
+def test_a_healthy_workload_rolled_out_an_hour_ago_is_not_cleared_of_a_new_alert() -> None:
+    found = seen(
+        "HighErrorRate",
+        pods=(pod("api-1", running()),),
+        cpu_of_requests=(30,),
+        rollout=a.Rollout(revision=5, healthy_revisions=frozenset({5}), age_hours=1.0),
+    )
+    assert [f.rule for f in a.analyze(found)] == []
+
+
+def test_saturated_pods_an_hpa_scales_are_left_to_the_hpa_rules() -> None:
+    found = seen(
+        "HighLatency",
+        pods=(pod("api-1", running()),),
+        cpu_of_requests=(99,),
+        hpa=a.HPA(name="api", max_replicas=10, current_replicas=3),
+    )
+    assert "cpu-saturated-scale-out" not in [f.rule for f in a.analyze(found)]
+
+
+def test_cpu_requests_and_times_are_read_from_the_objects() -> None:
+    pod_obj = {
+        "spec": {
+            "containers": [
+                {"resources": {"requests": {"cpu": "1"}}},
+                {"resources": {"requests": {"cpu": "250m"}}},
+            ]
+        }
+    }
+    assert evidence.cpu_requests(pod_obj) == 1250
+    assert evidence.cpu_requests({"spec": {"containers": [{"name": "x"}]}}) is None
+    assert evidence._hours_between("2026-11-15T12:00:00Z", "2026-11-20T12:00:00Z") == 120.0
+    assert evidence._hours_between(None, "2026-11-20T12:00:00Z") is None

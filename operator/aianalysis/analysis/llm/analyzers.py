@@ -56,6 +56,11 @@ _SYSTEM_TAINTS = frozenset(
 FILL_SIGNALS = frozenset(
     {"PersistentVolumeFillingUp", "KubePersistentVolumeFillingUp", "PersistentVolumeFull"}
 )
+#: CPU use (% of requests) from which a Pod counts as saturated, and below which as not busy.
+CPU_SATURATED = 90
+CPU_BUSY = 70
+#: Hours after which a revision counts as settled (not a suspect for a new alert).
+SETTLED_HOURS = 24
 #: A JVM heap share (MaxRAMPercentage) above this leaves too little of the container limit for
 #: metaspace, threads and direct buffers; HEAP_SHARE_SAFE is the share a tuning asks for.
 HEAP_SHARE_MAX = 80
@@ -165,6 +170,8 @@ class Rollout:
     """Revisions of the ReplicaSets whose Pods are healthy."""
     changed: tuple[str, ...] = ()
     """Pod-template fields that differ from the previous revision, when it could be read."""
+    age_hours: float | None = None
+    """Hours from the current revision's ReplicaSet creation to the alert (None: unknown)."""
 
     @property
     def failing_since_last_change(self) -> bool:
@@ -257,6 +264,8 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    cpu_of_requests: tuple[int, ...] = ()
+    """CPU use of each healthy Pod of the workload, % of its CPU requests (metrics API; empty: unknown)."""
     claim_capacity: str | None = None
     """The size of the Bound PersistentVolumeClaim the incident is about."""
     failed_runs: tuple[str, ...] = ()
@@ -924,6 +933,59 @@ def healthy_despite_alert(evidence: Evidence) -> Match | None:
     )
 
 
+def _service_alert_on_healthy_pods(evidence: Evidence) -> bool:
+    """A service-level alert (latency, errors: not a Pod failure) on a workload whose Pods are
+    all Running, Ready and without restarts, with their CPU use known."""
+    return (
+        evidence.signal_type not in _FAILURE_SIGNALS
+        and bool(evidence.pods)
+        and all(p.healthy for p in evidence.pods)
+        and not any(c.restarts for _, c in evidence.containers)
+        and len(evidence.cpu_of_requests) == len(evidence.pods)
+    )
+
+
+def healthy_unchanged_unsaturated(evidence: Evidence) -> Match | None:
+    """A service-level alert while the workload is healthy, well below its CPU requests and not
+    rolled out for a day: nothing the cluster shows explains it (an outside dependency?)."""
+    rollout = evidence.rollout
+    if not _service_alert_on_healthy_pods(evidence) or max(evidence.cpu_of_requests) >= CPU_BUSY:
+        return None
+    if rollout is None or rollout.age_hours is None or rollout.age_hours < SETTLED_HOURS:
+        return None
+    return Match(
+        facts=(
+            f"all {len(evidence.pods)} Pod(s) of {_describe(evidence.workload)} are Running and Ready, "
+            "without restarts",
+            f"their CPU use is at most {max(evidence.cpu_of_requests)}% of their requests",
+            f"the current revision was rolled out {rollout.age_hours / 24:.1f} days before the alert",
+        ),
+        target=evidence.workload,
+        detail={"alert": evidence.signal_type, "days": f"{rollout.age_hours / 24:.1f}"},
+    )
+
+
+def cpu_saturated(evidence: Evidence) -> Match | None:
+    """A service-level alert while every healthy Pod uses its whole CPU request and nothing
+    scales the workload (no HPA): more replicas share the load."""
+    if not _service_alert_on_healthy_pods(evidence) or evidence.hpa is not None:
+        return None
+    if min(evidence.cpu_of_requests) < CPU_SATURATED:
+        return None
+    replicas = len(evidence.pods) * 2
+    low, high = min(evidence.cpu_of_requests), max(evidence.cpu_of_requests)
+    return Match(
+        facts=(
+            f"all {len(evidence.pods)} Pod(s) of {_describe(evidence.workload)} are healthy and use "
+            f"{low}-{high}% of their CPU requests",
+            "no HorizontalPodAutoscaler scales the workload",
+        ),
+        target=evidence.workload,
+        values={"REPLICAS": str(replicas)},
+        detail={"replicas": str(replicas), "pods": str(len(evidence.pods))},
+    )
+
+
 def oom_alert_but_crash(evidence: Evidence) -> Match | None:
     """The alert says OOMKilled but the containers exit with an application error: a red herring."""
     if evidence.signal_type != "OOMKilled":
@@ -956,6 +1018,19 @@ RULES: tuple[Rule, ...] = (
         ),
         match=healthy_despite_alert,
         decline="the evidence contradicts the alert (red herring)",
+    ),
+    Rule(
+        name="healthy-unchanged-unsaturated",
+        signal_type="Healthy",
+        action_type=None,
+        query="",
+        explanation=(
+            "The alert reports {alert}, but {workload} is healthy, not CPU-saturated and unchanged for "
+            "{days} days: nothing in the cluster explains it (an outside dependency?). A rollback or a "
+            "scale-out would change nothing; a person should decide."
+        ),
+        match=healthy_unchanged_unsaturated,
+        decline="nothing the cluster shows explains the alert",
     ),
     Rule(
         name="oom-alert-but-application-crash",
@@ -1155,6 +1230,17 @@ RULES: tuple[Rule, ...] = (
             "{new_max} lets it scale."
         ),
         match=hpa_maxed,
+    ),
+    Rule(
+        name="cpu-saturated-scale-out",
+        signal_type="HighCPU",
+        action_type="ScaleOut",
+        query="scale out replicas CPU saturated traffic load",
+        explanation=(
+            "Every Pod of {workload} uses its whole CPU request and nothing scales it: more replicas "
+            "({pods} → {replicas}) share the load."
+        ),
+        match=cpu_saturated,
     ),
     Rule(
         name="pending-insufficient-resources",
