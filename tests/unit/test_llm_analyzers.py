@@ -70,6 +70,26 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("HighErrorRate", "5.0 days", "nothing in the cluster"),
         {},
     ),
+    "volume-attached-elsewhere": (
+        seen(
+            "FailedAttachVolume",
+            incident=resources.ResourceRef(kind="Pod", name="db-0", namespace=NS),
+            events=(
+                a.Event(
+                    kind="Pod",
+                    name="db-0",
+                    reason="FailedAttachVolume",
+                    type="Warning",
+                    message='Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to '
+                    "one node and can't be attached to another",
+                ),
+            ),
+            nodes=(a.Node(name="n9", conditions={"Ready": "Unknown"}),),
+        ),
+        None,
+        ("another node", "force-detaching"),
+        {},
+    ),
     "oom-alert-but-application-crash": (
         seen("OOMKilled", pods=(pod("api-1", crash()),)),
         None,
@@ -441,6 +461,7 @@ def test_each_rule_refines_the_evidence_into_a_finding_with_its_explanation(name
 def test_red_herrings_decline_with_a_reason_and_real_failures_do_not() -> None:
     assert first(CASES["healthy-despite-alert"][0]).decline
     assert first(CASES["oom-alert-but-application-crash"][0]).decline
+    assert first(CASES["volume-attached-elsewhere"][0]).decline
     assert first(CASES["oomkilled-at-limit"][0]).decline is None
 
 

@@ -82,6 +82,7 @@ _CONNECT_FAILED = re.compile(
     r"|connection reset by peer|ECONNREFUSED|i/o timeout",
     re.IGNORECASE,
 )
+_MULTI_ATTACH = re.compile(r"Multi-Attach error", re.IGNORECASE)
 _LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
 _PROBE_REFUSED = re.compile(
     r"(liveness|readiness|startup) probe failed:.*?:(\d{2,5})\b.*connection refused", re.IGNORECASE
@@ -986,6 +987,24 @@ def cpu_saturated(evidence: Evidence) -> Match | None:
     )
 
 
+def volume_attached_elsewhere(evidence: Evidence) -> Match | None:
+    """A Pod cannot attach its volume: the attach/detach controller reports it exclusively
+    attached to another node. Whether that node is gone (a force-detach is safe) or only
+    unreachable (it may still write: a detach would corrupt the data) is the VolumeAttachment's
+    and the machine's story, which the investigation does not read; moving the Pod frees nothing."""
+    said = next(
+        (m for m in evidence.event_messages("FailedAttachVolume", "FailedMount") if _MULTI_ATTACH.search(m)),
+        None,
+    )
+    if said is None:
+        return None
+    unknown = [n.name for n in evidence.nodes if n.conditions.get("Ready") == "Unknown"]
+    facts = [f"the Pod's volume cannot be attached: {_clip(said)}"]
+    if unknown:
+        facts.append(f"Node {unknown[0]} stopped reporting (Ready=Unknown): it may still hold the volume")
+    return Match(facts=tuple(facts), target=evidence.workload or evidence.incident, detail={})
+
+
 def oom_alert_but_crash(evidence: Evidence) -> Match | None:
     """The alert says OOMKilled but the containers exit with an application error: a red herring."""
     if evidence.signal_type != "OOMKilled":
@@ -1031,6 +1050,19 @@ RULES: tuple[Rule, ...] = (
         ),
         match=healthy_unchanged_unsaturated,
         decline="nothing the cluster shows explains the alert",
+    ),
+    Rule(
+        name="volume-attached-elsewhere",
+        signal_type="FailedAttachVolume",
+        action_type=None,
+        query="",
+        explanation=(
+            "The volume of {workload} is still attached to another node. Only a person can confirm that "
+            "node is gone: force-detaching a volume a live node still writes corrupts it, and moving "
+            "the Pod frees nothing."
+        ),
+        match=volume_attached_elsewhere,
+        decline="the volume is attached to another node whose state the cluster's objects do not show",
     ),
     Rule(
         name="oom-alert-but-application-crash",
