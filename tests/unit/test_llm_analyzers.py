@@ -48,6 +48,8 @@ def first(found: a.Evidence) -> a.Finding:
 
 
 NODE_READY = {"Ready": "True"}
+CLAIM = resources.ResourceRef(kind="PersistentVolumeClaim", name="data-db-0", namespace=NS)
+CRONJOB = resources.ResourceRef(kind="CronJob", name="rollup", namespace=NS)
 
 #: rule name -> (evidence, expected action type, words the explanation must carry, expected values)
 CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]] = {
@@ -57,11 +59,62 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("contradicts", "CrashLoopBackOff"),
         {},
     ),
+    "healthy-unchanged-unsaturated": (
+        seen(
+            "HighErrorRate",
+            pods=(pod("api-1", running()), pod("api-2", running())),
+            cpu_of_requests=(35, 31),
+            rollout=a.Rollout(revision=4, healthy_revisions=frozenset({4}), age_hours=120.0),
+        ),
+        None,
+        ("HighErrorRate", "5.0 days", "nothing in the cluster"),
+        {},
+    ),
+    "volume-attached-elsewhere": (
+        seen(
+            "FailedAttachVolume",
+            incident=resources.ResourceRef(kind="Pod", name="db-0", namespace=NS),
+            events=(
+                a.Event(
+                    kind="Pod",
+                    name="db-0",
+                    reason="FailedAttachVolume",
+                    type="Warning",
+                    message='Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to '
+                    "one node and can't be attached to another",
+                ),
+            ),
+            nodes=(a.Node(name="n9", conditions={"Ready": "Unknown"}),),
+        ),
+        None,
+        ("another node", "force-detaching"),
+        {},
+    ),
     "oom-alert-but-application-crash": (
         seen("OOMKilled", pods=(pod("api-1", crash()),)),
         None,
         ("OOMKilled", "exit code 1"),
         {},
+    ),
+    "oomkilled-jvm-heap-share": (
+        seen(
+            "OOMKilled",
+            pods=(
+                pod(
+                    "api-1",
+                    crash(
+                        last_reason="OOMKilled",
+                        last_exit_code=137,
+                        memory_limit="2Gi",
+                        java=True,
+                        heap_percent=90,
+                    ),
+                ),
+            ),
+        ),
+        "TuneJVMHeap",
+        ("90%", "2Gi", "smaller heap share"),
+        {"MAX_RAM_PERCENTAGE": "70"},
     ),
     "oomkilled-at-limit": (
         seen(
@@ -164,6 +217,16 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         "RollbackDeployment",
         ("revision 8", "rolling back"),
         {"TO_REVISION": "7"},
+    ),
+    "crashloop-dependency-connection": (
+        seen(
+            pods=(pod("api-1", crash()),),
+            rollout=a.Rollout(revision=7, failing_revisions=frozenset({6, 7})),
+            logs=("FATAL redis: dial tcp 10.0.3.5:6379: connect: connection refused",),
+        ),
+        "RestartPods",
+        ("cannot connect", "rolling restart"),
+        {},
     ),
     "missing-reference": (
         seen(
@@ -281,6 +344,17 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("maxReplicas", "15"),
         {"MAX_REPLICAS_NEW": "15"},
     ),
+    "cpu-saturated-scale-out": (
+        seen(
+            "HighLatency",
+            pods=(pod("api-1", running()), pod("api-2", running())),
+            cpu_of_requests=(96, 100),
+            rollout=a.Rollout(revision=4, healthy_revisions=frozenset({4}), age_hours=72.0),
+        ),
+        "ScaleOut",
+        ("whole CPU request", "2 → 4"),
+        {"REPLICAS": "4"},
+    ),
     "pending-insufficient-resources": (
         seen(
             "FailedScheduling",
@@ -330,6 +404,29 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("evicted", "cleaning"),
         {},
     ),
+    "pvc-filling-up": (
+        a.Evidence(
+            signal_type="PersistentVolumeFillingUp",
+            incident=CLAIM,
+            cluster=True,
+            claim_capacity="200Gi",
+        ),
+        None,
+        ("200Gi", "fills up"),
+        {"NEW_SIZE": "300Gi"},
+    ),
+    "cronjob-runs-keep-failing": (
+        a.Evidence(
+            signal_type="BackoffLimitExceeded",
+            incident=CRONJOB,
+            cluster=True,
+            workload=CRONJOB,
+            failed_runs=("BackoffLimitExceeded", "BackoffLimitExceeded", "BackoffLimitExceeded"),
+        ),
+        "SuspendCronJob",
+        ("3 runs", "suspending", "BackoffLimitExceeded"),
+        {},
+    ),
     "job-failed": (
         seen(
             "BackoffLimitExceeded",
@@ -364,6 +461,7 @@ def test_each_rule_refines_the_evidence_into_a_finding_with_its_explanation(name
 def test_red_herrings_decline_with_a_reason_and_real_failures_do_not() -> None:
     assert first(CASES["healthy-despite-alert"][0]).decline
     assert first(CASES["oom-alert-but-application-crash"][0]).decline
+    assert first(CASES["volume-attached-elsewhere"][0]).decline
     assert first(CASES["oomkilled-at-limit"][0]).decline is None
 
 
@@ -630,3 +728,105 @@ def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothi
     assert any("no RoleBinding" in fact for fact in finding.facts)
     assert all(f.rule != "rbac-denied" for f in a.analyze(bound))
     assert all(f.rule != "rbac-denied" for f in a.analyze(unknown))
+
+
+def test_one_failed_run_of_a_cronjob_is_not_yet_a_pattern() -> None:
+    found = a.Evidence(
+        signal_type="BackoffLimitExceeded",
+        incident=CRONJOB,
+        cluster=True,
+        workload=CRONJOB,
+        failed_runs=("BackoffLimitExceeded",),
+    )
+    assert "cronjob-runs-keep-failing" not in [f.rule for f in a.analyze(found)]
+
+
+def test_the_control_plane_taint_is_not_one_to_remove_a_cordon_is_the_blocker() -> None:
+    found = seen(
+        "FailedScheduling",
+        pods=(
+            pod(
+                "api-1",
+                phase="Pending",
+                unschedulable="0/6 nodes are available: 4 node(s) were unschedulable, 2 node(s) had "
+                "untolerated taint {node-role.kubernetes.io/control-plane: }.",
+            ),
+        ),
+        nodes=(a.Node(name="w1", conditions=NODE_READY, unschedulable=True),),
+    )
+    finding = first(found)
+    assert (finding.rule, finding.action_type) == ("pending-cordoned-node", "UncordonNode")
+
+
+def test_a_jvm_with_a_usual_heap_share_is_oomkilled_at_its_limit_not_mistuned() -> None:
+    found = seen(
+        "OOMKilled",
+        pods=(pod("api-1", crash(last_reason="OOMKilled", memory_limit="1Gi", java=True, heap_percent=75)),),
+    )
+    assert first(found).rule == "oomkilled-at-limit"
+
+
+def test_the_heap_share_is_read_from_the_jvm_options() -> None:
+    spec = {
+        "name": "api",
+        "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-XX:MaxRAMPercentage=60 -XX:MaxRAMPercentage=90.0"}],
+    }
+    assert evidence._container(spec, {}).heap_percent == 90.0
+    assert evidence._container({"name": "api", "args": ["-XX:MaxRAMPercentage=50"]}, {}).heap_percent == 50.0
+    assert evidence._container({"name": "api"}, {}).heap_percent is None
+
+
+def test_pods_pending_for_cpu_name_the_node_pool_of_the_full_nodes() -> None:
+    pending = pod("api-1", phase="Pending", unschedulable="0/2 nodes are available: 2 Insufficient cpu.")
+    full = (a.Node(name="n1", conditions=NODE_READY, pool="compute"), a.Node(name="n2", pool="compute"))
+    finding = first(seen("FailedScheduling", pods=(pending,), nodes=full))
+    assert (finding.rule, finding.values) == ("pending-insufficient-resources", {"NODE_POOL": "compute"})
+    mixed = (full[0], a.Node(name="n3", pool="gpu"))
+    assert first(seen("FailedScheduling", pods=(pending,), nodes=mixed)).values == {}
+    node = {"metadata": {"name": "n1", "labels": {"eks.amazonaws.com/nodegroup": "compute"}}}
+    assert evidence.node_facts(node).pool == "compute"
+
+
+def test_a_connection_error_after_a_new_revision_is_the_rollout_s() -> None:
+    found = seen(
+        pods=(pod("api-2", crash()),),
+        rollout=a.Rollout(revision=3, failing_revisions=frozenset({3}), healthy_revisions=frozenset({2})),
+        logs=("dial tcp 10.0.0.1:5432: connect: connection refused",),
+    )
+    assert first(found).rule == "crashloop-after-rollout"
+    assert "crashloop-dependency-connection" not in [f.rule for f in a.analyze(found)]
+
+
+def test_a_healthy_workload_rolled_out_an_hour_ago_is_not_cleared_of_a_new_alert() -> None:
+    found = seen(
+        "HighErrorRate",
+        pods=(pod("api-1", running()),),
+        cpu_of_requests=(30,),
+        rollout=a.Rollout(revision=5, healthy_revisions=frozenset({5}), age_hours=1.0),
+    )
+    assert [f.rule for f in a.analyze(found)] == []
+
+
+def test_saturated_pods_an_hpa_scales_are_left_to_the_hpa_rules() -> None:
+    found = seen(
+        "HighLatency",
+        pods=(pod("api-1", running()),),
+        cpu_of_requests=(99,),
+        hpa=a.HPA(name="api", max_replicas=10, current_replicas=3),
+    )
+    assert "cpu-saturated-scale-out" not in [f.rule for f in a.analyze(found)]
+
+
+def test_cpu_requests_and_times_are_read_from_the_objects() -> None:
+    pod_obj = {
+        "spec": {
+            "containers": [
+                {"resources": {"requests": {"cpu": "1"}}},
+                {"resources": {"requests": {"cpu": "250m"}}},
+            ]
+        }
+    }
+    assert evidence.cpu_requests(pod_obj) == 1250
+    assert evidence.cpu_requests({"spec": {"containers": [{"name": "x"}]}}) is None
+    assert evidence._hours_between("2026-11-15T12:00:00Z", "2026-11-20T12:00:00Z") == 120.0
+    assert evidence._hours_between(None, "2026-11-20T12:00:00Z") is None

@@ -551,3 +551,23 @@ async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies
     assert result.selected_workflow is None
     assert result.human_review_reason == "no_eligible_workflow"
     assert "settings-api-conf" in (result.status or {})["rootCause"]["summary"]
+
+
+async def test_a_cronjob_s_run_that_failed_again_when_re_run_is_suspended_not_re_run() -> None:
+    """One failed Job of a CronJob is not yet a pattern; its re-run by an earlier remediation
+    failing as a Job fails (the recovery history) makes it one: suspend the CronJob itself."""
+    scenarios = scenario.load(
+        [ROOT / "examples" / "eval" / "recovery" / "rec-backofflimitexceeded-lock-held.yaml"]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    [result] = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert result.selected_workflow == "cronjob-suspend"
+    assert (result.parameters["TARGET_RESOURCE_KIND"], result.parameters["TARGET_RESOURCE_NAME"]) == (
+        "CronJob",
+        "warehouse-sync",
+    )
+    assert "2 Jobs of CronJob" in (result.status or {})["rootCause"]["summary"]

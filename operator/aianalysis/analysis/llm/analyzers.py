@@ -43,6 +43,30 @@ _AUTH_PULL = re.compile(
 )
 _MISSING_IMAGE = re.compile(r"not found|manifest unknown|does not exist|no such", re.IGNORECASE)
 _TAINT = re.compile(r"untolerated taint[s]?\s*\{?\s*([^:}\s]+)", re.IGNORECASE)
+#: Taints that are not a workload's to remove: the control plane's own, and the one a cordon sets
+#: (``pending-cordoned-node`` handles that).
+_SYSTEM_TAINTS = frozenset(
+    {
+        "node-role.kubernetes.io/control-plane",
+        "node-role.kubernetes.io/master",
+        "node.kubernetes.io/unschedulable",
+    }
+)
+#: Signals of a volume running out of space.
+FILL_SIGNALS = frozenset(
+    {"PersistentVolumeFillingUp", "KubePersistentVolumeFillingUp", "PersistentVolumeFull"}
+)
+#: CPU use (% of requests) from which a Pod counts as saturated, and below which as not busy.
+CPU_SATURATED = 90
+CPU_BUSY = 70
+#: Hours after which a revision counts as settled (not a suspect for a new alert).
+SETTLED_HOURS = 24
+#: A JVM heap share (MaxRAMPercentage) above this leaves too little of the container limit for
+#: metaspace, threads and direct buffers; HEAP_SHARE_SAFE is the share a tuning asks for.
+HEAP_SHARE_MAX = 80
+HEAP_SHARE_SAFE = 70
+#: Failed Jobs of one CronJob that make its failure a pattern, not a one-off.
+MIN_FAILED_RUNS = 2
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
 _PDB_EVICT = re.compile(r"disruption budget", re.IGNORECASE)
 _CONFIG_ERROR = re.compile(
@@ -53,6 +77,12 @@ _CONFIG_ERROR = re.compile(
     r"(directive|field|key|option|setting|parameter)",
     re.IGNORECASE,
 )
+_CONNECT_FAILED = re.compile(
+    r"connection refused|dial tcp\b.{0,120}(refused|timeout|no route)|no route to host"
+    r"|connection reset by peer|ECONNREFUSED|i/o timeout",
+    re.IGNORECASE,
+)
+_MULTI_ATTACH = re.compile(r"Multi-Attach error", re.IGNORECASE)
 _LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
 _PROBE_REFUSED = re.compile(
     r"(liveness|readiness|startup) probe failed:.*?:(\d{2,5})\b.*connection refused", re.IGNORECASE
@@ -86,6 +116,8 @@ class Container:
     image: str = ""
     java: bool = False
     """The image or the environment says this is a JVM."""
+    heap_percent: float | None = None
+    """The JVM's ``-XX:MaxRAMPercentage`` (share of the container limit given to the heap)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -139,6 +171,8 @@ class Rollout:
     """Revisions of the ReplicaSets whose Pods are healthy."""
     changed: tuple[str, ...] = ()
     """Pod-template fields that differ from the previous revision, when it could be read."""
+    age_hours: float | None = None
+    """Hours from the current revision's ReplicaSet creation to the alert (None: unknown)."""
 
     @property
     def failing_since_last_change(self) -> bool:
@@ -162,6 +196,8 @@ class Node:
     """Condition type → status (``Ready: "False"``, ``DiskPressure: "True"``)."""
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
+    pool: str | None = None
+    """The node pool / group the cloud's node label names (``POOL_LABELS``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -229,6 +265,12 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    cpu_of_requests: tuple[int, ...] = ()
+    """CPU use of each healthy Pod of the workload, % of its CPU requests (metrics API; empty: unknown)."""
+    claim_capacity: str | None = None
+    """The size of the Bound PersistentVolumeClaim the incident is about."""
+    failed_runs: tuple[str, ...] = ()
+    """The ``Failed`` reasons of the Jobs a CronJob workload started (read with a listing tool)."""
     config_maps: tuple[str, ...] = ()
     """ConfigMaps the workload's Pods mount or read that exist (candidate configuration to fix)."""
     logs: tuple[str, ...] = ()
@@ -374,6 +416,58 @@ def crash_after_rollout(evidence: Evidence) -> Match | None:
     )
 
 
+def oom_heap_share(evidence: Evidence) -> Match | None:
+    """A JVM OOMKilled by the kernel while its heap may take more than ``HEAP_SHARE_MAX`` percent
+    of the container limit: metaspace, threads and buffers do not fit beside it; a smaller heap
+    share (same limit) is the fix, more memory would be eaten by the same share."""
+    killed = [
+        (p, c)
+        for p, c in evidence.containers
+        if c.last_reason == "OOMKilled" and c.heap_percent is not None and c.heap_percent > HEAP_SHARE_MAX
+    ]
+    if not killed:
+        return None
+    pod, container = max(killed, key=lambda pc: pc[1].restarts)
+    share = f"{container.heap_percent:g}"
+    facts = (
+        f"container {container.name} of Pod {pod.name} was OOMKilled (exit code "
+        f"{container.last_exit_code if container.last_exit_code is not None else SIGKILL_EXIT}), "
+        f"{container.restarts} restarts",
+        f"its JVM may use {share}% of the memory limit ({container.memory_limit or 'unknown'}) for the heap "
+        f"(-XX:MaxRAMPercentage={share}), above {HEAP_SHARE_MAX}%",
+    )
+    return Match(
+        facts=facts,
+        target=evidence.workload,
+        values={"MAX_RAM_PERCENTAGE": str(HEAP_SHARE_SAFE)},
+        detail={"container": container.name, "share": share, "limit": container.memory_limit or "its limit"},
+    )
+
+
+def crash_on_connection(evidence: Evidence) -> Match | None:
+    """A crash loop (not OOM, not the newest revision's) whose last log lines say the process
+    could not connect to a dependency: state it holds (a cached address, a pool of dead
+    connections) is stale; a rolling restart reconnects, a rollback of an unchanged template would not."""
+    crashing = [(p, c) for p, c in _crashing(evidence) if c.last_reason != "OOMKilled"]
+    if not crashing or (evidence.rollout is not None and evidence.rollout.failing_since_last_change):
+        return None
+    said = next((line for line in evidence.logs if _CONNECT_FAILED.search(line)), None)
+    if said is None:
+        return None
+    _, container = crashing[0]
+    return Match(
+        facts=(
+            f"{len({p.name for p, _ in crashing})} Pod(s) crash-loop (container {container.name} last exited "
+            f"{container.last_reason or 'with an error'}, exit code {container.last_exit_code}, "
+            f"{container.restarts} restarts)",
+            f"its log says it cannot connect to a dependency: {_clip(said)}",
+            "the failing Pods are not those of a new revision",
+        ),
+        target=evidence.workload,
+        detail={"container": container.name},
+    )
+
+
 def oom_at_limit(evidence: Evidence) -> Match | None:
     """Containers OOMKilled (exit 137) with a known memory limit: raise it."""
     killed = [(p, c) for p, c in evidence.containers if c.last_reason == "OOMKilled"]
@@ -469,10 +563,11 @@ def image_pull_denied(evidence: Evidence) -> Match | None:
 
 
 def pending_on_taint(evidence: Evidence) -> Match | None:
-    """Pods Pending because every Node carries a taint they do not tolerate."""
+    """Pods Pending because every Node carries a taint they do not tolerate (not the control
+    plane's own taint, which no workload should have removed)."""
     messages = [p.unschedulable for p in evidence.pods if p.phase == "Pending" and p.unschedulable]
     messages += evidence.event_messages("FailedScheduling")
-    keys = {m.group(1).strip("'\"") for text in messages if (m := _TAINT.search(text))}
+    keys = {m.group(1).strip("'\"") for text in messages if (m := _TAINT.search(text))} - _SYSTEM_TAINTS
     tainted = [
         n for n in evidence.nodes for t in n.taints if t.key in keys and t.effect != "PreferNoSchedule"
     ]
@@ -512,9 +607,17 @@ def pending_on_resources(evidence: Evidence) -> Match | None:
     short = sorted({m.group(1).lower() for t in texts if (m := _INSUFFICIENT.search(t))})
     if not short:
         return None
+    facts = [f"Pods are Pending: {next(t for t in texts if _INSUFFICIENT.search(t))}"]
+    values: dict[str, str] = {}
+    pools = {n.pool for n in evidence.nodes}
+    if evidence.nodes and len(pools) == 1 and None not in pools:
+        pool = str(next(iter(pools)))
+        facts.append(f"the Nodes read belong to node pool {pool}")
+        values["NODE_POOL"] = pool
     return Match(
-        facts=(f"Pods are Pending: {next(t for t in texts if _INSUFFICIENT.search(t))}",),
+        facts=tuple(facts),
         target=evidence.workload,
+        values=values,
         detail={"resource": " and ".join(short)},
     )
 
@@ -601,6 +704,41 @@ def evicted_pods(evidence: Evidence) -> Match | None:
         facts=(f"{len(evicted)} Pod(s) Evicted: {evicted[0].message}".rstrip(": "),),
         target=evidence.workload,
         detail={"count": str(len(evicted))},
+    )
+
+
+def claim_filling_up(evidence: Evidence) -> Match | None:
+    """A Bound claim the alert says fills up: its size, and the size an expansion would ask for.
+    What fills it (data to keep or files to delete) is not in the cluster's objects, so the rule
+    names no action: the catalog search by the alert's signal decides between the workflows."""
+    incident = evidence.incident
+    if incident.kind != "PersistentVolumeClaim" or evidence.signal_type not in FILL_SIGNALS:
+        return None
+    if not evidence.claim_capacity:
+        return None
+    facts = [f"PersistentVolumeClaim {incident.name} is Bound with {evidence.claim_capacity}"]
+    values = {}
+    bigger = grow_storage(evidence.claim_capacity, factor=1.5)
+    if bigger:
+        facts.append(f"an expansion by half would make it {bigger}")
+        values["NEW_SIZE"] = bigger
+    return Match(facts=tuple(facts), target=incident, values=values, detail={"size": evidence.claim_capacity})
+
+
+def cronjob_keeps_failing(evidence: Evidence) -> Match | None:
+    """Several Jobs of a CronJob failed: the next runs will fail the same way until someone fixes
+    the cause, so stop the schedule rather than re-run."""
+    workload = evidence.workload
+    if workload is None or workload.kind != "CronJob" or len(evidence.failed_runs) < MIN_FAILED_RUNS:
+        return None
+    reasons = sorted(set(evidence.failed_runs))
+    return Match(
+        facts=(
+            f"{len(evidence.failed_runs)} Jobs of {_describe(workload)} failed ({', '.join(reasons)})",
+            "every recent run fails: another run would fail the same way",
+        ),
+        target=workload,
+        detail={"runs": str(len(evidence.failed_runs)), "reason": reasons[0]},
     )
 
 
@@ -796,6 +934,77 @@ def healthy_despite_alert(evidence: Evidence) -> Match | None:
     )
 
 
+def _service_alert_on_healthy_pods(evidence: Evidence) -> bool:
+    """A service-level alert (latency, errors: not a Pod failure) on a workload whose Pods are
+    all Running, Ready and without restarts, with their CPU use known."""
+    return (
+        evidence.signal_type not in _FAILURE_SIGNALS
+        and bool(evidence.pods)
+        and all(p.healthy for p in evidence.pods)
+        and not any(c.restarts for _, c in evidence.containers)
+        and len(evidence.cpu_of_requests) == len(evidence.pods)
+    )
+
+
+def healthy_unchanged_unsaturated(evidence: Evidence) -> Match | None:
+    """A service-level alert while the workload is healthy, well below its CPU requests and not
+    rolled out for a day: nothing the cluster shows explains it (an outside dependency?)."""
+    rollout = evidence.rollout
+    if not _service_alert_on_healthy_pods(evidence) or max(evidence.cpu_of_requests) >= CPU_BUSY:
+        return None
+    if rollout is None or rollout.age_hours is None or rollout.age_hours < SETTLED_HOURS:
+        return None
+    return Match(
+        facts=(
+            f"all {len(evidence.pods)} Pod(s) of {_describe(evidence.workload)} are Running and Ready, "
+            "without restarts",
+            f"their CPU use is at most {max(evidence.cpu_of_requests)}% of their requests",
+            f"the current revision was rolled out {rollout.age_hours / 24:.1f} days before the alert",
+        ),
+        target=evidence.workload,
+        detail={"alert": evidence.signal_type, "days": f"{rollout.age_hours / 24:.1f}"},
+    )
+
+
+def cpu_saturated(evidence: Evidence) -> Match | None:
+    """A service-level alert while every healthy Pod uses its whole CPU request and nothing
+    scales the workload (no HPA): more replicas share the load."""
+    if not _service_alert_on_healthy_pods(evidence) or evidence.hpa is not None:
+        return None
+    if min(evidence.cpu_of_requests) < CPU_SATURATED:
+        return None
+    replicas = len(evidence.pods) * 2
+    low, high = min(evidence.cpu_of_requests), max(evidence.cpu_of_requests)
+    return Match(
+        facts=(
+            f"all {len(evidence.pods)} Pod(s) of {_describe(evidence.workload)} are healthy and use "
+            f"{low}-{high}% of their CPU requests",
+            "no HorizontalPodAutoscaler scales the workload",
+        ),
+        target=evidence.workload,
+        values={"REPLICAS": str(replicas)},
+        detail={"replicas": str(replicas), "pods": str(len(evidence.pods))},
+    )
+
+
+def volume_attached_elsewhere(evidence: Evidence) -> Match | None:
+    """A Pod cannot attach its volume: the attach/detach controller reports it exclusively
+    attached to another node. Whether that node is gone (a force-detach is safe) or only
+    unreachable (it may still write: a detach would corrupt the data) is the VolumeAttachment's
+    and the machine's story, which the investigation does not read; moving the Pod frees nothing."""
+    said = next(
+        (m for m in evidence.event_messages("FailedAttachVolume", "FailedMount") if _MULTI_ATTACH.search(m)),
+        None,
+    )
+    if said is None:
+        return None
+    unknown = [n.name for n in evidence.nodes if n.conditions.get("Ready") == "Unknown"]
+    facts = [f"the Pod's volume cannot be attached: {_clip(said)}"]
+    if unknown:
+        facts.append(f"Node {unknown[0]} stopped reporting (Ready=Unknown): it may still hold the volume")
+    return Match(facts=tuple(facts), target=evidence.workload or evidence.incident, detail={})
+
+
 def oom_alert_but_crash(evidence: Evidence) -> Match | None:
     """The alert says OOMKilled but the containers exit with an application error: a red herring."""
     if evidence.signal_type != "OOMKilled":
@@ -830,6 +1039,32 @@ RULES: tuple[Rule, ...] = (
         decline="the evidence contradicts the alert (red herring)",
     ),
     Rule(
+        name="healthy-unchanged-unsaturated",
+        signal_type="Healthy",
+        action_type=None,
+        query="",
+        explanation=(
+            "The alert reports {alert}, but {workload} is healthy, not CPU-saturated and unchanged for "
+            "{days} days: nothing in the cluster explains it (an outside dependency?). A rollback or a "
+            "scale-out would change nothing; a person should decide."
+        ),
+        match=healthy_unchanged_unsaturated,
+        decline="nothing the cluster shows explains the alert",
+    ),
+    Rule(
+        name="volume-attached-elsewhere",
+        signal_type="FailedAttachVolume",
+        action_type=None,
+        query="",
+        explanation=(
+            "The volume of {workload} is still attached to another node. Only a person can confirm that "
+            "node is gone: force-detaching a volume a live node still writes corrupts it, and moving "
+            "the Pod frees nothing."
+        ),
+        match=volume_attached_elsewhere,
+        decline="the volume is attached to another node whose state the cluster's objects do not show",
+    ),
+    Rule(
         name="oom-alert-but-application-crash",
         signal_type="CrashLoopBackOff",
         action_type=None,
@@ -843,6 +1078,18 @@ RULES: tuple[Rule, ...] = (
         decline=(
             "the evidence contradicts the alert (red herring): the containers crash, they are not OOMKilled"
         ),
+    ),
+    Rule(
+        name="oomkilled-jvm-heap-share",
+        signal_type="OOMKilled",
+        action_type="TuneJVMHeap",
+        query="JVM heap share MaxRAMPercentage smaller heap restart",
+        explanation=(
+            "Container {container} of {workload} runs a JVM whose heap may take {share}% of {limit}: the "
+            "kernel kills it when heap and non-heap memory together pass the limit. A smaller heap share "
+            "under the same limit fixes it; more memory would be taken by the same share."
+        ),
+        match=oom_heap_share,
     ),
     Rule(
         name="oomkilled-at-limit",
@@ -929,6 +1176,18 @@ RULES: tuple[Rule, ...] = (
         match=crash_after_rollout,
     ),
     Rule(
+        name="crashloop-dependency-connection",
+        signal_type="CrashLoopBackOff",
+        action_type="RestartPods",
+        query="CrashLoopBackOff restart stale connections transient dependency recovered",
+        explanation=(
+            "{workload} crash-loops because container {container} cannot connect to a dependency, and no "
+            "new revision caused it: a rolling restart drops the stale connections and addresses it "
+            "holds; a rollback of the unchanged template would not help."
+        ),
+        match=crash_on_connection,
+    ),
+    Rule(
         name="missing-reference",
         signal_type="CreateContainerConfigError",
         action_type="PatchConfiguration",
@@ -1005,6 +1264,17 @@ RULES: tuple[Rule, ...] = (
         match=hpa_maxed,
     ),
     Rule(
+        name="cpu-saturated-scale-out",
+        signal_type="HighCPU",
+        action_type="ScaleOut",
+        query="scale out replicas CPU saturated traffic load",
+        explanation=(
+            "Every Pod of {workload} uses its whole CPU request and nothing scales it: more replicas "
+            "({pods} → {replicas}) share the load."
+        ),
+        match=cpu_saturated,
+    ),
+    Rule(
         name="pending-insufficient-resources",
         signal_type="FailedScheduling",
         action_type="ProvisionNode",
@@ -1053,6 +1323,25 @@ RULES: tuple[Rule, ...] = (
         match=evicted_pods,
     ),
     Rule(
+        name="pvc-filling-up",
+        signal_type="PersistentVolumeFillingUp",
+        action_type=None,
+        query="",
+        explanation="The volume of {workload} ({size}) fills up.",
+        match=claim_filling_up,
+    ),
+    Rule(
+        name="cronjob-runs-keep-failing",
+        signal_type="BackoffLimitExceeded",
+        action_type="SuspendCronJob",
+        query="CronJob every run fails the same way suspend",
+        explanation=(
+            "{runs} runs of {workload} failed ({reason}): each new run fails the same way and adds load "
+            "until someone fixes the cause, so suspending the CronJob stops it; re-running would not help."
+        ),
+        match=cronjob_keeps_failing,
+    ),
+    Rule(
         name="job-failed",
         signal_type="BackoffLimitExceeded",
         action_type=None,
@@ -1080,6 +1369,14 @@ def raise_quantity(text: str, *, factor: float) -> str | None:
         return None
     mebibytes = math.ceil(size * factor / 2**20)
     return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"
+
+
+def grow_storage(text: str, *, factor: float) -> str | None:
+    """A storage size raised by ``factor``, rounded up to whole Gi (``200Gi`` → ``300Gi``)."""
+    size = quantity_bytes(text)
+    if size is None or size <= 0:
+        return None
+    return f"{math.ceil(size * factor / 2**30)}Gi"
 
 
 def _describe(ref: resources.ResourceRef | None) -> str:

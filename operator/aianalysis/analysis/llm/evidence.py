@@ -29,6 +29,7 @@ unreadable object is simply not evidence.
 
 from __future__ import annotations
 
+import datetime
 import html
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -42,6 +43,17 @@ from aianalysis.analysis.llm import analyzers
 MAX_PODS = 6
 MAX_REPLICASETS = 3
 MAX_NODES = 3
+MAX_JOBS = 8
+TOP_TOOL = "top"
+#: A Job's ``Failed`` condition reasons.
+JOB_FAILURE_REASONS = frozenset({"BackoffLimitExceeded", "DeadlineExceeded"})
+#: Node labels naming the node pool / group a Node belongs to (EKS, GKE, AKS, Karpenter).
+POOL_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "karpenter.sh/nodepool",
+)
 MAX_REFERENCES = 4
 LOG_LINES = 40
 OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
@@ -81,6 +93,7 @@ class Investigation:
         self._call = call
         self._spec = spec
         self._list_tool = next((name for name in LIST_TOOLS if name in tool_names), None)
+        self._top = TOP_TOOL in tool_names
         self.chain: list[resources.ResourceRef] = [spec.resource]
         self.cluster = False
 
@@ -143,7 +156,10 @@ class Investigation:
             account_bound=await self._account_bound(
                 service_account(workload_obj or incident), pods, namespace
             ),
-            job_failure=job_failure(workload_obj),
+            job_failure=job_failure(workload_obj) or job_failure(incident),
+            claim_capacity=claim_capacity(incident),
+            cpu_of_requests=await self._cpu_of_requests(pods, namespace),
+            failed_runs=await self._failed_runs(workload_obj, namespace) + self._failed_reruns(workload_obj),
             java=runs_java(workload_obj or incident),
         )
 
@@ -258,6 +274,64 @@ class Investigation:
                 ):
                     return True
         return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+
+    async def _cpu_of_requests(
+        self, pods: Sequence[Mapping[str, Any]], namespace: str | None
+    ) -> tuple[int, ...]:
+        """CPU use of each of the workload's Pods as a percentage of its CPU requests (the metrics
+        API through ``top``), read only when every Pod is healthy: a service-level alert then
+        needs to know whether they are saturated. Empty when unknown for any of them."""
+        if not self._top or not pods or not namespace or not all(pod_facts(p).healthy for p in pods):
+            return ()
+        outcome = await self._call(
+            TOP_TOOL, {"resource": "pods", "namespace": namespace, "sort_by": "cpu", "limit": 50}
+        )
+        if outcome.is_error:
+            return ()
+        used = {row[0]: _int(row[1]) for row in (line.split() for line in fenced_lines(outcome.text)) if row}
+        shares: list[int] = []
+        for pod in pods:
+            name = str((pod.get("metadata") or {}).get("name"))
+            requested = cpu_requests(pod)
+            millis = used.get(name)
+            if millis is None or not requested:
+                return ()
+            shares.append(round(100 * millis / requested))
+        return tuple(shares)
+
+    def _failed_reruns(self, workload_obj: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """Runs of a CronJob's job that an earlier remediation of this incident started and that
+        failed as a Job fails (the recovery history's failure reason, written by the executor)."""
+        recovery = self._spec.recovery
+        if recovery is None or not workload_obj or workload_obj.get("kind") != "CronJob":
+            return ()
+        return tuple(
+            p.failure.reason for p in recovery.previous_executions if p.failure.reason in JOB_FAILURE_REASONS
+        )
+
+    async def _failed_runs(
+        self, workload_obj: Mapping[str, Any] | None, namespace: str | None
+    ) -> tuple[str, ...]:
+        """The ``Failed`` reasons of a CronJob's Jobs (through a listing tool; none without one),
+        a few read in full."""
+        if (
+            self._list_tool is None
+            or not workload_obj
+            or workload_obj.get("kind") != "CronJob"
+            or not namespace
+        ):
+            return ()
+        outcome = await self._call(self._list_tool, {"kind": "Job", "namespace": namespace})
+        if outcome.is_error:
+            return ()
+        name = str((workload_obj.get("metadata") or {}).get("name"))
+        reasons: list[str] = []
+        for job_name in table_names(outcome.text)[:MAX_JOBS]:
+            job = await self._get("Job", job_name, namespace)
+            owner = controller_of(job, namespace=namespace)
+            if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
+                reasons += [r for r in [job_failure(job)] if r]
+        return tuple(reasons)
 
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
@@ -386,12 +460,17 @@ class Investigation:
         failing: set[int] = set()
         healthy: set[int] = set()
         templates: dict[int, Mapping[str, Any]] = {}
+        age: float | None = None
         for name, members in list(owners.items())[:MAX_REPLICASETS]:
             rs = await self._get("ReplicaSet", name, namespace)
             rs_revision = _int(((rs or {}).get("metadata") or {}).get("annotations", {}).get(REVISION))
             if rs is None or rs_revision is None:
                 continue
             templates[rs_revision] = ((rs.get("spec") or {}).get("template") or {}).get("spec") or {}
+            if rs_revision == revision:
+                age = _hours_between(
+                    (rs.get("metadata") or {}).get("creationTimestamp"), self._spec.signal.firing_time
+                )
             facts = [pod_facts(p) for p in members]
             if any(p.failing or _restarting(p) for p in facts):
                 failing.add(rs_revision)
@@ -407,6 +486,7 @@ class Investigation:
             failing_revisions=frozenset(failing),
             healthy_revisions=frozenset(healthy),
             changed=changed,
+            age_hours=age,
         )
 
     async def _references(
@@ -492,11 +572,19 @@ def _container(container: Mapping[str, Any], status: Mapping[str, Any]) -> analy
         memory_limit=str(limits["memory"]) if limits.get("memory") is not None else None,
         image=image,
         java=bool(re.search(r"java|jdk|jre|jvm|temurin|corretto|Xmx|JAVA_", f"{image} {env}", re.IGNORECASE)),
+        heap_percent=_heap_percent(" ".join([env, *map(str, container.get("args") or ())])),
     )
+
+
+def _heap_percent(text: str) -> float | None:
+    """The JVM's ``-XX:MaxRAMPercentage`` in the container's environment or arguments (the last wins)."""
+    found = re.findall(r"-XX:MaxRAMPercentage=([0-9]+(?:\.[0-9]+)?)", text)
+    return float(found[-1]) if found else None
 
 
 def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
     spec, status = node.get("spec") or {}, node.get("status") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
     return analyzers.Node(
         name=str((node.get("metadata") or {}).get("name") or ""),
         conditions={
@@ -505,6 +593,7 @@ def node_facts(node: Mapping[str, Any]) -> analyzers.Node:
             if isinstance(c, dict)
         },
         unschedulable=bool(spec.get("unschedulable")),
+        pool=next((str(labels[k]) for k in POOL_LABELS if labels.get(k)), None),
         taints=tuple(
             analyzers.Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=t.get("value"))
             for t in spec.get("taints") or ()
@@ -579,6 +668,39 @@ def pdb_facts(pdb: Mapping[str, Any] | None) -> analyzers.PDB | None:
         current_healthy=_int(status.get("currentHealthy")),
         desired_healthy=_int(status.get("desiredHealthy")),
     )
+
+
+def cpu_requests(pod: Mapping[str, Any]) -> int | None:
+    """The Pod's summed container CPU requests in millicores (None when a container has none)."""
+    total = 0
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        text = str(((container.get("resources") or {}).get("requests") or {}).get("cpu") or "")
+        found = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(m?)", text)
+        if found is None:
+            return None
+        total += round(float(found[1]) * (1 if found[2] else 1000))
+    return total or None
+
+
+def _hours_between(start: Any, end: Any) -> float | None:
+    """Hours from one RFC 3339 time to another (None when either is missing or malformed)."""
+    try:
+        since = datetime.datetime.fromisoformat(str(start).replace("Z", "+00:00"))
+        until = datetime.datetime.fromisoformat(str(end).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if since.tzinfo is None or until.tzinfo is None:
+        return None
+    return (until - since).total_seconds() / 3600
+
+
+def claim_capacity(obj: Mapping[str, Any]) -> str | None:
+    """The provisioned size of a Bound PersistentVolumeClaim (``status.capacity.storage``)."""
+    if obj.get("kind") != "PersistentVolumeClaim":
+        return None
+    status = obj.get("status") or {}
+    size = (status.get("capacity") or {}).get("storage")
+    return str(size) if status.get("phase") == "Bound" and size else None
 
 
 def job_failure(obj: Mapping[str, Any] | None) -> str | None:

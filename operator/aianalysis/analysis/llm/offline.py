@@ -424,10 +424,13 @@ def confidence(hit: Hit, finding: analyzers.Finding | None, *, backed: bool = Tr
     """From the evidence: half for having a finding, up to a third more for the facts behind it,
     the rest for how well the workflow matches it (its action type, else the catalog score).
 
-    The finding backs the workflow its search ranked first (or one of its action type); any other
-    (a recovery's alternative after that one failed) is rated like an unexamined catalog match."""
+    A finding without an action type backs nothing. The finding backs the workflow its search
+    ranked first (or one of its action type); any other (a recovery's alternative after that one
+    failed) is rated like an unexamined catalog match."""
     same_action = bool(finding and finding.action_type and hit.action_type == finding.action_type)
-    if finding is None or not (backed or same_action):
+    # A finding that names no action (a Job failed, a volume fills up) tells the workflows apart
+    # no better than the catalog does: the choice rests on the search.
+    if finding is None or finding.action_type is None or not (backed or same_action):
         return round(min(hit.confidence * UNEXAMINED, MAX_CONFIDENCE), 3)
     match = 1.0 if same_action else hit.confidence
     return round(min(0.5 + 0.3 * finding.strength + 0.15 * match, MAX_CONFIDENCE), 3)
