@@ -45,7 +45,7 @@ async def test_a_standby_with_a_skewed_clock_does_not_steal_a_live_lease(
     api = kube.api_client(str(cluster.kubeconfig))
     hour_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
     lease_held_by(api, namespace, holder="live-leader", renewed=hour_ago)
-    standby = leadership.Lease(
+    standby = leadership.LeaderElection(
         api=api, namespace=namespace, name="aianalysis-operator", identity="standby",
         duration_seconds=2, renew_seconds=0.5, renew_deadline_seconds=1.0, retry_seconds=0.1,
     )  # fmt: skip
@@ -81,7 +81,7 @@ async def test_a_leader_whose_renewals_hang_stops_within_its_renew_deadline(blac
     configuration = client.Configuration()
     configuration.host = f"http://127.0.0.1:{black_hole}"
     api = client.ApiClient(configuration)
-    leader = leadership.Lease(
+    leader = leadership.LeaderElection(
         api=api, namespace="x", name="aianalysis-operator", identity="me",
         duration_seconds=4, renew_seconds=0.2, renew_deadline_seconds=1.5,
     )  # fmt: skip
@@ -106,6 +106,6 @@ def test_observation_restarts_on_any_change_and_ignores_wall_clocks() -> None:
 
 def test_the_renew_deadline_must_be_below_the_lease_duration() -> None:
     with pytest.raises(ValueError, match="renew_deadline_seconds"):
-        leadership.Lease(
+        leadership.LeaderElection(
             api=None, namespace="x", name="y", identity="z", duration_seconds=5, renew_deadline_seconds=5
         )  # type: ignore[arg-type]  # never called
