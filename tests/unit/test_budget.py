@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from aianalysis import metrics, resources
+from aianalysis import errors, metrics, resources
 from aianalysis.analysis import llm, status
 from aianalysis.controller import budget
 from tests.support.clock import ManualClock
@@ -262,3 +262,22 @@ async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_c
     assert await waiter is True
     await second.aclose()
     assert len(budget.Spent.decode(record.data).within(clock.now()).starts) == 1
+
+
+async def test_a_record_the_operator_may_not_read_leaves_the_budget_in_memory_instead_of_a_crash_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Forbidden(Record):
+        async def read(self) -> tuple[dict[str, str], object]:
+            raise errors.ClusterRejectedError(
+                "reading ConfigMap x/aianalysis-llm-budget: 403 Forbidden", status=403
+            )
+
+    clock, record = ManualClock(), Forbidden()
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock, store=record)
+    await gate.load()
+    assert "counted in memory only" in caplog.text and "403 Forbidden" in caplog.text
+    assert await gate.acquire(ticket(1), on_wait=no_op) is False
+    assert gate.ledger.exhausted(clock.now()) == "conversations", "still limited, in memory"
+    assert record.writes == 0
+    await gate.aclose()

@@ -325,10 +325,20 @@ class BudgetGate:
 
     async def load(self) -> None:
         """Adopt the recorded spending (at startup, once this replica leads): a restart or a
-        failover continues the window instead of starting a new one. Raises ``ClusterError``."""
+        failover continues the window instead of starting a new one. Raises ``ClusterError`` (the
+        API server may come back: startup is retried); a refusal for good (no right to the
+        ConfigMap, no such namespace) is logged once and the budget is then kept in memory only,
+        rather than the operator never starting."""
         if self._store is None:
             return
-        data, _ = await self._store.read()
+        try:
+            data, _ = await self._store.read()
+        except errors.ClusterRejectedError as exc:
+            log.error("LLM budget record unusable, the budget is counted in memory only: %s", exc)
+            self._store = None
+            self._unsaved_starts.clear()
+            self._unsaved_tokens.clear()
+            return
         now = self.clock.now()
         self.ledger.restore(Spent.decode(data).plus(self._unsaved()).within(now))
         log.info("LLM budget record loaded: %s", self.ledger.describe(now) or "no limit")
