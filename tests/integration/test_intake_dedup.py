@@ -228,7 +228,7 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
     context = await resolver.business_context(namespace, CONFIG.business_context_defaults)
 
     assert owner == mapping.Target(kind="Deployment", name="web", namespace=namespace)
-    assert gone == mapping.Target(kind="Pod", name="deleted-pod", namespace=namespace)
+    assert gone == mapping.Target(kind="Namespace", name=namespace, namespace=namespace)
     assert context == resources.BusinessContext(
         environment="staging",
         priority="P2",
@@ -273,14 +273,20 @@ async def test_alerts_about_gone_pods_deduplicate_onto_their_workload_that_exist
         "Deployment",
         "shop",
     )
-    # Text alone resolves nothing: a label or a name shape naming no existing object leaves the Pod.
-    assert await workload("lied", owner_kind="Deployment", owner_name="payments") == ("Pod", "lied")
-    assert await workload("cart-7d9f8b6c4-x2k9p") == ("Pod", "cart-7d9f8b6c4-x2k9p")
-    assert await workload("ghost", owner_kind="Secret", owner_name="shop") == ("Pod", "ghost")
+    # Text alone resolves nothing: a label or a name shape naming no existing object does not
+    # count; such a gone Pod is an incident about its namespace (one, however many names).
+    assert await workload("lied", owner_kind="Deployment", owner_name="payments") == ("Namespace", namespace)
+    assert await workload("cart-7d9f8b6c4-x2k9p") == ("Namespace", namespace)
+    assert await workload("ghost", owner_kind="Secret", owner_name="shop") == ("Namespace", namespace)
+    literal = resolve.Resolver(api, orphans_to_namespace=False)  # mapping: namespaceIncidents: false
+    assert await literal.workload(
+        mapping.Target(kind="Pod", name="ghost", namespace=namespace), {}
+    ) == mapping.Target(kind="Pod", name="ghost", namespace=namespace)
 
     intake = tracker()
     outcomes = []
-    for pod in ("shop-7d9f8b6c4-x2k9p", "shop-7d9f8b6c4-b5n7m", "shop-5f6b7c8d9-q2w4z"):
+    pods = ("shop-7d9f8b6c4-x2k9p", "shop-7d9f8b6c4-b5n7m", "shop-5f6b7c8d9-q2w4z", "made-up-1", "made-up-2")
+    for pod in pods:
         alert = mapped(namespace, pod)
         found = await resolver.workload(alert.target, alert.signal.labels)
         outcomes.append(
@@ -295,10 +301,14 @@ async def test_alerts_about_gone_pods_deduplicate_onto_their_workload_that_exist
         )
     await intake.aclose()
 
-    assert outcomes == ["created", "repeat", "repeat"], "one analysis for three gone Pods of one Deployment"
-    [only] = items(api, namespace)
-    assert only["spec"]["resource"] == {"kind": "Deployment", "name": "shop", "namespace": namespace}
-    assert only["status"]["intake"]["occurrences"] == 3
+    assert outcomes == ["created", "repeat", "repeat", "created", "repeat"], (
+        "one analysis for three gone Pods of one Deployment, one for the Pods that resolve to nothing"
+    )
+    shop, orphans = sorted(items(api, namespace), key=lambda i: i["spec"]["resource"]["kind"])
+    assert shop["spec"]["resource"] == {"kind": "Deployment", "name": "shop", "namespace": namespace}
+    assert shop["status"]["intake"]["occurrences"] == 3
+    assert orphans["spec"]["resource"] == {"kind": "Namespace", "name": namespace, "namespace": namespace}
+    assert orphans["status"]["intake"]["occurrences"] == 2
 
 
 async def test_a_flood_of_distinct_alert_keys_keeps_the_in_memory_maps_bounded(

@@ -11,7 +11,11 @@ name: first from the alert's owner labels (kube-state-metrics' ``owner_kind``/``
 ``created_by_kind``/``created_by_name``), then from the shape of the Pod's name (``<replicaset>-<5>``,
 ``<deployment>-<hash>-<5>``, ``<statefulset>-<ordinal>``, ``<daemonset or job>-<5>``). Neither is
 trusted as text: a candidate counts only if an object of that kind and name exists in the Pod's
-namespace (read from the API server), and its own owners are then followed as for a live Pod."""
+namespace (read from the API server), and its own owners are then followed as for a live Pod. A
+gone Pod that resolves to nothing (a bare Pod, its owner deleted too, or a made-up name) becomes an
+incident about its **Namespace** (as an alert aggregated by namespace does; off with the mapping's
+``namespaceIncidents: false``), so invented or recycled Pod names cannot open one paid analysis
+each."""
 
 from __future__ import annotations
 
@@ -63,8 +67,10 @@ class Resolver:
         *,
         clock: Callable[[], float] = time.monotonic,
         prefixes: tuple[str, ...] = business.DEFAULT_PREFIXES,
+        orphans_to_namespace: bool = True,
     ) -> None:
         self._reader = api_reader.KubernetesReader(api)
+        self._orphans_to_namespace = orphans_to_namespace
         self._prefixes = prefixes
         self._clock = clock
         self._owners: lru.LRU[tuple[str, str, str], _Cached] = lru.LRU(
@@ -102,6 +108,10 @@ class Resolver:
                 chain = await owners.owner_chain(
                     owner, read=self._read, max_depth=MAX_OWNER_DEPTH, controller_only=True
                 )
+            elif self._orphans_to_namespace:
+                orphan = mapping.Target(kind="Namespace", name=target.namespace, namespace=target.namespace)
+                self._owners[key] = _Cached(orphan, self._clock() + CACHE_SECONDS)
+                return orphan
         top = chain[-1][0]
         resolved = mapping.Target(kind=top.kind, name=top.name, namespace=target.namespace)
         self._owners[key] = _Cached(resolved, self._clock() + CACHE_SECONDS)

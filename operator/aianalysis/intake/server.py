@@ -62,10 +62,15 @@ class Intake:
         cls, config: settings.Settings, api: kube.ApiClient, *, on_cancelled: Callable[[str], object]
     ) -> Intake:
         assert config.intake_token, "settings require a token when the intake is on"
+        loaded = mapping.load_config(config.intake_mapping_file)
         return cls(
             token=config.intake_token,
-            config=mapping.load_config(config.intake_mapping_file),
-            resolver=resolve.Resolver(api, prefixes=config.business_label_prefixes),
+            config=loaded,
+            resolver=resolve.Resolver(
+                api,
+                prefixes=config.business_label_prefixes,
+                orphans_to_namespace=loaded.namespace_incidents,
+            ),
             tracker=dedup.Tracker(
                 api, cooldown_seconds=config.intake_cooldown_seconds, on_cancelled=on_cancelled
             ),
