@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,7 @@ def test_the_intake_works_with_the_shipped_role(
             "severity": "warning",
         }
         payload = {"version": "4", "alerts": [{"status": "firing", "labels": labels, "fingerprint": "f1"}]}
+        wait_for(lambda: _listening(port), what="the intake to listen", logs=operator.logs)
         answer = httpx.post(
             f"http://127.0.0.1:{port}/api/v1/alertmanager",
             json=payload,
@@ -312,6 +314,15 @@ def test_the_intake_works_with_the_shipped_role(
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+
+def _listening(port: int) -> bool:
+    """The intake accepts connections (it starts after the catalog is loaded)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
 
 
 def _client(kubeconfig: Path) -> Any:
