@@ -41,7 +41,7 @@ RBAC_NOTE = "# Why each rule exists: helm/aianalysis-operator/templates/clusterr
 FILES = {  # file in deploy/ -> kinds it holds, in this order
     "namespace.yaml": ("Namespace",),
     "serviceaccount.yaml": ("ServiceAccount",),
-    "rbac.yaml": ("ClusterRole", "ClusterRoleBinding"),
+    "rbac.yaml": ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
     "deployment.yaml": ("Deployment",),
     "service.yaml": ("Service",),
     "networkpolicy.yaml": ("NetworkPolicy",),

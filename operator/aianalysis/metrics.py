@@ -112,6 +112,13 @@ IN_FLIGHT = prom.Gauge(
     "LLM conversations running now (bounded by the concurrency cap).",
     registry=REGISTRY,
 )
+CACHE_EVICTIONS = prom.Counter(
+    "aianalysis_cache_evictions_total",
+    "Entries evicted from a bounded in-memory map keyed by external input (the least recently "
+    "used first), by map (intake_incidents|intake_owners|intake_namespaces|intake_missing_namespaces).",
+    ["cache"],
+    registry=REGISTRY,
+)
 INTAKE_ALERTS = prom.Counter(
     "aianalysis_intake_alerts_total",
     "Alerts received from Alertmanager, by outcome (created|repeat|cancelled|resolved|unmapped|"

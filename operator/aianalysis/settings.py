@@ -210,11 +210,18 @@ class Settings:
     intake_queue_limit: int = 5000
     """Alerts accepted but not yet processed; a payload that does not fit is answered 429."""
 
-    llm_budget_conversations_per_hour: int | None = None
-    """LLM conversations that may start in any rolling hour (unset = unlimited)."""
+    llm_budget_conversations_per_hour: int | None = 30
+    """LLM conversations that may start in any rolling hour (``unlimited`` = no limit). Applies to
+    the paid providers, not to ``offline``."""
 
-    llm_budget_tokens_per_day: int | None = None
-    """LLM tokens (input, output, cache) that may be billed in any rolling 24 hours (unset = unlimited)."""
+    llm_budget_tokens_per_day: int | None = 3_000_000
+    """LLM tokens (input, output, cache) that may be billed in any rolling 24 hours (``unlimited`` =
+    no limit)."""
+
+    llm_budget_namespace: str = ""
+    """Namespace of the ConfigMap ``aianalysis-llm-budget`` that keeps what the budget spent, so a
+    restart or a failover to another replica does not reset the window (empty: kept in memory
+    only, as for a test process). The chart sets it to the release namespace."""
 
     dry_run: bool = False
     """Dry run for the whole product: analyses and approvals proceed and WorkflowExecutions are
@@ -542,6 +549,10 @@ _PLATFORM_ENV: dict[str, tuple[str, ...]] = {
 }
 
 
+_UNLIMITED = frozenset({"llm_budget_conversations_per_hour", "llm_budget_tokens_per_day"})
+"""Settings whose value ``unlimited`` means None (no limit)."""
+
+
 def _coerce(name: str, annotation: object, raw: str) -> object:
     kind = str(annotation).removesuffix(" | None")
     if kind == "bool":
@@ -552,6 +563,8 @@ def _coerce(name: str, annotation: object, raw: str) -> object:
         raise errors.ConfigError(f"{env_name(name)}={raw!r} is not true or false")
     if kind == "tuple[str, ...]":
         return tuple(item.strip() for item in raw.split(",") if item.strip())
+    if name in _UNLIMITED and raw.strip().lower() == "unlimited":
+        return None
     try:
         if kind == "int":
             return int(raw)

@@ -228,3 +228,34 @@ def test_execution_without_a_usable_analysis_is_explained_on_it(
     )
     assert analyses(cluster, namespace) == []
     assert operator.proc is not None and operator.proc.poll() is None, "the operator did not crash"
+
+
+def test_a_restarted_operator_keeps_the_llm_budget_its_previous_life_spent(
+    cluster: Any, namespace: str, example_catalog: Any, start_operator: Any, llm_server: ms.MessagesServer
+) -> None:
+    env = anthropic_env(
+        llm_server,
+        AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR="1",
+        AIANALYSIS_LLM_BUDGET_NAMESPACE=namespace,  # the chart: the release namespace
+    )
+    operator = start_operator(**env)
+    apply_incident(cluster, namespace, "payment-api-oomkilled", as_name="before-restart")
+    wait_done(cluster, namespace, "before-restart", operator.logs)
+    operator.stop()
+    operator.start()
+
+    apply_incident(cluster, namespace, "orders-api-crashloop", as_name="after-restart")
+    waiting = wait_for(
+        lambda: (
+            ((get(cluster, "aianalysis", "after-restart", namespace) or {}).get("status") or {}).get("reason")
+            == "BudgetExhausted"
+        ),
+        what="the analysis after the restart to wait for budget",
+        logs=operator.logs,
+    )
+    assert waiting
+    status = (get(cluster, "aianalysis", "after-restart", namespace) or {})["status"]
+    assert status["phase"] == "Pending" and "1 of 1 conversations in the last hour" in status["message"]
+    assert sum(1 for r in llm_server.requests if len(r.body["messages"]) == 1) == 1, "one paid conversation"
+    record = get(cluster, "configmap", "aianalysis-llm-budget", namespace)
+    assert record is not None and len(json.loads(record["data"]["conversations"])) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from aianalysis import kube
+from aianalysis.controller import budget, budget_store
 from aianalysis.kube import api_reader as k8s_tools
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
@@ -102,6 +105,10 @@ def can_i(cluster: devcluster.DevCluster, *args: str) -> bool:
         "delete pods -n {ns}",
         "create pods/exec -n {ns}",
         "update nodes",
+        "update configmaps -n {ns}",
+        "create configmaps -n {ns}",
+        f"update configmaps/other-record -n {SA_NAMESPACE}",
+        f"delete configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
     ],
 )
 def test_the_operator_may_not(installed: devcluster.DevCluster, ns: str, question: str) -> None:
@@ -152,6 +159,9 @@ def test_the_operator_reads_the_allowed_custom_groups_and_the_metrics_api_only(
         "get pods --subresource=log -n {ns}",
         "list customresourcedefinitions.apiextensions.k8s.io",
         "list controllerrevisions.apps -n {ns}",
+        f"create configmaps -n {SA_NAMESPACE}",  # the LLM budget's record, in its own namespace
+        f"get configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
+        f"update configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
     ],
 )
 def test_the_operator_may(installed: devcluster.DevCluster, ns: str, question: str) -> None:
@@ -287,6 +297,7 @@ def test_the_intake_works_with_the_shipped_role(
             "severity": "warning",
         }
         payload = {"version": "4", "alerts": [{"status": "firing", "labels": labels, "fingerprint": "f1"}]}
+        wait_for(lambda: _listening(port), what="the intake to listen", logs=operator.logs)
         answer = httpx.post(
             f"http://127.0.0.1:{port}/api/v1/alertmanager",
             json=payload,
@@ -303,6 +314,15 @@ def test_the_intake_works_with_the_shipped_role(
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+
+def _listening(port: int) -> bool:
+    """The intake accepts connections (it starts after the catalog is loaded)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
 
 
 def _client(kubeconfig: Path) -> Any:
@@ -388,3 +408,33 @@ def _pod(name: str, *, owner: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"name": name, "labels": owner["metadata"]["labels"], "ownerReferences": _owner(owner)},
         "spec": {"containers": _CONTAINERS},
     }
+
+
+async def test_the_llm_budget_record_is_kept_with_the_shipped_role(
+    installed: devcluster.DevCluster, operator_kubeconfig: Path
+) -> None:
+    """As the operator, with only the shipped rights: the first grant creates the record, the next
+    replaces it at the version read, and a new gate (a restart) continues from it."""
+    api = kube.api_client(str(operator_kubeconfig))
+    limits = budget.Limits(conversations_per_hour=2)
+    try:
+        store = budget_store.ConfigMapStore(api, SA_NAMESPACE)
+        first = budget.BudgetGate(limits, store=store)
+        await first.load()
+        for n in (1, 2):
+            ticket = budget.Ticket(key=f"rbac-{n}#1", uid=f"rbac-{n}", severity="high", created="")
+            assert await first.acquire(ticket, on_wait=_never_waits) is False
+        await first.aclose()
+
+        restarted = budget.BudgetGate(limits, store=store)
+        await restarted.load()
+        assert restarted.ledger.exhausted(restarted.clock.now()) == "conversations"
+        await restarted.aclose()
+    finally:
+        api.close()
+    found = installed.kubectl("get", "configmap", budget_store.NAME, "-n", SA_NAMESPACE, "-o", "json")
+    assert len(json.loads(json.loads(found.stdout)["data"]["conversations"])) == 2
+
+
+async def _never_waits(message: str) -> None:
+    raise AssertionError(f"the budget was not spent yet: {message}")

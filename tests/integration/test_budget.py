@@ -6,6 +6,7 @@ manual clock the test advances, not by sleeping an hour."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -15,7 +16,7 @@ from kubernetes import client
 
 from aianalysis import kube, metrics, resources, settings
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import budget
+from aianalysis.controller import budget, budget_store
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
@@ -164,3 +165,56 @@ async def test_an_analysis_that_ended_while_waiting_never_spends_budget(
     assert read(runtime, namespace, "resolved-meanwhile")["status"]["reason"] == "AlertResolved"
     assert runtime.budget.ledger.used(clock.now())["conversations"] == BUDGET
     assert conversations(llm_server) == BUDGET
+
+
+async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
+    cluster: devcluster.Cluster,
+    crds: list[str],
+    namespace: str,
+    llm_server: ms.MessagesServer,
+    clock: ManualClock,
+) -> None:
+    config = settings.Settings(
+        provider="anthropic",
+        api_key="sk-test-budget",
+        anthropic_base_url=llm_server.base_url,
+        llm_max_retries=0,
+        llm_budget_conversations_per_hour=BUDGET,
+        llm_budget_namespace=namespace,
+    )
+
+    def start() -> runtime_mod.Runtime:
+        made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
+        made.catalog.upsert("restart-pods-v1", WORKFLOW)
+        return made
+
+    first = start()
+    await first.budget.load()
+    for i in range(BUDGET):
+        await reconcile(first, namespace, create(first, namespace, f"before-restart-{i}"))
+    await first.aclose()
+    recorded = client.CoreV1Api(kube.api_client(str(cluster.kubeconfig))).read_namespaced_config_map(
+        budget_store.NAME, namespace
+    )
+    assert len(json.loads(recorded.data["conversations"])) == BUDGET
+
+    second = start()  # the next life of the operator (or the standby taking over)
+    await second.budget.load()
+    after = asyncio.create_task(reconcile(second, namespace, create(second, namespace, "after-restart")))
+    await wait_until(
+        lambda: (
+            (read(second, namespace, "after-restart").get("status") or {}).get("reason") == "BudgetExhausted"
+        ),
+        what="the analysis after the restart to wait",
+    )
+    assert (
+        f"{BUDGET} of {BUDGET} conversations in the last hour"
+        in (read(second, namespace, "after-restart")["status"]["message"])
+    )
+    assert conversations(llm_server) == BUDGET, "the restart did not reset the window"
+
+    await clock.advance(budget.HOUR_SECONDS)
+    await asyncio.wait_for(after, 30)
+    assert read(second, namespace, "after-restart")["status"]["phase"] == "Completed"
+    assert conversations(llm_server) == BUDGET + 1
+    await second.aclose()

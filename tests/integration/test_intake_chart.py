@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from aianalysis import settings
+from aianalysis.controller import budget_store
 from aianalysis.intake import mapping
 from aianalysis_dev import devcluster
 from tests.integration.test_packaging import apply_dry_run, container, env_of, helm, one, render
@@ -29,10 +30,23 @@ INTAKE = {
 }
 
 
-def test_intake_is_off_and_the_budget_unlimited_by_default(helm: Path, tmp_path: Path) -> None:
+def test_intake_is_off_and_the_budget_limited_and_kept_in_the_cluster_by_default(
+    helm: Path, tmp_path: Path
+) -> None:
     objects = render(helm, tmp_path)
     env = env_of(objects)
-    assert not any(name.startswith(("AIANALYSIS_INTAKE", "AIANALYSIS_LLM_BUDGET")) for name in env)
+    assert not any(name.startswith("AIANALYSIS_INTAKE") for name in env)
+    plain = {name: item["value"] for name, item in env.items() if "value" in item}
+    config = settings.from_env({**plain, "AIANALYSIS_API_KEY": "k"})
+    assert (config.llm_budget_conversations_per_hour, config.llm_budget_tokens_per_day) == (30, 3_000_000)
+    assert config.llm_budget_namespace == "aianalysis-system"
+    [role] = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"].endswith("-llm-budget")]
+    assert role["metadata"]["namespace"] == "aianalysis-system"
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [budget_store.NAME],
+         "verbs": ["get", "update"]},
+    ]  # fmt: skip
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
     assert [o["metadata"]["name"] for o in objects if o["kind"] == "NetworkPolicy"] == [
         "aianalysis-operator"

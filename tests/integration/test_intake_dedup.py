@@ -228,7 +228,7 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
     context = await resolver.business_context(namespace, CONFIG.business_context_defaults)
 
     assert owner == mapping.Target(kind="Deployment", name="web", namespace=namespace)
-    assert gone == mapping.Target(kind="Pod", name="deleted-pod", namespace=namespace)
+    assert gone == mapping.Target(kind="Namespace", name=namespace, namespace=namespace)
     assert context == resources.BusinessContext(
         environment="staging",
         priority="P2",
@@ -238,3 +238,101 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
     )
     with pytest.raises(resolve.NamespaceMissingError):
         await resolver.business_context("no-such-namespace-x1", CONFIG.business_context_defaults)
+
+
+def _owned_by(kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+
+async def test_alerts_about_gone_pods_deduplicate_onto_their_workload_that_exists(
+    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+) -> None:
+    apps = kubernetes.client.AppsV1Api(api)
+    template = {
+        "metadata": {"labels": {"app": "shop"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+    spec = {"selector": {"matchLabels": {"app": "shop"}}, "template": template}
+    dep = apps.create_namespaced_deployment(namespace, {"metadata": {"name": "shop"}, "spec": spec})
+    owned = {"name": "shop-7d9f8b6c4", "ownerReferences": [_owned_by("Deployment", "shop", dep.metadata.uid)]}
+    apps.create_namespaced_replica_set(namespace, {"metadata": owned, "spec": spec})
+    db = {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+          "template": {**template, "metadata": {"labels": {"app": "db"}}}}  # fmt: skip
+    apps.create_namespaced_stateful_set(namespace, {"metadata": {"name": "db"}, "spec": db})
+    resolver = resolve.Resolver(api)
+
+    async def workload(pod: str, **labels: str) -> tuple[str, str]:
+        found = await resolver.workload(mapping.Target(kind="Pod", name=pod, namespace=namespace), labels)
+        return found.kind, found.name
+
+    # No Pod of these names exists: each resolves through an object that does.
+    assert await workload("shop-7d9f8b6c4-x2k9p") == ("Deployment", "shop")  # its ReplicaSet exists
+    assert await workload("shop-5f6b7c8d9-q2w4z") == ("Deployment", "shop")  # an older ReplicaSet, gone
+    assert await workload("db-3") == ("StatefulSet", "db")
+    assert await workload("renamed", owner_kind="ReplicaSet", owner_name="shop-7d9f8b6c4") == (
+        "Deployment",
+        "shop",
+    )
+    # Text alone resolves nothing: a label or a name shape naming no existing object does not
+    # count; such a gone Pod is an incident about its namespace (one, however many names).
+    assert await workload("lied", owner_kind="Deployment", owner_name="payments") == ("Namespace", namespace)
+    assert await workload("cart-7d9f8b6c4-x2k9p") == ("Namespace", namespace)
+    assert await workload("ghost", owner_kind="Secret", owner_name="shop") == ("Namespace", namespace)
+    literal = resolve.Resolver(api, orphans_to_namespace=False)  # mapping: namespaceIncidents: false
+    assert await literal.workload(
+        mapping.Target(kind="Pod", name="ghost", namespace=namespace), {}
+    ) == mapping.Target(kind="Pod", name="ghost", namespace=namespace)
+
+    intake = tracker()
+    outcomes = []
+    pods = ("shop-7d9f8b6c4-x2k9p", "shop-7d9f8b6c4-b5n7m", "shop-5f6b7c8d9-q2w4z", "made-up-1", "made-up-2")
+    for pod in pods:
+        alert = mapped(namespace, pod)
+        found = await resolver.workload(alert.target, alert.signal.labels)
+        outcomes.append(
+            await intake.handle(
+                dedup.Incoming(
+                    alert=alert,
+                    workload=found,
+                    business=resources.BusinessContext(),
+                    received=alert.signal.received_time or "",
+                )
+            )
+        )
+    await intake.aclose()
+
+    assert outcomes == ["created", "repeat", "repeat", "created", "repeat"], (
+        "one analysis for three gone Pods of one Deployment, one for the Pods that resolve to nothing"
+    )
+    shop, orphans = sorted(items(api, namespace), key=lambda i: i["spec"]["resource"]["kind"])
+    assert shop["spec"]["resource"] == {"kind": "Deployment", "name": "shop", "namespace": namespace}
+    assert shop["status"]["intake"]["occurrences"] == 3
+    assert orphans["spec"]["resource"] == {"kind": "Namespace", "name": namespace, "namespace": namespace}
+    assert orphans["status"]["intake"]["occurrences"] == 2
+
+
+async def test_a_flood_of_distinct_alert_keys_keeps_the_in_memory_maps_bounded(
+    api: client.ApiClient,
+    namespace: str,
+    tracker: Callable[..., dedup.Tracker],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dedup, "MAX_INCIDENTS", 10)
+    monkeypatch.setattr(resolve, "MAX_CACHED", 10)
+    intake, resolver = tracker(), resolve.Resolver(api)
+    assert await intake.handle(incoming(namespace, "api-1")) == "created"
+
+    for i in range(60):  # distinct workloads and pod names, as a storm of label noise would send
+        assert await intake.handle(incoming(namespace, f"p{i}", status="resolved", workload=f"w{i}")) == (
+            "resolved"
+        )
+        await resolver.workload(mapping.Target(kind="Pod", name=f"p{i}", namespace=namespace))
+        with pytest.raises(resolve.NamespaceMissingError):
+            await resolver.business_context(f"gone-{i}", CONFIG.business_context_defaults)
+
+    assert intake.sizes == {"incidents": 10, "locks": 0}
+    assert resolver.sizes == {"owners": 10, "namespaces": 10}
+    # The forgotten incident is found again in the cluster: its next alert still only counts.
+    assert await intake.handle(incoming(namespace, "api-2")) == "repeat"
+    await intake.aclose()
+    assert len(items(api, namespace)) == 1

@@ -382,6 +382,7 @@ def test_default_rendering_is_accepted_by_the_apiserver(
     assert kinds == sorted(
         ["customresourcedefinition"] * 3
         + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment", "networkpolicy"]
+        + ["role", "rolebinding"]  # the LLM budget's record
     )
 
 
@@ -700,14 +701,14 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
         "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
-    assert len(applied) == len(kustomized) == 10
+    assert len(applied) == len(kustomized) == 12
 
 
 def test_more_than_one_replica_elects_a_leader_with_rights_on_one_lease_only(
     helm: Path, tmp_path: Path
 ) -> None:
     docs = render(helm, tmp_path, values={"replicaCount": 2})
-    role = one(docs, "Role")
+    [role] = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election")]
     deployment = one(docs, "Deployment")
     env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
 
@@ -721,4 +722,6 @@ def test_more_than_one_replica_elects_a_leader_with_rights_on_one_lease_only(
         r["resources"] == ["leases"] and r["apiGroups"] == ["coordination.k8s.io"] for r in role["rules"]
     )
     single = render(helm, tmp_path)
-    assert not [d for d in single if d["kind"] == "Role"], "one replica (the default): no election, no Role"
+    assert [d["metadata"]["name"] for d in single if d["kind"] == "Role"] == [
+        "aianalysis-operator-llm-budget"
+    ], "one replica (the default): no election Role (only the LLM budget's record)"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from aianalysis import metrics, resources
+from aianalysis import errors, metrics, resources
 from aianalysis.analysis import llm, status
 from aianalysis.controller import budget
 from tests.support.clock import ManualClock
@@ -190,3 +190,94 @@ def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> No
     assert st.conditions is not None
     ready = st.conditions[0]
     assert (ready.type, ready.status, ready.reason) == ("Ready", "False", "BudgetExhausted")
+
+
+def test_the_spending_record_round_trips_in_minute_buckets_and_drops_what_left_the_window() -> None:
+    ledger = budget.Ledger(budget.Limits(conversations_per_hour=5, tokens_per_day=10_000))
+    ledger.start(1_000.0)
+    ledger.start(1_030.5)
+    ledger.add_tokens(400, 1_021.0)
+    ledger.add_tokens(100, 1_050.0)  # same minute as the 400: one bucket
+    record = ledger.spent(1_060.0).encode()
+
+    restored = budget.Ledger(ledger.limits)
+    restored.restore(budget.Spent.decode(record))
+    assert restored.used(1_060.0) == {"conversations": 2, "tokens": 500}
+    assert budget.Spent.decode(record).tokens == ((1_080.0, 500),), "rounded up: never leaves early"
+    assert restored.used(1_000.0 + HOUR) == {"conversations": 1, "tokens": 500}
+    assert restored.used(1_080.0 + budget.DAY_SECONDS) == {"conversations": 0, "tokens": 0}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"conversations": "not json", "tokens": "[]"},
+        {"conversations": '[1.0, "x", null, 1e400]', "tokens": '[[1.0], [2.0, -5], "x", [3.0, 7]]'},
+        {},
+    ],
+)
+def test_a_damaged_spending_record_is_read_as_far_as_it_makes_sense_never_fatal(data: dict[str, str]) -> None:
+    spent = budget.Spent.decode(data)
+    assert all(isinstance(at, float) for at in spent.starts)
+    assert all(n > 0 for _, n in spent.tokens)
+
+
+class Record:
+    """A store as the API server behaves for one ConfigMap: a version, and a write refused when the
+    version read is stale (tests the gate's merge; the real ConfigMap is in the integration test)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+        self.version = 0
+        self.writes = 0
+
+    async def read(self) -> tuple[dict[str, str], object]:
+        return dict(self.data), self.version
+
+    async def write(self, data: dict[str, str], version: object) -> bool:
+        if version != self.version:
+            return False
+        self.data, self.version, self.writes = data, self.version + 1, self.writes + 1
+        return True
+
+
+async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_concurrent_writer() -> None:
+    clock, record = ManualClock(), Record()
+    first = budget.BudgetGate(budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    await first.acquire(ticket(1), on_wait=no_op)
+    await first.acquire(ticket(2), on_wait=no_op)
+    assert record.writes == 2, "each grant is in the record before its conversation starts"
+    await first.aclose()
+
+    # Another replica wrote meanwhile (a start the restarted one never saw in memory).
+    spent = budget.Spent.decode(record.data).plus(budget.Spent(starts=(clock.now(),)))
+    record.data, record.version = spent.encode(), record.version + 1
+
+    second = budget.BudgetGate(budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    await second.load()
+    assert second.ledger.used(clock.now())["conversations"] == 3
+    waiter = asyncio.create_task(second.acquire(ticket(4), on_wait=no_op))
+    await until(lambda: second.waiting == 1)
+    await clock.advance(HOUR)
+    assert await waiter is True
+    await second.aclose()
+    assert len(budget.Spent.decode(record.data).within(clock.now()).starts) == 1
+
+
+async def test_a_record_the_operator_may_not_read_leaves_the_budget_in_memory_instead_of_a_crash_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Forbidden(Record):
+        async def read(self) -> tuple[dict[str, str], object]:
+            raise errors.ClusterRejectedError(
+                "reading ConfigMap x/aianalysis-llm-budget: 403 Forbidden", status=403
+            )
+
+    clock, record = ManualClock(), Forbidden()
+    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock, store=record)
+    await gate.load()
+    assert "counted in memory only" in caplog.text and "403 Forbidden" in caplog.text
+    assert await gate.acquire(ticket(1), on_wait=no_op) is False
+    assert gate.ledger.exhausted(clock.now()) == "conversations", "still limited, in memory"
+    assert record.writes == 0
+    await gate.aclose()

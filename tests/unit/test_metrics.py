@@ -275,6 +275,7 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_analyses_in_flight",
         "aianalysis_build",
         "aianalysis_intake_alerts",
+        "aianalysis_cache_evictions",
         "aianalysis_llm_budget_used",
         "aianalysis_analyses_waiting",
         "aianalysis_executions",

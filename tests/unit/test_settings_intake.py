@@ -5,13 +5,33 @@ from __future__ import annotations
 import pytest
 
 from aianalysis import errors, settings
+from aianalysis.controller import budget
 
 
-def test_defaults_keep_the_intake_off_and_the_budget_unlimited() -> None:
+def test_defaults_keep_the_intake_off_and_the_budget_limited_in_memory() -> None:
     s = settings.from_env({})
     assert s.intake_port == 0
     assert s.intake_cooldown_seconds == 3600.0
+    assert (s.llm_budget_conversations_per_hour, s.llm_budget_tokens_per_day) == (30, 3_000_000)
+    assert s.llm_budget_namespace == "", "no record outside a cluster install (the chart sets it)"
+
+
+def test_the_budget_is_unlimited_only_when_asked_and_never_for_the_offline_analyzers() -> None:
+    s = settings.from_env(
+        {
+            "AIANALYSIS_API_KEY": "k",
+            "AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR": "unlimited",
+            "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "Unlimited",
+        }
+    )
     assert s.llm_budget_conversations_per_hour is None and s.llm_budget_tokens_per_day is None
+    assert budget.Limits.from_settings(s).unlimited
+    offline = settings.from_env({"AIANALYSIS_PROVIDER": "offline"})
+    assert budget.Limits.from_settings(offline).unlimited, "the offline analyzers cost nothing"
+    paid = settings.from_env({"AIANALYSIS_API_KEY": "k"})
+    assert budget.Limits.from_settings(paid) == budget.Limits(
+        conversations_per_hour=30, tokens_per_day=3_000_000
+    )
 
 
 def test_intake_and_budget_from_the_environment() -> None:

@@ -2,13 +2,13 @@
 Environment of the Alertmanager intake and the LLM budget (added to the operator container).
 */}}
 {{- define "aianalysis-operator.intakeEnv" -}}
-{{- if not (kindIs "invalid" .Values.llmBudget.conversationsPerHour) }}
 - name: AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR
-  value: {{ .Values.llmBudget.conversationsPerHour | int64 | quote }}
-{{- end }}
-{{- if not (kindIs "invalid" .Values.llmBudget.tokensPerDay) }}
+  value: {{ if kindIs "invalid" .Values.llmBudget.conversationsPerHour }}"unlimited"{{ else }}{{ .Values.llmBudget.conversationsPerHour | int64 | quote }}{{ end }}
 - name: AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY
-  value: {{ .Values.llmBudget.tokensPerDay | int64 | quote }}
+  value: {{ if kindIs "invalid" .Values.llmBudget.tokensPerDay }}"unlimited"{{ else }}{{ .Values.llmBudget.tokensPerDay | int64 | quote }}{{ end }}
+{{- if .Values.llmBudget.persist }}
+- name: AIANALYSIS_LLM_BUDGET_NAMESPACE
+  value: {{ .Release.Namespace | quote }}
 {{- end }}
 {{- if .Values.intake.enabled }}
 {{- if not .Values.intake.tokenSecret.name }}

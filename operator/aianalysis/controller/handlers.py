@@ -61,6 +61,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         await runtime.serve_health(config.health_port)
     # With several replicas, only the Lease holder goes on; the others wait here (not ready).
     await runtime.lead(on_lost=_LEASE_LOST.set)
+    # What the previous leader (or this process before a restart) spent of the LLM budget.
+    await runtime.budget.load()
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
     await runtime.load_catalog()
     if config.intake_port and getattr(memo, "intake", None) is None:

@@ -15,7 +15,7 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import llm, pipeline, tools
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
-from aianalysis.controller import leadership
+from aianalysis.controller import budget_store, leadership
 from aianalysis.kit import health, workers
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader as k8s_tools
@@ -42,7 +42,12 @@ class Runtime(kit_runtime.ProcessRuntime):
         cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Timer | None = None
     ) -> Runtime:
         catalog = catalog_mod.Catalog()
-        gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock)
+        store = (
+            budget_store.ConfigMapStore(api, settings.llm_budget_namespace)
+            if settings.llm_budget_namespace
+            else None
+        )
+        gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock, store=store)
         observe = metrics.llm_observer(settings.provider)
 
         def on_request(request: llm.RequestRecord) -> None:

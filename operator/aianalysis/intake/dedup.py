@@ -9,6 +9,10 @@ The cluster is the source of truth: each analysis carries its incident's hash as
 restart the tracker finds the latest analysis of an incident with one labelled list. In memory it
 keeps, per incident, what it last saw; occurrence writes are coalesced (at most one status write per
 incident per ``FLUSH_SECONDS``), so a storm costs a few writes per incident, not one per alert.
+Memory is bounded: at most ``MAX_INCIDENTS`` incidents are remembered (the least recently alerted
+one is forgotten first, counted in ``aianalysis_cache_evictions_total{cache="intake_incidents"}``;
+its next alert finds its analysis in the cluster again), at most ``MAX_REMEMBERED_ALERTS`` alerts
+per incident, and one lock per incident only while an alert of it is being handled.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from aianalysis import errors, kube, resources
+from aianalysis import errors, kube, metrics, resources
 from aianalysis.analysis import status
 from aianalysis.intake import mapping
+from aianalysis.kit import lru
 from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,8 @@ RESOLVED_REASON = "AlertResolved"
 FLUSH_SECONDS = 1.0
 REFRESH_SECONDS = 30.0
 MAX_REMEMBERED_ALERTS = 1000
+MAX_INCIDENTS = 10_000
+"""Incidents remembered in memory (a few hundred bytes each, plus their remembered alerts)."""
 
 Outcome = Literal["created", "repeat", "cancelled", "resolved"]
 
@@ -78,7 +85,8 @@ class Incident:
     cools_down: bool = True
     """False when it ended without a conversation (cancelled): the next alert starts a new one."""
     checked: float = 0.0
-    firing: set[str] = dataclasses.field(default_factory=set)
+    firing: lru.LRU[str, None] = dataclasses.field(default_factory=lambda: lru.LRU(MAX_REMEMBERED_ALERTS))
+    """Fingerprints of the alerts firing now (the most recent ``MAX_REMEMBERED_ALERTS``)."""
     counted: set[str] = dataclasses.field(default_factory=set)
     """Alerts (fingerprint@startsAt) already counted for the current analysis."""
     dirty: bool = False
@@ -106,23 +114,42 @@ class Tracker:
         self._cooldown = cooldown_seconds
         self._clock = clock
         self._on_cancelled = on_cancelled
-        self._incidents: dict[str, Incident] = {}
-        self._locks: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._incidents: lru.LRU[str, Incident] = lru.LRU(
+            MAX_INCIDENTS, on_evict=metrics.CACHE_EVICTIONS.labels(cache="intake_incidents").inc
+        )
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._lock_users: collections.Counter[str] = collections.Counter()
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def handle(self, incoming: Incoming) -> Outcome:
         key = incident_key(incoming.workload, incoming.alert.signal.type)
-        async with self._locks[key]:
-            incident = await self._current(key, incoming.alert.analysis_namespace)
-            if incoming.alert.status == "resolved":
-                return await self._resolved(incident, incoming)
-            incident.firing.add(incoming.alert.fingerprint)
-            if self._active(incident):
-                self._count(incident, incoming)
-                self._schedule_flush(incident)
-                return "repeat"
-            await self._create(incident, incoming)
-            return "created"
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._lock_users[key] += 1
+        try:
+            async with lock:
+                return await self._handle(key, incoming)
+        finally:
+            self._lock_users[key] -= 1
+            if self._lock_users[key] <= 0:  # nobody holds or waits for it: the map stays small
+                del self._lock_users[key]
+                del self._locks[key]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """How many entries the in-memory maps hold (tests, debugging)."""
+        return {"incidents": len(self._incidents), "locks": len(self._locks)}
+
+    async def _handle(self, key: str, incoming: Incoming) -> Outcome:
+        incident = await self._current(key, incoming.alert.analysis_namespace)
+        if incoming.alert.status == "resolved":
+            return await self._resolved(incident, incoming)
+        incident.firing[incoming.alert.fingerprint] = None
+        if self._active(incident):
+            self._count(incident, incoming)
+            self._schedule_flush(incident)
+            return "repeat"
+        await self._create(incident, incoming)
+        return "created"
 
     def _count(self, incident: Incident, incoming: Incoming) -> None:
         alert = f"{incoming.alert.fingerprint}@{incoming.alert.signal.firing_time}"
@@ -242,7 +269,7 @@ class Tracker:
         log.info("alert %s → AIAnalysis %s/%s", alert.alert_name, incident.namespace, name)
 
     async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
-        incident.firing.discard(incoming.alert.fingerprint)
+        incident.firing.pop(incoming.alert.fingerprint)
         if incident.name is not None and incident.ended_at is not None and not incident.firing:
             await self._note_resolved(incident, incoming.received)  # the assessment reads it
             return "resolved"

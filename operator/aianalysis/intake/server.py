@@ -22,6 +22,7 @@ from aiohttp import web
 from aianalysis import errors, kube, metrics, settings
 from aianalysis.analysis import status
 from aianalysis.intake import dedup, mapping, payload, resolve
+from aianalysis.kit import lru
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,10 @@ class Intake:
         self._queue: asyncio.Queue[mapping.Mapped] = asyncio.Queue(maxsize=queue_limit)
         self._workers: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
-        self._missing_namespaces: set[str] = set()
+        self._missing_namespaces: lru.LRU[str, None] = lru.LRU(
+            resolve.MAX_CACHED, on_evict=metrics.CACHE_EVICTIONS.labels(cache="intake_missing_namespaces").inc
+        )
+        """Namespaces already warned about (one warning each, until they exist)."""
         self.port: int | None = None
 
     @classmethod
@@ -58,10 +62,15 @@ class Intake:
         cls, config: settings.Settings, api: kube.ApiClient, *, on_cancelled: Callable[[str], object]
     ) -> Intake:
         assert config.intake_token, "settings require a token when the intake is on"
+        loaded = mapping.load_config(config.intake_mapping_file)
         return cls(
             token=config.intake_token,
-            config=mapping.load_config(config.intake_mapping_file),
-            resolver=resolve.Resolver(api, prefixes=config.business_label_prefixes),
+            config=loaded,
+            resolver=resolve.Resolver(
+                api,
+                prefixes=config.business_label_prefixes,
+                orphans_to_namespace=loaded.namespace_incidents,
+            ),
             tracker=dedup.Tracker(
                 api, cooldown_seconds=config.intake_cooldown_seconds, on_cancelled=on_cancelled
             ),
@@ -160,7 +169,7 @@ class Intake:
             except resolve.NamespaceMissingError:
                 outcome = "no_namespace"
                 if alert.analysis_namespace not in self._missing_namespaces:
-                    self._missing_namespaces.add(alert.analysis_namespace)
+                    self._missing_namespaces[alert.analysis_namespace] = None
                     log.warning(
                         "alerts for namespace %s dropped: it does not exist", alert.analysis_namespace
                     )
@@ -175,11 +184,11 @@ class Intake:
             metrics.INTAKE_ALERTS.labels(outcome=outcome).inc()
 
     async def _process(self, alert: mapping.Mapped) -> str:
-        workload = await self._resolver.workload(alert.target)
+        workload = await self._resolver.workload(alert.target, alert.signal.labels)
         business = await self._resolver.business_context(
             alert.analysis_namespace, self._config.business_context_defaults
         )
-        self._missing_namespaces.discard(alert.analysis_namespace)
+        self._missing_namespaces.pop(alert.analysis_namespace)
         incoming = dedup.Incoming(
             alert=alert, workload=workload, business=business, received=alert.signal.received_time or ""
         )
