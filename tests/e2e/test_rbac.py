@@ -232,11 +232,10 @@ async def test_every_investigation_tool_read_is_allowed(
 def test_operator_with_the_shipped_role_analyses_recovers_and_logs_no_permission_problem(
     installed: devcluster.DevCluster, operator_kubeconfig: Path, ns: str, tmp_path: Path
 ) -> None:
-    operator = OperatorProcess(
-        kubeconfig=operator_kubeconfig,
-        log_dir=tmp_path,
-        env={"AIANALYSIS_PROVIDER": "offline"},
-    )
+    # The example incidents name their own namespaces but are applied into this one: allow the pair,
+    # as the shared operator fixture does.
+    env = {"AIANALYSIS_PROVIDER": "offline", "AIANALYSIS_CROSS_NAMESPACE": f"{ns}=*"}
+    operator = OperatorProcess(kubeconfig=operator_kubeconfig, log_dir=tmp_path, env=env)
     operator.start()
     try:
         for name in SELECTABLE:
