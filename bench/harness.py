@@ -225,7 +225,11 @@ class TerminalWatch:
         with self._lock:
             self._expected = count
             if len(self.terminal) >= count:
-                self._done.set()
+                return dict(self.terminal)
+            # Re-armed for this count: an earlier wait's "done" must not end this one at once (it
+            # did: every step after the first returned before its analyses ran, and the operator
+            # was stopped with thousands of them still Pending).
+            self._done.clear()
         if not self._done.wait(timeout):
             raise TimeoutError(f"only {len(self.terminal)}/{count} analyses terminal after {timeout:.0f}s")
         return dict(self.terminal)

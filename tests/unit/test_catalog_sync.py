@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kubernetes import client
 
-from aianalysis import catalog
+from aianalysis import catalog, errors
 from aianalysis.catalog import sync as catalog_sync
+from aianalysis.kube import watching
 
 
 def obj(name: str, **spec: Any) -> dict[str, Any]:
@@ -60,3 +65,37 @@ def test_bookmarks_change_nothing() -> None:
     sync.apply("BOOKMARK", {"metadata": {"resourceVersion": "42"}})
 
     assert len(found) == 0 and changes == []
+
+
+def _pages(count: int, *, fail_at: int | None = None) -> Iterator[watching.Page]:
+    for n in range(count):
+        if n == fail_at:
+            raise errors.ClusterError("listing remediationworkflows: 500 boom", status=500)
+        yield watching.Page(items=[obj(f"wf-{n}")], resource_version=str(n))
+
+
+def test_pages_read_ahead_arrive_in_order_and_all() -> None:
+    got = [page.resource_version for page in catalog_sync._ahead(_pages(7))]
+    assert got == [str(n) for n in range(7)]
+
+
+def test_a_list_failure_while_reading_ahead_reaches_the_loader() -> None:
+    seen: list[str] = []
+    with pytest.raises(errors.ClusterError, match="500 boom"):
+        for page in catalog_sync._ahead(_pages(5, fail_at=3)):
+            seen.append(page.resource_version)
+    assert seen == ["0", "1", "2"]
+
+
+def test_a_loader_that_stops_early_ends_the_reading_thread() -> None:
+    before = {t for t in threading.enumerate() if t.name == "catalog-list"}
+    pages = catalog_sync._ahead(_pages(100))
+    next(pages)
+    pages.close()
+    deadline = time.monotonic() + 5
+    while (
+        time.monotonic() < deadline
+        and {t for t in threading.enumerate() if t.name == "catalog-list"} - before
+    ):
+        time.sleep(0.05)
+    assert not {t for t in threading.enumerate() if t.name == "catalog-list"} - before

@@ -58,3 +58,12 @@ def test_the_dev_package_is_importable_here_so_the_check_above_means_something()
         "import json, sys, aianalysis_dev.devcluster; print(json.dumps(sorted(sys.modules)))"
     )
     assert "aianalysis_dev" in top_level(modules) and "httpx" in top_level(modules)
+
+
+def test_the_operator_entrypoint_loads_no_typed_kubernetes_api(entrypoint_modules: list[str]) -> None:
+    """kube/ talks plain REST: the client's typed API classes and their ~250 pydantic model modules
+    (~90 MiB of RSS, ``CoreV1Api`` alone ~70) stay unloaded; kopf itself names a few small models."""
+    api = [m for m in entrypoint_modules if m.startswith("kubernetes.client.api.")]
+    models = [m for m in entrypoint_modules if m.startswith("kubernetes.client.models.")]
+    assert api == []
+    assert len(models) <= 5, models

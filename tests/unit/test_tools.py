@@ -646,9 +646,17 @@ async def test_unknown_tools_and_bad_arguments_are_tool_errors_and_counted(reade
 
 
 @pytest.mark.parametrize("kind", _kinds.KINDS, ids=lambda kind: kind.kind)
-def test_every_readable_kind_maps_to_a_client_method(kind: _kinds.Kind) -> None:
-    reader = k8s.KubernetesReader(client.ApiClient())
-    assert callable(reader._reader_of(kind, "ns" if kind.namespaced else None))
+def test_every_readable_kind_is_read_at_its_api_path(kind: _kinds.Kind) -> None:
+    namespace = "ns" if kind.namespaced else None
+    assert k8s._object_path(kind, "x", namespace) == kind.object_path("x", namespace)
+
+
+def test_a_name_cannot_reach_another_path() -> None:
+    pod = _kinds.BY_KIND["Pod"]
+    assert (
+        k8s._object_path(pod, "a/../../secrets?x=1", "ns")
+        == "/api/v1/namespaces/ns/pods/a%2F..%2F..%2Fsecrets%3Fx%3D1"
+    )
 
 
 def test_label_selector_translation() -> None:

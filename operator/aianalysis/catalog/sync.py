@@ -11,10 +11,12 @@ and its body held in memory meanwhile). One LIST loads 10,000 in seconds.
 
 from __future__ import annotations
 
+import gc
 import logging
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from aianalysis import catalog as catalog_mod
@@ -64,16 +66,24 @@ class CatalogSync:
         writer = self._reporter if isinstance(self._reporter, catalog_admission.ClusterReporter) else None
         if writer is not None:
             writer.hold()  # the verdicts are written once the catalog serves
+        # The first load builds thousands of long-lived records at once: the cyclic GC would walk the
+        # growing heap again and again for nothing (the caller collects and freezes once, after).
+        collecting = self._thread is None and gc.isenabled()
+        if collecting:
+            gc.disable()
         try:
             return self._load()
         finally:
+            if collecting:
+                gc.enable()
             if writer is not None:
                 writer.release()
 
     def _load(self) -> int:
         listed: set[str] = set()
         version = ""
-        for page in watching.pages(self._api, plural=PLURAL, page_size=self._page_size):
+        pages = watching.pages(self._api, plural=PLURAL, page_size=self._page_size)
+        for page in _ahead(pages):
             for obj in page.items:
                 listed.add(obj["metadata"]["name"])
                 self._upsert(obj)
@@ -175,3 +185,48 @@ class CatalogSync:
     def _remove(self, name: str) -> None:
         self._gate.remove(name)
         self._names.discard(name)
+
+
+_END = object()
+
+
+def _ahead(pages: Iterator[watching.Page]) -> Iterator[watching.Page]:
+    """``pages``, the next one requested from the API server while this one is admitted (a LIST
+    page is the API server's work, admitting it ours: on two cores they overlap). At most two
+    pages wait; the fetching thread ends with the list, on a failure (raised here) or when the
+    consumer stops early."""
+    ready: queue.Queue[object] = queue.Queue(maxsize=2)
+    done = threading.Event()
+
+    def put(item: object) -> bool:
+        while not done.is_set():
+            try:
+                ready.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def fetch() -> None:
+        last: object = _END
+        try:
+            for page in pages:
+                if not put(page):
+                    return
+        except Exception as exc:  # noqa: BLE001  # handed to the consumer, which raises it
+            last = exc
+        finally:
+            put(last)  # whatever happened, the consumer is never left waiting
+
+    threading.Thread(target=fetch, name="catalog-list", daemon=True).start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _END:
+                return
+            if isinstance(item, Exception):
+                raise item
+            assert isinstance(item, watching.Page)
+            yield item
+    finally:
+        done.set()

@@ -1,9 +1,10 @@
 """``KubernetesReader``: the ``ClusterReader`` over the ``kubernetes`` client.
 
 - Calls are blocking, so each runs in a thread (``asyncio.to_thread``) with a request timeout.
-- Objects are fetched with the client's typed methods and ``_preload_content=False``: we get the
-  API server's JSON exactly (no ``None``-filled model dumps, no lost unknown fields), and the same
-  code works across client versions. Kinds come from the tool box's fixed table or, for
+- Objects are fetched as plain REST calls (:mod:`aianalysis.kube.rest`, never the client's typed
+  API classes, which cost ~90 MiB to import): we get the API server's JSON exactly (no
+  ``None``-filled model dumps, no lost unknown fields), and the same code works across client
+  versions. Kinds come from the tool box's fixed table or, for
   ``list_page``/``read``, from discovery filtered by the tool box's policy; core Secrets are
   refused here as well, whoever asks.
 - Outcomes: data; ``tools.Unavailable`` for definitive answers (404 "not found", 403, 400 "no
@@ -18,25 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 
 from aianalysis import errors
 from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import kinds, reader
+from aianalysis.kube import kinds, reader, rest
 
-_APIS: dict[str, Callable[[client.ApiClient], Any]] = {
-    "": client.CoreV1Api,
-    "apps": client.AppsV1Api,
-    "batch": client.BatchV1Api,
-    "autoscaling": client.AutoscalingV2Api,
-    "networking.k8s.io": client.NetworkingV1Api,
-    "policy": client.PolicyV1Api,
-    "rbac.authorization.k8s.io": client.RbacAuthorizationV1Api,
-}
 MAX_LIST_ITEMS = 500
 MAX_LOG_BYTES = 512_000
 
@@ -49,39 +39,30 @@ class KubernetesReader:
     async def get_object(self, *, kind: str, name: str, namespace: str | None) -> reader.JSONObject:
         spec = _kind(kind)
         what = f"{kind} {namespace}/{name}" if spec.namespaced else f"{kind} {name}"
-        return await self._json(what, self._reader_of(spec, namespace), name)
+        return await self._json(what, _object_path(spec, name, namespace))
 
     async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[reader.JSONObject]:
-        core = client.CoreV1Api(self._api)
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         if namespace:
             selector += f",involvedObject.namespace={namespace}"
-            found = await self._json(
-                f"events in {namespace}",
-                core.list_namespaced_event,
-                namespace,
-                field_selector=selector,
-                limit=MAX_LIST_ITEMS,
-            )
-        else:
-            found = await self._json(
-                "events", core.list_event_for_all_namespaces, field_selector=selector, limit=MAX_LIST_ITEMS
-            )
+        found = await self._json(
+            f"events in {namespace}" if namespace else "events",
+            _collection_path(_EVENTS, namespace or None),
+            {"fieldSelector": selector, "limit": MAX_LIST_ITEMS},
+        )
         return list(found.get("items") or [])
 
     async def pod_logs(
         self, *, name: str, namespace: str, container: str | None, previous: bool, tail_lines: int
     ) -> str:
-        core = client.CoreV1Api(self._api)
         options: dict[str, Any] = {
             "previous": previous,
-            "tail_lines": tail_lines,
-            "limit_bytes": MAX_LOG_BYTES,
+            "tailLines": tail_lines,
+            "limitBytes": MAX_LOG_BYTES,
+            "container": container or None,
         }
-        if container:
-            options["container"] = container
         what = f"the logs of Pod {namespace}/{name}"
-        raw = await self._raw(what, core.read_namespaced_pod_log, name, namespace, **options)
+        raw = await self._raw(what, _object_path(_POD, name, namespace) + "/log", options)
         return raw.decode("utf-8", errors="replace")
 
     async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[reader.JSONObject]:
@@ -113,14 +94,14 @@ class KubernetesReader:
         limit: int,
     ) -> reader.Page:
         _not_secrets(kind)
-        options: dict[str, Any] = {"limit": max(1, min(limit, MAX_LIST_ITEMS))}
-        if label_selector:
-            options["label_selector"] = label_selector
-        if field_selector:
-            options["field_selector"] = field_selector
+        options: dict[str, Any] = {
+            "limit": max(1, min(limit, MAX_LIST_ITEMS)),
+            "labelSelector": label_selector or None,
+            "fieldSelector": field_selector or None,
+        }
         what = f"{kind.plural} in {namespace}" if namespace else kind.plural
         try:
-            found = await self._json(what, self._lister(kind, namespace), **options)
+            found = await self._json(what, _collection_path(kind, namespace), options)
         except reader.NotFound:  # a collection is never missing: its API is not served
             raise reader.Unavailable(
                 f"unknown kind {kind.kind}: this cluster does not serve {kind.plural}.{kind.group or 'core'}"
@@ -138,10 +119,10 @@ class KubernetesReader:
     async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> reader.JSONObject:
         _not_secrets(kind)
         what = f"{kind.kind} {namespace}/{name}" if kind.namespaced else f"{kind.kind} {name}"
-        return await self._json(what, self._reader_of(kind, namespace), name)
+        return await self._json(what, _object_path(kind, name, namespace))
 
     async def api_groups(self) -> list[reader.ServedGroup]:
-        found = await self._json("the API groups", client.ApisApi(self._api).get_api_versions)
+        found = await self._json("the API groups", "/apis")
         groups = []
         for group in found.get("groups") or ():
             preferred = (group.get("preferredVersion") or {}).get("version")
@@ -150,8 +131,7 @@ class KubernetesReader:
         return groups
 
     async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
-        custom = client.CustomObjectsApi(self._api)
-        found = await self._json(f"the kinds of {group}/{version}", custom.get_api_resources, group, version)
+        found = await self._json(f"the kinds of {group}/{version}", rest.path("apis", group, version))
         out = []
         for resource in found.get("resources") or ():
             name, verbs = str(resource.get("name", "")), resource.get("verbs") or ()
@@ -169,69 +149,25 @@ class KubernetesReader:
             )
         return out
 
-    def _lister(self, kind: kinds.Kind, namespace: str | None) -> Callable[..., Any]:
-        """A callable taking the list options and returning the raw response."""
-        if kind.group:
-            custom = client.CustomObjectsApi(self._api)
-            if kind.namespaced and namespace is not None:
-                return lambda **kw: custom.list_namespaced_custom_object(
-                    kind.group, kind.version, namespace, kind.plural, **kw
-                )
-            return lambda **kw: custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kw)
-        core = client.CoreV1Api(self._api)
-        if not kind.namespaced:
-            return getattr(core, f"list_{snake(kind.kind)}")  # type: ignore[no-any-return]  # client is untyped
-        if namespace is None:
-            return getattr(core, f"list_{snake(kind.kind)}_for_all_namespaces")  # type: ignore[no-any-return]
-        method = getattr(core, f"list_namespaced_{snake(kind.kind)}")
-        return lambda **kw: method(namespace, **kw)
-
     # ---- plumbing ----------------------------------------------------------------------------
-
-    def _reader_of(self, spec: kinds.Kind, namespace: str | None) -> Callable[..., Any]:
-        """A callable taking the object name and returning the raw response."""
-        if spec.group not in _APIS:
-            custom = client.CustomObjectsApi(self._api)
-            if spec.namespaced:
-                assert namespace is not None, f"{spec.kind} is namespaced"
-                return lambda name, **kw: custom.get_namespaced_custom_object(
-                    spec.group, spec.version, namespace, spec.plural, name, **kw
-                )
-            return lambda name, **kw: custom.get_cluster_custom_object(
-                spec.group, spec.version, spec.plural, name, **kw
-            )
-        api = _APIS[spec.group](self._api)
-        if spec.namespaced:
-            method = getattr(api, f"read_namespaced_{snake(spec.kind)}")
-            return lambda name, **kw: method(name, namespace, **kw)
-        return getattr(api, f"read_{snake(spec.kind)}")  # type: ignore[no-any-return]  # client is untyped
 
     async def _list(self, kind: str, namespace: str, selector: str | None) -> list[reader.JSONObject]:
         spec = _kind(kind)
-        method = getattr(_APIS[spec.group](self._api), f"list_namespaced_{snake(kind)}")
-        options: dict[str, Any] = {"limit": MAX_LIST_ITEMS}
-        if selector:
-            options["label_selector"] = selector
-        found = await self._json(f"{spec.plural} in {namespace}", method, namespace, **options)
+        options: dict[str, Any] = {"limit": MAX_LIST_ITEMS, "labelSelector": selector or None}
+        found = await self._json(f"{spec.plural} in {namespace}", _collection_path(spec, namespace), options)
         return list(found.get("items") or [])
 
-    async def _json(
-        self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any
-    ) -> reader.JSONObject:
-        raw = await self._raw(what, method, *args, **kwargs)
+    async def _json(self, what: str, url_path: str, query: rest.Query | None = None) -> reader.JSONObject:
+        raw = await self._raw(what, url_path, query)
         data = json.loads(raw)
         if not isinstance(data, dict):
             raise errors.ClusterError(f"unexpected answer reading {what}: not a JSON object")
         return data
 
-    async def _raw(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+    async def _raw(self, what: str, url_path: str, query: rest.Query | None = None) -> bytes:
         def call() -> bytes:
             try:
-                response = method(*args, _preload_content=False, _request_timeout=self._timeout, **kwargs)
-                try:
-                    return bytes(response.data)
-                finally:
-                    response.release_conn()
+                return rest.get_bytes(self._api, url_path, query=query, timeout=self._timeout)
             except (client.ApiException, *kube_errors.UNREACHABLE) as exc:
                 raise reader_error(exc, what=what) from exc
 
@@ -282,9 +218,22 @@ def label_selector(selector: dict[str, Any] | None) -> str | None:
     return ",".join(terms) or None
 
 
-def snake(kind: str) -> str:
-    """``StatefulSet`` -> ``stateful_set``: the client's method naming."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+_POD = kinds.BY_KIND["Pod"]
+_EVENTS = kinds.Kind(kind="Event", group="", version="v1", plural="events", namespaced=True)
+
+
+def _collection_path(kind: kinds.Kind, namespace: str | None) -> str:
+    """The kind's collection: of one namespace, else of all (cluster-scoped kinds: the only one)."""
+    base = ("apis", kind.group, kind.version) if kind.group else ("api", kind.version)
+    if kind.namespaced and namespace is not None:
+        return rest.path(*base, "namespaces", namespace, kind.plural)
+    return rest.path(*base, kind.plural)
+
+
+def _object_path(kind: kinds.Kind, name: str, namespace: str | None) -> str:
+    if kind.namespaced and namespace is None:
+        raise reader.Unavailable(f"{kind.kind} {name}: a namespaced kind needs a namespace")
+    return _collection_path(kind, namespace) + rest.path(name)
 
 
 def _kind(kind: str) -> kinds.Kind:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubernetes import client, config
 
 from aianalysis import errors
+from aianalysis.kube import rest
 
 ApiClient = client.ApiClient
 """The type of the process' API client: other packages name it as ``kube.ApiClient``."""
@@ -49,4 +50,5 @@ def current_namespace(kubeconfig: str | None = None) -> str:
 
 def server_version(api: client.ApiClient, *, timeout_seconds: float = 5.0) -> str:
     """The API server's version: the cheapest request that proves it answers (blocking)."""
-    return str(client.VersionApi(api).get_code(_request_timeout=timeout_seconds).git_version)
+    found = rest.get_json(api, "/version", timeout=timeout_seconds)
+    return str(found.get("gitVersion") if isinstance(found, dict) else found)

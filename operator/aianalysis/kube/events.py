@@ -13,6 +13,7 @@ from kubernetes import client as k8s
 
 from aianalysis import errors
 from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +36,34 @@ def post(
     """Post an Event about the object ``about`` (blocking); False when it could not be posted."""
     meta = about.get("metadata") or {}
     namespace = meta.get("namespace") or CLUSTER_EVENTS_NAMESPACE
-    event = k8s.CoreV1Event(
-        metadata=k8s.V1ObjectMeta(generate_name=f"{meta.get('name')}.", namespace=namespace),
-        involved_object=k8s.V1ObjectReference(
-            api_version=about.get("apiVersion"),
-            kind=about.get("kind"),
-            name=meta.get("name"),
-            namespace=meta.get("namespace"),
-            uid=meta.get("uid"),
-        ),
-        type=type,
-        reason=reason,
-        message=message[:MAX_MESSAGE],
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-        source=k8s.V1EventSource(component=component),
-    )
+    stamp = now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+        "involvedObject": {
+            key: value
+            for key, value in (
+                ("apiVersion", about.get("apiVersion")),
+                ("kind", about.get("kind")),
+                ("name", meta.get("name")),
+                ("namespace", meta.get("namespace")),
+                ("uid", meta.get("uid")),
+            )
+            if value is not None
+        },
+        "type": type,
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "source": {"component": component},
+    }
     what = f"posting the {reason} Event of {about.get('kind')} {meta.get('name')}"
+    url_path = rest.path("api", "v1", "namespaces", namespace, "events")
     try:
-        kube_errors.blocking(what, k8s.CoreV1Api(api).create_namespaced_event, namespace, event)
+        kube_errors.blocking(what, rest.send_json, api, "POST", url_path, event, timeout=None)
     except errors.AIAnalysisError as exc:
         log.warning("%s failed: %s", what, exc)
         return False

@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 
 from aianalysis import errors, metrics, resources
 from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 log = logging.getLogger(__name__)
 
@@ -78,17 +79,14 @@ async def list_objects(
     page_size: int = 500,
 ) -> list[dict[str, Any]]:
     """Every object of ``plural`` in ``namespace`` (matching ``label_selector``), page by page."""
-    custom = k8s.CustomObjectsApi(api)
+    url_path = rest.path("apis", resources.GROUP, resources.VERSION, "namespaces", namespace, plural)
     items: list[dict[str, Any]] = []
     token: str | None = None
     while True:
-        options: dict[str, Any] = {"limit": page_size, "_continue": token}
-        if label_selector:
-            options["label_selector"] = label_selector
+        query = {"limit": page_size, "continue": token, "labelSelector": label_selector or None}
         page: Any = await kube_errors.call(
-            f"listing {plural} in {namespace}", custom.list_namespaced_custom_object,
-            resources.GROUP, resources.VERSION, namespace, plural, **options,
-        )  # fmt: skip
+            f"listing {plural} in {namespace}", rest.get_json, api, url_path, query=query, timeout=None
+        )
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")
         if not token:
@@ -193,15 +191,26 @@ def write_status_blocking(
 
 
 def _method(api: k8s.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
-    """The client's ``verb`` of a custom object — namespaced (``namespace`` bound) or cluster-scoped
-    — taking ``(group, version, plural, …)`` either way."""
-    custom = k8s.CustomObjectsApi(api)
-    if not namespace:
-        return getattr(custom, f"{verb}_cluster_custom_object{subresource}")  # type: ignore[no-any-return]  # untyped client
-    method = getattr(custom, f"{verb}_namespaced_custom_object{subresource}")
-    return lambda group, version, plural, *rest, **options: method(
-        group, version, namespace, plural, *rest, **options
-    )
+    """``verb`` (get, create, patch) of a custom object — namespaced (``namespace`` bound) or
+    cluster-scoped — taking ``(group, version, plural, …)`` either way, as a plain REST call (no
+    typed API class: see :mod:`aianalysis.kube.rest`). No request timeout, as before."""
+    where = ("namespaces", namespace) if namespace else ()
+
+    def call(group: str, version: str, plural: str, *args: Any, _content_type: str | None = None) -> Any:
+        collection = ("apis", group, version, *where, plural)
+        if verb == "create":
+            (body,) = args
+            return rest.send_json(api, "POST", rest.path(*collection), body, timeout=None)
+        name, *more = args
+        url_path = rest.path(*collection, name) + ("/status" if subresource == "_status" else "")
+        if verb == "get":
+            return rest.get_json(api, url_path, timeout=None)
+        assert verb == "patch", verb
+        (body,) = more
+        kind = _content_type or "application/merge-patch+json"
+        return rest.send_json(api, "PATCH", url_path, body, content_type=kind, timeout=None)
+
+    return call
 
 
 def _where(namespace: str, name: object) -> str:

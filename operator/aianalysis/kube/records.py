@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 REQUEST_TIMEOUT_SECONDS = 5.0
 
@@ -30,19 +31,24 @@ class Saved(enum.Enum):
     CONFLICT = "conflict"
 
 
+def _path(namespace: str, name: str | None = None) -> str:
+    return rest.path("api", "v1", "namespaces", namespace, "configmaps", *([name] if name else []))
+
+
 async def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Record:
     """The record as the API server has it (empty, without a version, when there is none)."""
     found: Any = await kube_errors.call(
         f"reading ConfigMap {namespace}/{name}",
-        k8s.CoreV1Api(api).read_namespaced_config_map,
-        name,
-        namespace,
+        rest.get_json,
+        api,
+        _path(namespace, name),
+        timeout=REQUEST_TIMEOUT_SECONDS,
         none_on=kube_errors.NOT_FOUND,
-        _request_timeout=REQUEST_TIMEOUT_SECONDS,
     )
     if found is None:
         return Record(data={}, resource_version=None)
-    return Record(data=dict(found.data or {}), resource_version=found.metadata.resource_version)
+    meta = found.get("metadata") or {}
+    return Record(data=dict(found.get("data") or {}), resource_version=meta.get("resourceVersion"))
 
 
 async def write(
@@ -50,22 +56,19 @@ async def write(
 ) -> Saved:
     """``data`` as the record, if the record is still as read in ``at`` (created when ``at`` had
     none); :attr:`Saved.CONFLICT` when another writer came first."""
-    core = k8s.CoreV1Api(api)
-    body = k8s.V1ConfigMap(
-        metadata=k8s.V1ObjectMeta(
-            name=name, namespace=namespace, labels=labels, resource_version=at.resource_version
-        ),
-        data=data,
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
+    if at.resource_version is not None:
+        metadata["resourceVersion"] = at.resource_version  # the API server refuses a stale replace
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+    creating = at.resource_version is None
+    done = await kube_errors.call(
+        f"writing ConfigMap {namespace}/{name}",
+        rest.send_json,
+        api,
+        "POST" if creating else "PUT",
+        _path(namespace) if creating else _path(namespace, name),
+        body,
+        timeout=REQUEST_TIMEOUT_SECONDS,
+        none_on=kube_errors.CONFLICT,
     )
-    what = f"writing ConfigMap {namespace}/{name}"
-    if at.resource_version is None:
-        done = await kube_errors.call(
-            what, core.create_namespaced_config_map, namespace, body,
-            none_on=kube_errors.CONFLICT, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-        )  # fmt: skip
-    else:
-        done = await kube_errors.call(
-            what, core.replace_namespaced_config_map, name, namespace, body,
-            none_on=kube_errors.CONFLICT, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-        )  # fmt: skip
     return Saved.OK if done is not None else Saved.CONFLICT

@@ -14,7 +14,7 @@ import urllib3
 from kubernetes import client
 
 from aianalysis import errors, resources
-from aianalysis.kube import api_reader, reader
+from aianalysis.kube import api_reader, reader, rest
 
 #: Kinds whose health is the health of their Pods.
 POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
@@ -64,7 +64,7 @@ async def namespace_labels(api: client.ApiClient, namespace: str) -> dict[str, s
 
     def call() -> dict[str, str]:
         try:
-            ns = client.CoreV1Api(api).read_namespace(namespace, _request_timeout=TIMEOUT_SECONDS)
+            ns = rest.get_json(api, rest.path("api", "v1", "namespaces", namespace), timeout=TIMEOUT_SECONDS)
         except client.ApiException as exc:
             if exc.status in (403, 404):
                 return {}
@@ -73,31 +73,23 @@ async def namespace_labels(api: client.ApiClient, namespace: str) -> dict[str, s
             raise errors.ClusterError(
                 f"reading namespace {namespace}: unreachable ({type(exc).__name__})"
             ) from exc
-        return dict((ns.metadata.labels if ns.metadata else None) or {})
+        return dict((ns.get("metadata") or {}).get("labels") or {})
 
     return await asyncio.to_thread(call)
 
 
 async def executions(api: client.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:
     """WorkflowExecutions of one namespace, or of all (``namespace`` None)."""
-    custom = client.CustomObjectsApi(api)
     G, V, P = resources.GROUP, resources.VERSION, resources.WORKFLOWEXECUTION_PLURAL
+    url_path = (
+        rest.path("apis", G, V, P)
+        if namespace is None
+        else rest.path("apis", G, V, "namespaces", namespace, P)
+    )
 
     def call() -> bytes:
-        response: Any
         try:
-            if namespace is None:
-                response = custom.list_cluster_custom_object(
-                    G, V, P, _preload_content=False, _request_timeout=TIMEOUT_SECONDS
-                )
-            else:
-                response = custom.list_namespaced_custom_object(
-                    G, V, namespace, P, _preload_content=False, _request_timeout=TIMEOUT_SECONDS
-                )
-            try:
-                return bytes(response.data)
-            finally:
-                response.release_conn()
+            return rest.get_bytes(api, url_path, timeout=TIMEOUT_SECONDS)
         except client.ApiException as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
@@ -115,17 +107,11 @@ async def server_time(api: client.ApiClient) -> datetime.datetime:
     """The API server's clock (the ``Date`` header of a cheap request; one-second resolution)."""
 
     def call() -> str:
-        response: Any
         try:
-            response = client.VersionApi(api).get_code(
-                _preload_content=False, _request_timeout=TIMEOUT_SECONDS
-            )
+            response = rest.request(api, "GET", "/version", timeout=TIMEOUT_SECONDS)
         except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
-        try:
-            return str(response.headers.get("Date") or "")
-        finally:
-            response.release_conn()
+        return str(response.headers.get("Date") or "")
 
     stamp = await asyncio.to_thread(call)
     try:

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import watch as k8s_watch
 
 from aianalysis import resources
 from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 GONE = kube_errors.GONE
 
@@ -30,12 +30,12 @@ class Page:
 
 def pages(api: k8s.ApiClient, *, plural: str, page_size: int) -> Iterator[Page]:
     """Every object of ``plural`` (cluster-scoped, this API group), one page at a time."""
-    custom = k8s.CustomObjectsApi(api)
+    url_path = rest.path("apis", resources.GROUP, resources.VERSION, plural)
     token: str | None = None
     while True:
         page: Any = kube_errors.blocking(
-            f"listing {plural}", custom.list_cluster_custom_object, resources.GROUP, resources.VERSION,
-            plural, limit=page_size, _continue=token,
+            f"listing {plural}", rest.get_json, api, url_path,
+            query={"limit": page_size, "continue": token}, timeout=None,
         )  # fmt: skip
         yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
         token = page["metadata"].get("continue")
@@ -48,20 +48,19 @@ def watch(
 ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
     """``(type, object, resourceVersion)`` for each change after ``resource_version`` (bookmarks
     included), until the server ends the watch at ``timeout_seconds`` or ``stopping`` is set."""
-    stream = k8s_watch.Watch()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+    url_path = rest.path("apis", resources.GROUP, resources.VERSION, plural)
+    query: rest.Query = {
+        "resourceVersion": resource_version,
+        "timeoutSeconds": timeout_seconds,
+        "allowWatchBookmarks": True,
+    }
+    version: str | None = resource_version
     try:
-        for event in stream.stream(  # type: ignore[no-untyped-call]  # kubernetes is untyped
-            k8s.CustomObjectsApi(api).list_cluster_custom_object,
-            resources.GROUP,
-            resources.VERSION,
-            plural,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            allow_watch_bookmarks=True,
-        ):
+        for event in rest.watch_lines(api, url_path, query=query, timeout=None):
             if stopping.is_set():
-                stream.stop()  # type: ignore[no-untyped-call]  # kubernetes is untyped
                 return
-            yield event["type"], event["raw_object"], stream.resource_version
+            obj = event.get("object") or {}
+            version = (obj.get("metadata") or {}).get("resourceVersion") or version
+            yield event["type"], obj, version
     except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
         raise kube_errors.classify(exc, what=f"watching {plural}") from exc
