@@ -10,25 +10,29 @@ from __future__ import annotations
 
 from typing import Any
 
-import urllib3
 from kubernetes import client as k8s
 
 from aianalysis import errors
+from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 TIMEOUT_SECONDS = 15.0
+_ADMISSION = ("apis", "admissionregistration.k8s.io", "v1")
 
 
 def whoami(api: k8s.ApiClient) -> str:
     """The user name the API server authenticates this client as (a SelfSubjectReview)."""
-    body = k8s.V1SelfSubjectReview(api_version="authentication.k8s.io/v1", kind="SelfSubjectReview")
-    review: Any = _call(
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    review: Any = kube_errors.blocking(
         "who am I (SelfSubjectReview)",
-        k8s.AuthenticationV1Api(api).create_self_subject_review,
+        rest.send_json,
+        api,
+        "POST",
+        rest.path("apis", "authentication.k8s.io", "v1", "selfsubjectreviews"),
         body,
-        _request_timeout=TIMEOUT_SECONDS,
+        timeout=TIMEOUT_SECONDS,
     )
-    user = review.status.user_info if review.status is not None else None
-    name = user.username if user is not None else None
+    name = (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
     if not name:
         raise errors.ClusterRejectedError("the API server did not say who this client is", status=500)
     return str(name)
@@ -37,60 +41,58 @@ def whoami(api: k8s.ApiClient) -> str:
 def approval_policy_in_force(api: k8s.ApiClient, name: str) -> str | None:
     """None when the ValidatingAdmissionPolicy ``name`` and its binding of the same name exist and
     deny (so every approval on a WorkflowExecution was checked by the API server); else why not."""
-    admission = k8s.AdmissionregistrationV1Api(api)
-    policy: Any = _read("validatingadmissionpolicy", admission.read_validating_admission_policy, name)
+    policy = _read(
+        api, f"validatingadmissionpolicy {name}", (*_ADMISSION, "validatingadmissionpolicies", name)
+    )
     if policy is None:
         return f"ValidatingAdmissionPolicy {name} is not installed"
-    if (policy.spec.failure_policy or "Fail") != "Fail":
-        return f"ValidatingAdmissionPolicy {name} does not fail closed ({policy.spec.failure_policy})"
-    binding: Any = _read(
-        "validatingadmissionpolicybinding", admission.read_validating_admission_policy_binding, name
+    failure_policy = (policy.get("spec") or {}).get("failurePolicy") or "Fail"
+    if failure_policy != "Fail":
+        return f"ValidatingAdmissionPolicy {name} does not fail closed ({failure_policy})"
+    binding = _read(
+        api,
+        f"validatingadmissionpolicybinding {name}",
+        (*_ADMISSION, "validatingadmissionpolicybindings", name),
     )
     if binding is None:
         return f"ValidatingAdmissionPolicyBinding {name} is not installed"
-    if binding.spec.policy_name != name or "Deny" not in (binding.spec.validation_actions or []):
+    spec = binding.get("spec") or {}
+    if spec.get("policyName") != name or "Deny" not in (spec.get("validationActions") or []):
         return f"ValidatingAdmissionPolicyBinding {name} does not deny with policy {name}"
     return None
 
 
 def namespace_labels(api: k8s.ApiClient, name: str) -> dict[str, str] | None:
     """The Namespace's labels (None when it does not exist)."""
-    found: Any = _read("namespace", k8s.CoreV1Api(api).read_namespace, name)
+    found = _read(api, f"namespace {name}", ("api", "v1", "namespaces", name))
     if found is None:
         return None
-    return dict(found.metadata.labels or {})
-
-
-def _read(what: str, method: Any, name: str) -> Any:
-    try:
-        return _call(f"reading {what} {name}", method, name, _request_timeout=TIMEOUT_SECONDS)
-    except errors.ClusterRejectedError as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
-def _call(what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return method(*args, **kwargs)
-    except k8s.ApiException as exc:
-        if exc.status in (400, 403, 404, 422):
-            raise errors.ClusterRejectedError(
-                f"{what}: {exc.status} {exc.reason}", status=exc.status
-            ) from exc
-        raise errors.ClusterError(f"{what}: {exc.status} {exc.reason}", status=exc.status) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__})") from exc
+    return dict((found.get("metadata") or {}).get("labels") or {})
 
 
 def auto_executed_before(api: k8s.ApiClient, *, namespace: str, uid: str) -> bool:
     """Whether autoExecute already ran this very analysis (its ``AutoExecuted`` Event, matched by
     uid): a deleted execution is a person's decision, never re-created by the policy."""
-    found: Any = _call(
+    found: Any = kube_errors.blocking(
         "listing autoExecute events",
-        k8s.CoreV1Api(api).list_namespaced_event,
-        namespace,
-        field_selector=f"involvedObject.uid={uid},reason=AutoExecuted",
-        _request_timeout=TIMEOUT_SECONDS,
+        rest.get_json,
+        api,
+        rest.path("api", "v1", "namespaces", namespace, "events"),
+        query={"fieldSelector": f"involvedObject.uid={uid},reason=AutoExecuted"},
+        timeout=TIMEOUT_SECONDS,
     )
-    return bool(found.items)
+    return bool((found or {}).get("items"))
+
+
+def _read(api: k8s.ApiClient, what: str, segments: tuple[str, ...]) -> dict[str, Any] | None:
+    """The object at ``segments``, or None when there is none; other failures are mapped by
+    :mod:`aianalysis.kube.errors` (a refusal for good raises ``ClusterRejectedError``)."""
+    found: Any = kube_errors.blocking(
+        f"reading {what}",
+        rest.get_json,
+        api,
+        rest.path(*segments),
+        timeout=TIMEOUT_SECONDS,
+        none_on=kube_errors.NOT_FOUND,
+    )
+    return found if isinstance(found, dict) else None

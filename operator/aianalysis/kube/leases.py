@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import rest
 
 REQUEST_TIMEOUT_SECONDS = 5.0
 """One Lease request (read, write) at most this long: well under a leader's renew deadline."""
@@ -32,59 +33,78 @@ class Lease:
 
 def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
-    read = k8s.CoordinationV1Api(api).read_namespaced_lease
     found: Any = kube_errors.blocking(
         f"reading lease {namespace}/{name}",
-        read,
-        name,
-        namespace,
+        rest.get_json,
+        api,
+        _path(namespace, name),
+        timeout=REQUEST_TIMEOUT_SECONDS,
         none_on=kube_errors.NOT_FOUND,
-        _request_timeout=REQUEST_TIMEOUT_SECONDS,
     )
     if found is None:
         return None
-    spec = found.spec
+    spec = found.get("spec") or {}
     return Lease(
         namespace=namespace,
         name=name,
-        holder_identity=spec.holder_identity,
-        lease_duration_seconds=spec.lease_duration_seconds,
-        acquire_time=spec.acquire_time,
-        renew_time=spec.renew_time,
-        lease_transitions=spec.lease_transitions,
-        resource_version=found.metadata.resource_version,
+        holder_identity=spec.get("holderIdentity"),
+        lease_duration_seconds=spec.get("leaseDurationSeconds"),
+        acquire_time=_time(spec.get("acquireTime")),
+        renew_time=_time(spec.get("renewTime")),
+        lease_transitions=spec.get("leaseTransitions"),
+        resource_version=(found.get("metadata") or {}).get("resourceVersion"),
     )
 
 
 def write(api: k8s.ApiClient, lease: Lease) -> bool:
     """Create ``lease``, or replace it if it is still at ``lease.resource_version``; False when
     another writer won (it exists already, or changed since it was read)."""
-    coordination = k8s.CoordinationV1Api(api)
-    body = k8s.V1Lease(
-        metadata=k8s.V1ObjectMeta(
-            name=lease.name, namespace=lease.namespace, resource_version=lease.resource_version
-        ),
-        spec=k8s.V1LeaseSpec(
-            holder_identity=lease.holder_identity,
-            lease_duration_seconds=lease.lease_duration_seconds,
-            acquire_time=lease.acquire_time,
-            renew_time=lease.renew_time,
-            lease_transitions=lease.lease_transitions,
-        ),
+    metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}
+    if lease.resource_version is not None:
+        metadata["resourceVersion"] = lease.resource_version  # a stale replace is refused (409)
+    spec = {
+        "holderIdentity": lease.holder_identity,
+        "leaseDurationSeconds": lease.lease_duration_seconds,
+        "acquireTime": _stamp(lease.acquire_time),
+        "renewTime": _stamp(lease.renew_time),
+        "leaseTransitions": lease.lease_transitions,
+    }
+    body = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {key: value for key, value in spec.items() if value is not None},
+    }
+    creating = lease.resource_version is None
+    done = kube_errors.blocking(
+        f"writing lease {lease.namespace}/{lease.name}",
+        rest.send_json,
+        api,
+        "POST" if creating else "PUT",
+        _path(lease.namespace) if creating else _path(lease.namespace, lease.name),
+        body,
+        timeout=REQUEST_TIMEOUT_SECONDS,
+        none_on=kube_errors.CONFLICT,
     )
-    what = f"writing lease {lease.namespace}/{lease.name}"
-    if lease.resource_version is None:
-        done = kube_errors.blocking(
-            what,
-            coordination.create_namespaced_lease,
-            lease.namespace,
-            body,
-            none_on=kube_errors.CONFLICT,
-            _request_timeout=REQUEST_TIMEOUT_SECONDS,
-        )
-    else:
-        done = kube_errors.blocking(
-            what, coordination.replace_namespaced_lease, lease.name, lease.namespace, body,
-            none_on=kube_errors.CONFLICT, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-        )  # fmt: skip
     return done is not None
+
+
+def _path(namespace: str, name: str | None = None) -> str:
+    return rest.path(
+        "apis", "coordination.k8s.io", "v1", "namespaces", namespace, "leases", *([name] if name else [])
+    )
+
+
+def _time(text: object) -> datetime.datetime | None:
+    """A Lease's MicroTime (RFC 3339 with microseconds) as an aware datetime."""
+    if not isinstance(text, str) or not text:
+        return None
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _stamp(moment: datetime.datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
