@@ -342,18 +342,6 @@ def _rollout_state(owner: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _event_time(event: dict[str, Any]) -> str:
-    series = event.get("series") or {}
-    return str(
-        event.get("lastTimestamp")
-        or series.get("lastObservedTime")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-        or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
-    )
-
-
 def _dedup(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events merged by (type, reason, object, message): counts summed, newest time kept; newest first."""
     merged: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -368,7 +356,7 @@ def _dedup(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         )
         count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
         seen = merged.get(key)
-        when = _event_time(event)
+        when = _columns.event_time(event)
         if seen is None:
             merged[key] = {"key": key, "count": count, "last": when}
         else:
