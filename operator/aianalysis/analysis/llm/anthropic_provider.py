@@ -150,8 +150,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
             message = await send()
         except (anthropic.AnthropicError, json.JSONDecodeError) as err:
             failure = self._provider_error(err)
-            outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
-            self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
+            self._report(started, "unavailable" if failure.retryable else "error")
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
         if not isinstance(message, atypes.Message):  # a 200 that is not JSON (a proxy's page)
@@ -160,20 +159,10 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
                 secret=self._secret,
                 timeout_seconds=self._settings.llm_timeout_seconds,
             )
-            self._on_request(base.RequestRecord("unavailable", time.monotonic() - started))
+            self._report(started, "unavailable")
             raise failure
         # Billed tokens are reported per response, so a conversation that fails later keeps them.
-        usage = message.usage
-        self._on_request(
-            base.RequestRecord(
-                "ok",
-                time.monotonic() - started,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            )
-        )
+        self._report(started, "ok", usage_of(message))
         return message
 
 
@@ -214,21 +203,12 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
                 messages=self._messages,
                 force_submit=self._steps == self._max_steps,
             )
-            self._account(message)
+            self._account(usage_of(message), message.model)
             self._messages.append(message.to_param())
             submission = await self._absorb(message)
             if submission is not None:
                 return submission
         return base.Submission(raw=None, exhausted=True)
-
-    def _account(self, message: atypes.Message) -> None:
-        usage, counter = message.usage, self._counter
-        counter.requests += 1
-        counter.input_tokens += usage.input_tokens
-        counter.output_tokens += usage.output_tokens
-        counter.cache_read_tokens += usage.cache_read_input_tokens or 0
-        counter.cache_write_tokens += usage.cache_creation_input_tokens or 0
-        self._model = message.model or self._model
 
     async def _absorb(self, message: atypes.Message) -> base.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
@@ -286,6 +266,17 @@ def _submit_tool() -> atypes.ToolParam:
         "input_schema": answer.submit_tool_schema(),
         "cache_control": _EPHEMERAL,
     }
+
+
+def usage_of(message: atypes.Message) -> base.UsageCounter:
+    """The tokens one response billed."""
+    usage = message.usage
+    return base.UsageCounter(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
 
 
 def correction_text(problems: list[str]) -> str:

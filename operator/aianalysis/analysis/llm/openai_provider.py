@@ -109,19 +109,9 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
             failure = provider_error(
                 err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
             )
-            outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
-            self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
+            self._report(started, "unavailable" if failure.retryable else "error")
             raise failure from None
-        tokens = usage_of(completion)
-        self._on_request(
-            base.RequestRecord(
-                "ok",
-                time.monotonic() - started,
-                input_tokens=tokens.input_tokens,
-                output_tokens=tokens.output_tokens,
-                cache_read_tokens=tokens.cache_read_tokens,
-            )
-        )
+        self._report(started, "ok", usage_of(completion))
         return completion
 
 
@@ -153,7 +143,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             completion = await self._provider.create(
                 messages=self._messages, tools=self._tools, force_submit=self._steps == self._max_steps
             )
-            self._account(completion)
+            self._account(usage_of(completion), completion.model)
             if not completion.choices:
                 return base.Submission(raw=None, prose="(the endpoint returned no choices)")
             choice = completion.choices[0]
@@ -162,14 +152,6 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             if submission is not None:
                 return submission
         return base.Submission(raw=None, exhausted=True)
-
-    def _account(self, completion: otypes.ChatCompletion) -> None:
-        tokens, counter = usage_of(completion), self._counter
-        counter.requests += 1
-        counter.input_tokens += tokens.input_tokens
-        counter.output_tokens += tokens.output_tokens
-        counter.cache_read_tokens += tokens.cache_read_tokens
-        self._model = completion.model or self._model
 
     async def _absorb(self, choice: Any) -> base.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""

@@ -5,6 +5,7 @@ how a correction is phrased as a message) stays in each provider."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -54,6 +55,22 @@ class ClientOwner(Generic[C]):
         self._on_request = on_request
         self._owns_http_client = http_client is None
         self._client: C = self._make_client(config, http_client)
+
+    def _report(
+        self, started: float, outcome: base.RequestOutcome, tokens: base.UsageCounter | None = None
+    ) -> None:
+        """One request (``started`` on the monotonic clock) to ``on_request``, with its billed tokens."""
+        billed = tokens or base.UsageCounter()
+        self._on_request(
+            base.RequestRecord(
+                outcome,
+                time.monotonic() - started,
+                input_tokens=billed.input_tokens,
+                output_tokens=billed.output_tokens,
+                cache_read_tokens=billed.cache_read_tokens,
+                cache_write_tokens=billed.cache_write_tokens,
+            )
+        )
 
     def _credential(self, config: settings.Settings) -> str:
         """The secret this provider sends (kept out of every message), or "" when there is none."""
@@ -106,6 +123,16 @@ class ToolLoop(Generic[Owed]):
         self._add_correction(errors)
         self._owed, self._submit_id = [], None
         return await self._loop()
+
+    def _account(self, tokens: base.UsageCounter, model: str | None) -> None:
+        """One model turn: its billed tokens, and the model the endpoint says answered."""
+        counter = self._counter
+        counter.requests += 1
+        counter.input_tokens += tokens.input_tokens
+        counter.output_tokens += tokens.output_tokens
+        counter.cache_read_tokens += tokens.cache_read_tokens
+        counter.cache_write_tokens += tokens.cache_write_tokens
+        self._model = model or self._model
 
     def _add_correction(self, problems: list[str]) -> None:
         """Append the validator's ``problems`` (and what is owed) to the history."""
