@@ -83,27 +83,19 @@ class InvestigationTools:
 
     async def find_resources(self, args: _args.FindArgs) -> str:
         kind = await self.resolve(args.kind)
-        if not kind.namespaced or self._policy.every_namespace:
+        everywhere = not kind.namespaced or self._policy.every_namespace
+        namespaces: list[str | None] = [None] if everywhere else [*self._policy.allowed_namespaces()]
+        items, more = [], False
+        for namespace in namespaces:  # None: one list over the whole cluster
             found = await self._reader.list_page(
                 kind=kind,
-                namespace=None,
+                namespace=namespace,
                 label_selector=args.label_selector,
                 field_selector=args.field_selector,
                 limit=SEARCH_PAGE,
             )
-            items, more = found.items, found.more
-        else:
-            items, more = [], False
-            for namespace in self._policy.allowed_namespaces():
-                found = await self._reader.list_page(
-                    kind=kind,
-                    namespace=namespace,
-                    label_selector=args.label_selector,
-                    field_selector=args.field_selector,
-                    limit=SEARCH_PAGE,
-                )
-                items.extend(found.items)
-                more = more or found.more
+            items.extend(found.items)
+            more = more or found.more
         if args.name_contains:
             needle = args.name_contains.lower()
             items = [obj for obj in items if needle in str(_name(obj)).lower()]
