@@ -69,15 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="run the operator against the current kubeconfig (or in-cluster)")
+    _process_flags(run, verb="watch")
+    run.set_defaults(handler=operator_run)
+
+
+def _process_flags(run: argparse.ArgumentParser, *, verb: str) -> None:
+    """The flags of a long-running process (``run``, ``executor run``): namespaces and verbosity."""
     run.add_argument(
         "-n",
         "--namespace",
         action="append",
         default=[],
-        help="watch only this namespace (repeatable); default: all namespaces",
+        help=f"{verb} only this namespace (repeatable); default: all namespaces",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    run.set_defaults(handler=operator_run)
 
 
 def operator_run(args: argparse.Namespace) -> int:
@@ -449,14 +454,7 @@ def _add_executor(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "executor",
         help="run the executor: WorkflowExecutions of engine job become Jobs (a separate, opt-in process)",
     )
-    run.add_argument(
-        "-n",
-        "--namespace",
-        action="append",
-        default=[],
-        help="serve only this namespace (repeatable); default: all namespaces",
-    )
-    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    _process_flags(run, verb="serve")
     run.set_defaults(handler=executor_run)
 
 

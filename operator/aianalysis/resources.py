@@ -401,6 +401,20 @@ class Condition(Model):
     observed_generation: int | None = None
 
 
+def condition(
+    type: str, status: ConditionStatus, reason: str, message: str, *, since: str, generation: int | None
+) -> Condition:
+    """A condition as every writer writes it: the message cut to 1024 characters."""
+    return Condition(
+        type=type,
+        status=status,
+        reason=reason,
+        message=message[:1024],
+        last_transition_time=since,
+        observed_generation=generation,
+    )
+
+
 class RemediationWorkflowStatus(Model):
     """Written by the operator only: condition ``Accepted`` says whether the workflow is offered."""
 

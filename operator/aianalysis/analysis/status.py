@@ -31,10 +31,10 @@ def merge_patch(status: resources.AIAnalysisStatus | resources.WorkflowExecution
 
 
 def ready_condition(
-    *,
     status: resources.ConditionStatus,
     reason: str,
     message: str,
+    *,
     now: datetime.datetime,
     generation: int | None,
     previous: list[resources.Condition] | None = None,
@@ -42,14 +42,43 @@ def ready_condition(
     """The ``Ready`` condition; ``lastTransitionTime`` only moves when the status value changes."""
     before = next((c for c in previous or [] if c.type == READY), None)
     since = before.last_transition_time if before is not None and before.status == status else timestamp(now)
-    return resources.Condition(
-        type=READY,
-        status=status,
-        reason=reason,
-        message=message[:1024],
-        last_transition_time=since,
-        observed_generation=generation,
+    return resources.condition(READY, status, reason, message, since=since, generation=generation)
+
+
+def _ready(
+    previous: resources.AIAnalysisStatus,
+    status: resources.ConditionStatus,
+    reason: str,
+    message: str,
+    *,
+    now: datetime.datetime,
+    generation: int | None,
+) -> resources.Condition:
+    """:func:`ready_condition` following ``previous``' conditions."""
+    return ready_condition(
+        status, reason, message, now=now, generation=generation, previous=previous.conditions
     )
+
+
+def _ended(
+    previous: resources.AIAnalysisStatus,
+    phase: resources.AnalysisPhase,
+    reason: str,
+    message: str,
+    *,
+    now: datetime.datetime,
+    generation: int | None,
+) -> dict[str, Any]:
+    """The fields every terminal status sets the same way: phase, reason, attempt and times."""
+    return {
+        "phase": phase,
+        "reason": reason,
+        "message": message,
+        "observed_generation": generation,
+        "attempt": previous.attempt,
+        "started_at": previous.started_at or timestamp(now),
+        "completed_at": timestamp(now),
+    }
 
 
 def pending(
@@ -70,16 +99,7 @@ def pending(
         attempt=previous.attempt,
         started_at=previous.started_at,
         llm=previous.llm,
-        conditions=[
-            ready_condition(
-                status="False",
-                reason=reason,
-                message=message,
-                now=now,
-                generation=generation,
-                previous=previous.conditions,
-            )
-        ],
+        conditions=[_ready(previous, "False", reason, message, now=now, generation=generation)],
     )
 
 
@@ -95,13 +115,8 @@ def investigating(
         attempt=attempt,
         started_at=previous.started_at or timestamp(now),
         conditions=[
-            ready_condition(
-                status="False",
-                reason="Investigating",
-                message="the LLM is investigating",
-                now=now,
-                generation=generation,
-                previous=previous.conditions,
+            _ready(
+                previous, "False", "Investigating", "the LLM is investigating", now=now, generation=generation
             )
         ],
     )
@@ -149,27 +164,12 @@ def failed(
 ) -> resources.AIAnalysisStatus:
     """Terminal failure: no selection; a person must look (``review_reason`` says why, if known)."""
     return resources.AIAnalysisStatus(
-        phase="Failed",
-        reason=reason,
-        message=message,
-        observed_generation=generation,
-        attempt=previous.attempt,
-        started_at=previous.started_at or timestamp(now),
-        completed_at=timestamp(now),
+        **_ended(previous, "Failed", reason, message, now=now, generation=generation),
         needs_human_review=True,
         human_review_reason=review_reason,
         validation_attempts=previous.validation_attempts,
         llm=llm or previous.llm,
-        conditions=[
-            ready_condition(
-                status="False",
-                reason=reason,
-                message=message,
-                now=now,
-                generation=generation,
-                previous=previous.conditions,
-            )
-        ],
+        conditions=[_ready(previous, "False", reason, message, now=now, generation=generation)],
     )
 
 
@@ -191,13 +191,7 @@ def completed(
         message += f"; needs human review ({review})"
     reason = "WorkflowSelected" if decision.selected is not None and review is None else "NeedsHumanReview"
     return resources.AIAnalysisStatus(
-        phase="Completed",
-        reason=reason,
-        message=message,
-        observed_generation=generation,
-        attempt=previous.attempt,
-        started_at=previous.started_at or timestamp(now),
-        completed_at=timestamp(now),
+        **_ended(previous, "Completed", reason, message, now=now, generation=generation),
         root_cause=decision.root_cause,
         selected_workflow=decision.selected,
         alternative_workflows=decision.alternatives or None,
@@ -208,16 +202,7 @@ def completed(
         recovery=decision.recovery,
         llm=decision.llm,
         investigation=decision.investigation,
-        conditions=[
-            ready_condition(
-                status="True",
-                reason=reason,
-                message=message,
-                now=now,
-                generation=generation,
-                previous=previous.conditions,
-            )
-        ],
+        conditions=[_ready(previous, "True", reason, message, now=now, generation=generation)],
     )
 
 

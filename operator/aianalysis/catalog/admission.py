@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -44,14 +44,7 @@ Reason = Literal[
     "NotExecutable",
     "ConflictingDefinition",
 ]
-REFUSALS: tuple[Reason, ...] = (
-    "InvalidSpec",
-    "InvalidPattern",
-    "InvalidEnum",
-    "InvalidDefault",
-    "NotExecutable",
-    "ConflictingDefinition",
-)
+REFUSALS: tuple[Reason, ...] = tuple(reason for reason in get_args(Reason) if reason != "Accepted")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _MAX_MESSAGE_CHARS = 1000

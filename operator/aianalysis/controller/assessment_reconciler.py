@@ -47,6 +47,37 @@ class Wait:
     seconds: float
 
 
+@dataclasses.dataclass(frozen=True)
+class _Case:
+    """One WorkflowExecution as read at the start of this step, and the target it names."""
+
+    runtime: runtime_mod.Runtime
+    body: dict[str, Any]
+    st: resources.WorkflowExecutionStatus
+    target: resources.ResourceRef | None
+
+    async def write(self, assessment: resources.Assessment) -> None:
+        """``status.assessment`` only, conditional on the version read (a conflict: read again)."""
+        ref = custom_objects.Ref.of(self.body)
+        written = await custom_objects.write_status(
+            self.runtime.api,
+            namespace=ref.namespace,
+            plural=WFE,
+            name=ref.name,
+            uid=ref.uid,
+            fields={"assessment": assessment.wire()},
+            current=self.body.get("status") or None,
+            resource_version=self.body["metadata"].get("resourceVersion"),
+        )
+        if written is custom_objects.Written.CONFLICT:
+            raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")
+
+    async def read_target(self, target: resources.ResourceRef) -> dict[str, Any] | None:
+        return await targets.read(
+            self.runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
+        )
+
+
 def needs_assessment(body: dict[str, Any]) -> bool:
     """A completed execution whose assessment is not final (a status that cannot be read: no)."""
     try:
@@ -105,29 +136,27 @@ async def reconcile(
                 "assessed_at": timeline.timestamp(now()),
             }
         )
-        await _write(runtime, body, st, done)
+        await _Case(runtime, body, st, None).write(done)
         metrics.record_assessment("not_executed", "DryRun", None)
         return kit.Transition(type="Normal", reason="NotExecuted", message=done.message or "")
-    target = _target(body, spec)
+    case = _Case(runtime, body, st, _target(body, spec))
     if current.phase is None:
-        return await _start_window(runtime, body, st=st, current=current, spec=spec, target=target, now=now())
+        return await _start_window(case, current, spec, now=now())
     due = timeline.parse_time(current.assess_after)
     left = (due - now()).total_seconds() if due else 0.0
     if left > 0:
         return Wait(left)
-    return await _assess(runtime, body, st, current, target, now=now())
+    return await _assess(case, current, now=now())
 
 
 async def _start_window(
-    runtime: runtime_mod.Runtime,
-    body: dict[str, Any],
-    *,
-    st: resources.WorkflowExecutionStatus,
+    case: _Case,
     current: resources.Assessment,
     spec: resources.WorkflowExecutionSpec,
-    target: resources.ResourceRef | None,
+    *,
     now: datetime.datetime,
 ) -> Wait:
+    runtime, st, target = case.runtime, case.st, case.target
     entry = runtime.catalog.get(spec.workflow_ref.workflow_id, spec.workflow_ref.version)
     window = timeline.window_seconds(
         entry.spec.stabilization_window if entry else None,
@@ -137,15 +166,13 @@ async def _start_window(
     after = None
     if target is not None:
         try:
-            found = await targets.read(
-                runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
-            )
+            found = await case.read_target(target)
         except reader.Unavailable:
             found = None
         after = fingerprint.fingerprint(found) if found is not None else None
     due = ended + datetime.timedelta(seconds=window)
     if (now - due).total_seconds() > LATE_SECONDS:
-        await _write(runtime, body, st, _too_late(current, window=window, now=now))
+        await case.write(_too_late(current, window=window, now=now))
         metrics.record_assessment("unknown", "NotObserved", None)
         return Wait(0.0)  # the next step finds it assessed and stops
     stabilizing = current.model_copy(
@@ -158,20 +185,12 @@ async def _start_window(
             "message": f"assessing {window}s after the execution ended",
         }
     )
-    await _write(runtime, body, st, stabilizing)
+    await case.write(stabilizing)
     return Wait(max(0.0, (due - now).total_seconds()))
 
 
-async def _assess(
-    runtime: runtime_mod.Runtime,
-    body: dict[str, Any],
-    st: resources.WorkflowExecutionStatus,
-    current: resources.Assessment,
-    target: resources.ResourceRef | None,
-    *,
-    now: datetime.datetime,
-) -> kit.Transition:
-    seen = await observe(runtime, body, st, current, target, now=now)
+async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.datetime) -> kit.Transition:
+    seen = await observe(case, current, now=now)
     verdict = judge.judge(seen) if seen is not None else _no_target()
     final = current.model_copy(
         update={
@@ -190,7 +209,7 @@ async def _assess(
             ],
         }
     )
-    await _write(runtime, body, st, final)
+    await case.write(final)
     metrics.record_assessment(verdict.verdict, verdict.reason, verdict.score)
     score = f" (score {verdict.score:.2f})" if verdict.score is not None else ""
     return kit.Transition(
@@ -201,24 +220,17 @@ async def _assess(
 
 
 async def observe(
-    runtime: runtime_mod.Runtime,
-    body: dict[str, Any],
-    st: resources.WorkflowExecutionStatus,
-    current: resources.Assessment,
-    target: resources.ResourceRef | None,
-    *,
-    now: datetime.datetime,
+    case: _Case, current: resources.Assessment, *, now: datetime.datetime
 ) -> judge.Observed | None:
     """Everything the verdict is made of, read now (None: the execution names no target)."""
+    runtime, body, st, target = case.runtime, case.body, case.st, case.target
     if target is None:
         return None
     settings = runtime.settings
     skew = (now - await targets.server_time(runtime.api)).total_seconds()
     ended = timeline.parse_time(st.completed_at) or now
     try:
-        found = await targets.read(
-            runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
-        )
+        found = await case.read_target(target)
     except reader.Unavailable as exc:
         return judge.Observed(
             target_found=False,
@@ -362,25 +374,3 @@ def _no_target() -> judge.Judgement:
         evidence=(),
         message="the execution names no targetResource: nothing to observe",
     )
-
-
-async def _write(
-    runtime: runtime_mod.Runtime,
-    body: dict[str, Any],
-    st: resources.WorkflowExecutionStatus,
-    assessment: resources.Assessment,
-) -> None:
-    """``status.assessment`` only, conditional on the version read (a conflict: read again)."""
-    ref = custom_objects.Ref.of(body)
-    written = await custom_objects.write_status(
-        runtime.api,
-        namespace=ref.namespace,
-        plural=WFE,
-        name=ref.name,
-        uid=ref.uid,
-        fields={"assessment": assessment.wire()},
-        current=body.get("status") or None,
-        resource_version=body["metadata"].get("resourceVersion"),
-    )
-    if written is custom_objects.Written.CONFLICT:
-        raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -90,53 +91,52 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """Every AIAnalysis that is not terminal gets one task that analyses it (on creation, and for the
     unfinished ones after a restart); deleting the object cancels it."""
-    runtime, raw = _runtime(memo), dict(body)
-    ref = custom_objects.Ref.of(raw)
-    if type == "DELETED":
-        runtime.workers.forget(ref.uid)
-    elif not aianalysis_reconciler.settled(raw):
-        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _analyze(runtime, ref, raw))
-
-
-async def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
-    transition = await aianalysis_reconciler.drive(runtime, ref)
-    if transition is not None:
-        await kit.announce(runtime.api, transition, about=body)
+    _follow(memo, type, body, lambda raw: not aianalysis_reconciler.settled(raw), aianalysis_reconciler.drive)
 
 
 @kopf.on.event(G, V, WFE, id="recover")
 async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A failed WorkflowExecution starts a recovery analysis. No finalizer, no timer: the task retries
     transient errors itself, boundedly."""
-    runtime, raw = _runtime(memo), dict(body)
-    ref = custom_objects.Ref.of(raw)
-    if type == "DELETED":
-        runtime.workers.forget(ref.uid)
-    elif execution_reconciler.needs_recovery(raw):
-        runtime.workers.ensure(ref.uid, version=_version(raw), start=lambda: _recover(runtime, ref, raw))
-
-
-async def _recover(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
-    transition = await execution_reconciler.drive(runtime, ref)
-    if transition is not None:
-        await kit.announce(runtime.api, transition, about=body)
+    _follow(memo, type, body, execution_reconciler.needs_recovery, execution_reconciler.drive)
 
 
 @kopf.on.event(G, V, WFE, id="assess")
 async def assess(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A completed WorkflowExecution is assessed after its stabilization window: one task per
     execution that sleeps until ``status.assessment.assessAfter`` (a restart resumes it from there)."""
-    runtime, raw = _runtime(memo), dict(body)
-    ref = custom_objects.Ref.of(raw)
-    key = f"{ref.uid}/assessment"
+    wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.drive
+    _follow(memo, type, body, wanted, drive, task="assessment")
+
+
+Drive = Callable[[runtime_mod.Runtime, custom_objects.Ref], Awaitable[kit.Transition | None]]
+
+
+def _follow(
+    memo: kopf.Memo,
+    type: str | None,
+    event_body: kopf.Body,
+    wanted: Callable[[dict[str, Any]], bool],
+    drive: Drive,
+    *,
+    task: str = "",
+) -> None:
+    """One watch event: a deleted object's task (keyed by its uid, and ``task`` when one object has
+    several) is cancelled; an object that is ``wanted`` gets one task that runs ``drive`` and
+    announces the transition it ends in as an Event."""
+    runtime, body = _runtime(memo), dict(event_body)
+    ref = custom_objects.Ref.of(body)
+    key = f"{ref.uid}/{task}" if task else ref.uid
     if type == "DELETED":
         runtime.workers.forget(key)
-    elif assessment_reconciler.needs_assessment(raw):
-        runtime.workers.ensure(key, version=_version(raw), start=lambda: _assess(runtime, ref, raw))
+    elif wanted(body):
+        runtime.workers.ensure(key, version=_version(body), start=lambda: _drive(runtime, ref, body, drive))
 
 
-async def _assess(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any]) -> None:
-    transition = await assessment_reconciler.drive(runtime, ref)
+async def _drive(
+    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any], drive: Drive
+) -> None:
+    transition = await drive(runtime, ref)
     if transition is not None:
         await kit.announce(runtime.api, transition, about=body)
 

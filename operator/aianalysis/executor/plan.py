@@ -249,13 +249,8 @@ def next_status(
             "failure_details": details or current.failure_details,
             "conditions": set_condition(
                 current.conditions,
-                resources.Condition(
-                    type=CONDITION,
-                    status=condition_status,
-                    reason=reason,
-                    message=message[:1024],
-                    last_transition_time=stamp,
-                    observed_generation=generation,
+                resources.condition(
+                    CONDITION, condition_status, reason, message, since=stamp, generation=generation
                 ),
             ),
         }

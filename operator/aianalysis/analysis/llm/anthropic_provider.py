@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
 import anthropic
@@ -20,7 +21,7 @@ from anthropic import types as atypes
 
 from aianalysis import errors, resources, settings
 from aianalysis.analysis import answer
-from aianalysis.analysis.llm import base, model_check, retry_after
+from aianalysis.analysis.llm import base, model_check, retry_after, sdk_loop
 
 if TYPE_CHECKING:
     from anthropic.lib.bedrock import AsyncAnthropicBedrock
@@ -43,7 +44,7 @@ _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 NON_JSON_BACKOFF_SECONDS = 0.5
 
 
-class AnthropicProvider:
+class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
     """One ``AsyncAnthropic`` client (one connection pool) shared by every conversation.
 
     Bedrock and Vertex (:mod:`aianalysis.analysis.llm.bedrock_provider`,
@@ -54,20 +55,6 @@ class AnthropicProvider:
     caches_conversation = True
     """Send the top-level ``cache_control`` that also caches the growing conversation (first-party
     API); platforms cache the system prompt and tool definitions through block breakpoints only."""
-
-    def __init__(
-        self,
-        config: settings.Settings,
-        *,
-        http_client: httpx2.AsyncClient | None = None,
-        on_request: base.RequestObserver = base.ignore_request,
-    ) -> None:
-        self.model = config.model
-        self._settings = config
-        self._secret = self._credential(config)
-        self._on_request = on_request
-        self._owns_http_client = http_client is None
-        self._client: Client = self._make_client(config, http_client)
 
     def _credential(self, config: settings.Settings) -> str:
         """The secret this provider sends (kept out of every message), or "" when the platform's own
@@ -80,12 +67,9 @@ class AnthropicProvider:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
         return retry_after.Anthropic(
-            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             api_key=config.api_key,
             base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
-            timeout=config.llm_timeout_seconds,
-            max_retries=config.llm_max_retries,
-            http_client=http_client,
+            **sdk_loop.client_options(config, http_client),
         )
 
     async def check_model(self) -> str | None:
@@ -119,25 +103,11 @@ class AnthropicProvider:
         assert isinstance(self._client, anthropic.AsyncAnthropic)
         await self._client.models.retrieve(self.model)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={str(self._client.base_url)!r})"
-
     def open(
         self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
     ) -> AnthropicConversation:
         """A conversation about ``spec``; the incident is already in ``prompt``."""
-        return AnthropicConversation(
-            provider=self,
-            system=system,
-            prompt=prompt,
-            toolbox=toolbox,
-            max_steps=self._settings.max_tool_steps,
-        )
-
-    async def aclose(self) -> None:
-        """Close the connection pool, unless the caller injected (and so owns) the HTTP client."""
-        if self._owns_http_client:
-            await self._client.close()
+        return AnthropicConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
 
     async def create(
         self,
@@ -150,28 +120,9 @@ class AnthropicProvider:
         """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``.
         A body that is not a Message (a proxy's page) is asked for again like the SDK retries a 5xx,
         at most ``llm_max_retries`` times: the same request, not a new conversation."""
-        for retry in range(self._settings.llm_max_retries + 1):
-            try:
-                return await self._create_once(
-                    system=system, tools=tools, messages=messages, force_submit=force_submit
-                )
-            except errors.ProviderResponseError:
-                if retry == self._settings.llm_max_retries:
-                    raise
-            await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
-        raise AssertionError("unreachable: the last try returns or raises")
 
-    async def _create_once(
-        self,
-        *,
-        system: list[atypes.TextBlockParam],
-        tools: list[atypes.ToolParam],
-        messages: list[atypes.MessageParam],
-        force_submit: bool,
-    ) -> atypes.Message:
-        started = time.monotonic()
-        try:
-            message = await self._client.messages.create(
+        async def send() -> object:
+            return await self._client.messages.create(
                 model=self.model,
                 max_tokens=self._settings.max_tokens,
                 system=system,
@@ -181,10 +132,25 @@ class AnthropicProvider:
                 # Also cache the growing conversation: each turn re-reads the previous prefix.
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
+
+        for retry in range(self._settings.llm_max_retries + 1):
+            try:
+                return await self._create_once(send)
+            except errors.ProviderResponseError:
+                if retry == self._settings.llm_max_retries:
+                    raise
+            await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _create_once(self, send: Callable[[], Awaitable[object]]) -> atypes.Message:
+        """``send`` once: its failure, or a body that is not a Message, leaves as ``errors.Provider*``;
+        every outcome is reported to ``on_request``."""
+        started = time.monotonic()
+        try:
+            message = await send()
         except (anthropic.AnthropicError, json.JSONDecodeError) as err:
             failure = self._provider_error(err)
-            outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
-            self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
+            self._report(started, "unavailable" if failure.retryable else "error")
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
         if not isinstance(message, atypes.Message):  # a 200 that is not JSON (a proxy's page)
@@ -193,63 +159,29 @@ class AnthropicProvider:
                 secret=self._secret,
                 timeout_seconds=self._settings.llm_timeout_seconds,
             )
-            self._on_request(base.RequestRecord("unavailable", time.monotonic() - started))
+            self._report(started, "unavailable")
             raise failure
         # Billed tokens are reported per response, so a conversation that fails later keeps them.
-        usage = message.usage
-        self._on_request(
-            base.RequestRecord(
-                "ok",
-                time.monotonic() - started,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            )
-        )
+        self._report(started, "ok", usage_of(message))
         return message
 
 
-class AnthropicConversation:
-    """The tool loop of one analysis. ``max_steps`` bounds model turns over answer()+correct();
-    on the last turn only ``submit_selection`` may be called."""
+class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
+    """The tool loop of one analysis over the Messages API (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, *, provider: AnthropicProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self, provider: AnthropicProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
     ) -> None:
+        super().__init__(provider=provider.name, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
-        self._toolbox = toolbox
-        self._max_steps = max_steps
         self._system: list[atypes.TextBlockParam] = [
             {"type": "text", "text": system, "cache_control": _EPHEMERAL}
         ]
         self._tools = tool_params(toolbox)
         self._messages: list[atypes.MessageParam] = [{"role": "user", "content": prompt}]
-        self._owed: list[atypes.ToolResultBlockParam] = []
-        """Results for the last assistant turn's other tool calls, sent with the correction."""
-        self._submit_id: str | None = None
-        self._steps = 0
-        self._counter = base.UsageCounter()
-        self._model: str = provider.model
 
-    @property
-    def usage(self) -> resources.LLMUsage:
-        return self._counter.snapshot(provider=self._provider.name, model=self._model)
-
-    @property
-    def steps(self) -> int:
-        """Model turns taken so far."""
-        return self._steps
-
-    async def answer(self) -> base.Submission:
-        return await self._loop()
-
-    async def correct(self, errors: list[str]) -> base.Submission:
-        if self._steps >= self._max_steps:
-            return base.Submission(raw=None, exhausted=True)
-        self._messages.append({"role": "user", "content": self._correction(errors)})
-        self._owed, self._submit_id = [], None
-        return await self._loop()
+    def _add_correction(self, problems: list[str]) -> None:
+        self._messages.append({"role": "user", "content": self._correction(problems)})
 
     def _correction(self, problems: list[str]) -> list[atypes.ContentBlockParam]:
         text = correction_text(problems)
@@ -271,21 +203,12 @@ class AnthropicConversation:
                 messages=self._messages,
                 force_submit=self._steps == self._max_steps,
             )
-            self._account(message)
+            self._account(usage_of(message), message.model)
             self._messages.append(message.to_param())
             submission = await self._absorb(message)
             if submission is not None:
                 return submission
         return base.Submission(raw=None, exhausted=True)
-
-    def _account(self, message: atypes.Message) -> None:
-        usage, counter = message.usage, self._counter
-        counter.requests += 1
-        counter.input_tokens += usage.input_tokens
-        counter.output_tokens += usage.output_tokens
-        counter.cache_read_tokens += usage.cache_read_input_tokens or 0
-        counter.cache_write_tokens += usage.cache_creation_input_tokens or 0
-        self._model = message.model or self._model
 
     async def _absorb(self, message: atypes.Message) -> base.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
@@ -318,15 +241,7 @@ class AnthropicConversation:
 
     async def _run(self, calls: list[atypes.ToolUseBlock]) -> list[atypes.ToolResultBlockParam]:
         """Execute the turn's tool calls concurrently (investigation reads are independent)."""
-        tasks = [asyncio.ensure_future(self._toolbox.call(call.name, dict(call.input))) for call in calls]
-        try:
-            # Not a TaskGroup: an escaping error keeps its own type instead of an ExceptionGroup.
-            outcomes = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
-        self._counter.tool_calls += len(calls)
+        outcomes = await self._run_all(self._toolbox.call(call.name, dict(call.input)) for call in calls)
         return [
             _result(call.id, outcome.text, outcome.is_error)
             for call, outcome in zip(calls, outcomes, strict=True)
@@ -351,6 +266,17 @@ def _submit_tool() -> atypes.ToolParam:
         "input_schema": answer.submit_tool_schema(),
         "cache_control": _EPHEMERAL,
     }
+
+
+def usage_of(message: atypes.Message) -> base.UsageCounter:
+    """The tokens one response billed."""
+    usage = message.usage
+    return base.UsageCounter(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
 
 
 def correction_text(problems: list[str]) -> str:

@@ -12,7 +12,7 @@ import httpx2
 from anthropic.lib.bedrock import AsyncAnthropicBedrock
 
 from aianalysis import settings
-from aianalysis.analysis.llm import anthropic_provider, retry_after
+from aianalysis.analysis.llm import anthropic_provider, retry_after, sdk_loop
 
 PROVIDER_NAME = "bedrock"
 
@@ -29,12 +29,9 @@ class BedrockProvider(anthropic_provider.AnthropicProvider):
     ) -> AsyncAnthropicBedrock:
         assert config.aws_region, "settings require it for provider bedrock"
         return retry_after.Bedrock(
-            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             aws_region=config.aws_region,
             base_url=config.bedrock_base_url or f"https://bedrock-runtime.{config.aws_region}.amazonaws.com",
-            timeout=config.llm_timeout_seconds,
-            max_retries=config.llm_max_retries,
-            http_client=http_client,
+            **sdk_loop.client_options(config, http_client),
         )
 
     async def _probe(self) -> None:

@@ -18,7 +18,6 @@ Retries are the SDK's (408/409/429/5xx, connection failures, ``retry-after``), u
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any, cast
@@ -29,7 +28,7 @@ from openai.types import chat as otypes
 
 from aianalysis import errors, resources, settings
 from aianalysis.analysis import answer
-from aianalysis.analysis.llm import anthropic_provider, base, model_check, retry_after
+from aianalysis.analysis.llm import anthropic_provider, base, model_check, retry_after, sdk_loop
 
 PROVIDER_NAME = "openai"
 NO_KEY = "unused"
@@ -43,49 +42,27 @@ _FORCE_SUBMIT: otypes.ChatCompletionNamedToolChoiceParam = {
 }
 
 
-class OpenAIProvider:
+class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
     """One ``AsyncOpenAI`` client (one connection pool) shared by every conversation."""
 
     name = PROVIDER_NAME
 
-    def __init__(
-        self,
-        config: settings.Settings,
-        *,
-        http_client: httpx2.AsyncClient | None = None,
-        on_request: base.RequestObserver = base.ignore_request,
-    ) -> None:
-        self.model = config.model
-        self._settings = config
-        self._secret = config.openai_api_key or ""
-        self._on_request = on_request
-        self._owns_http_client = http_client is None
-        self._client = retry_after.OpenAI(
-            max_retry_after_seconds=config.provider_max_retry_after_seconds,
+    def _credential(self, config: settings.Settings) -> str:
+        return config.openai_api_key or ""
+
+    def _make_client(
+        self, config: settings.Settings, http_client: httpx2.AsyncClient | None
+    ) -> retry_after.OpenAI:
+        return retry_after.OpenAI(
             api_key=config.openai_api_key or NO_KEY,
             base_url=config.openai_base_url,
-            timeout=config.llm_timeout_seconds,
-            max_retries=config.llm_max_retries,
-            http_client=http_client,
+            **sdk_loop.client_options(config, http_client),
         )
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={str(self._client.base_url)!r})"
 
     def open(
         self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
     ) -> OpenAIConversation:
-        return OpenAIConversation(
-            provider=self,
-            system=system,
-            prompt=prompt,
-            toolbox=toolbox,
-            max_steps=self._settings.max_tool_steps,
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_http_client:
-            await self._client.close()
+        return OpenAIConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
 
     async def check_model(self) -> str | None:
         """Listing the models is free everywhere (vLLM, Ollama, LiteLLM serve ``GET /models``); a
@@ -132,66 +109,33 @@ class OpenAIProvider:
             failure = provider_error(
                 err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
             )
-            outcome: base.RequestOutcome = "unavailable" if failure.retryable else "error"
-            self._on_request(base.RequestRecord(outcome, time.monotonic() - started))
+            self._report(started, "unavailable" if failure.retryable else "error")
             raise failure from None
-        tokens = usage_of(completion)
-        self._on_request(
-            base.RequestRecord(
-                "ok",
-                time.monotonic() - started,
-                input_tokens=tokens.input_tokens,
-                output_tokens=tokens.output_tokens,
-                cache_read_tokens=tokens.cache_read_tokens,
-            )
-        )
+        self._report(started, "ok", usage_of(completion))
         return completion
 
 
-class OpenAIConversation:
-    """The tool loop of one analysis, as :class:`anthropic_provider.AnthropicConversation`:
-    ``max_steps`` bounds model turns over answer()+correct(); the last turn may only submit."""
+class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam]):
+    """The tool loop of one analysis over Chat Completions (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, *, provider: OpenAIProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self, provider: OpenAIProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
     ) -> None:
+        super().__init__(provider=PROVIDER_NAME, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
-        self._toolbox = toolbox
-        self._max_steps = max_steps
         self._tools = tool_params(toolbox)
         self._messages: list[otypes.ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": prompt},
         ]
-        self._owed: list[otypes.ChatCompletionToolMessageParam] = []
-        """Results for the last assistant turn's other tool calls, sent with the correction."""
-        self._submit_id: str | None = None
-        self._steps = 0
-        self._counter = base.UsageCounter()
-        self._model: str = provider.model
 
-    @property
-    def usage(self) -> resources.LLMUsage:
-        return self._counter.snapshot(provider=PROVIDER_NAME, model=self._model)
-
-    @property
-    def steps(self) -> int:
-        return self._steps
-
-    async def answer(self) -> base.Submission:
-        return await self._loop()
-
-    async def correct(self, errors: list[str]) -> base.Submission:
-        if self._steps >= self._max_steps:
-            return base.Submission(raw=None, exhausted=True)
-        text = anthropic_provider.correction_text(errors)
+    def _add_correction(self, problems: list[str]) -> None:
+        text = anthropic_provider.correction_text(problems)
         self._messages.extend(self._owed)
         if self._submit_id is not None:
             self._messages.append(_tool_message(self._submit_id, ERROR_PREFIX + text))
         else:
             self._messages.append({"role": "user", "content": text})
-        self._owed, self._submit_id = [], None
-        return await self._loop()
 
     async def _loop(self) -> base.Submission:
         while self._steps < self._max_steps:
@@ -199,7 +143,7 @@ class OpenAIConversation:
             completion = await self._provider.create(
                 messages=self._messages, tools=self._tools, force_submit=self._steps == self._max_steps
             )
-            self._account(completion)
+            self._account(usage_of(completion), completion.model)
             if not completion.choices:
                 return base.Submission(raw=None, prose="(the endpoint returned no choices)")
             choice = completion.choices[0]
@@ -208,14 +152,6 @@ class OpenAIConversation:
             if submission is not None:
                 return submission
         return base.Submission(raw=None, exhausted=True)
-
-    def _account(self, completion: otypes.ChatCompletion) -> None:
-        tokens, counter = usage_of(completion), self._counter
-        counter.requests += 1
-        counter.input_tokens += tokens.input_tokens
-        counter.output_tokens += tokens.output_tokens
-        counter.cache_read_tokens += tokens.cache_read_tokens
-        self._model = completion.model or self._model
 
     async def _absorb(self, choice: Any) -> base.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
@@ -258,17 +194,9 @@ class OpenAIConversation:
             outcome = await self._toolbox.call(name, raw)
             return outcome.text, outcome.is_error
 
-        tasks = [
-            asyncio.ensure_future(one(call.function.name, raw, problem))
-            for call, (raw, problem) in zip(calls, parsed, strict=True)
-        ]
-        try:
-            outcomes = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
-        self._counter.tool_calls += len(calls)
+        outcomes = await self._run_all(
+            one(call.function.name, raw, problem) for call, (raw, problem) in zip(calls, parsed, strict=True)
+        )
         return [
             _tool_message(call.id, (ERROR_PREFIX if is_error else "") + text)
             for call, (text, is_error) in zip(calls, outcomes, strict=True)

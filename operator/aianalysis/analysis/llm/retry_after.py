@@ -24,41 +24,30 @@ def too_long(wait: float | None, limit: float) -> bool:
     return wait is not None and wait > limit
 
 
-class Anthropic(anthropic.AsyncAnthropic):
+class _CappedRetryAfter:
+    """Mixed in before an SDK client class: its ``_should_retry``, refusing over-long waits."""
+
     def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
         super().__init__(**options)
         self._max_retry_after = max_retry_after_seconds
 
     def _should_retry(self, response: httpx2.Response) -> bool:
-        wait = self._parse_retry_after_header(response.headers)
-        return not too_long(wait, self._max_retry_after) and super()._should_retry(response)
+        sdk: Any = super()  # the SDK client class that follows this one in the MRO
+        wait = sdk._parse_retry_after_header(response.headers)
+        return not too_long(wait, self._max_retry_after) and bool(sdk._should_retry(response))
 
 
-class Bedrock(AsyncAnthropicBedrock):
-    def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
-        super().__init__(**options)
-        self._max_retry_after = max_retry_after_seconds
-
-    def _should_retry(self, response: httpx2.Response) -> bool:
-        wait = self._parse_retry_after_header(response.headers)
-        return not too_long(wait, self._max_retry_after) and super()._should_retry(response)
+class Anthropic(_CappedRetryAfter, anthropic.AsyncAnthropic):
+    pass
 
 
-class Vertex(AsyncAnthropicVertex):
-    def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
-        super().__init__(**options)
-        self._max_retry_after = max_retry_after_seconds
-
-    def _should_retry(self, response: httpx2.Response) -> bool:
-        wait = self._parse_retry_after_header(response.headers)
-        return not too_long(wait, self._max_retry_after) and super()._should_retry(response)
+class Bedrock(_CappedRetryAfter, AsyncAnthropicBedrock):
+    pass
 
 
-class OpenAI(openai.AsyncOpenAI):
-    def __init__(self, *, max_retry_after_seconds: float, **options: Any) -> None:
-        super().__init__(**options)
-        self._max_retry_after = max_retry_after_seconds
+class Vertex(_CappedRetryAfter, AsyncAnthropicVertex):
+    pass
 
-    def _should_retry(self, response: httpx2.Response) -> bool:
-        wait = self._parse_retry_after_header(response.headers)
-        return not too_long(wait, self._max_retry_after) and super()._should_retry(response)
+
+class OpenAI(_CappedRetryAfter, openai.AsyncOpenAI):
+    pass

@@ -13,7 +13,7 @@ import httpx2
 from anthropic.lib.vertex import AsyncAnthropicVertex
 
 from aianalysis import settings
-from aianalysis.analysis.llm import anthropic_provider, retry_after
+from aianalysis.analysis.llm import anthropic_provider, retry_after, sdk_loop
 
 PROVIDER_NAME = "vertex"
 
@@ -30,14 +30,11 @@ class VertexProvider(anthropic_provider.AnthropicProvider):
     ) -> AsyncAnthropicVertex:
         assert config.vertex_region, "settings require it for provider vertex"
         return retry_after.Vertex(
-            max_retry_after_seconds=config.provider_max_retry_after_seconds,
             region=config.vertex_region,
             project_id=config.vertex_project_id or anthropic.not_given,
             access_token=config.vertex_access_token,
             base_url=config.vertex_base_url or _default_base_url(config.vertex_region),
-            timeout=config.llm_timeout_seconds,
-            max_retries=config.llm_max_retries,
-            http_client=http_client,
+            **sdk_loop.client_options(config, http_client),
         )
 
     async def _probe(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from aianalysis import resources
 from aianalysis.analysis import redact as _redact
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _output, _policy
+from aianalysis.analysis.tools import _args, _columns, _output, _policy
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
@@ -96,7 +96,7 @@ class ClusterTools:
         where = f"{kind.kind} {_where(args.name, namespace)}"
         if not events:
             return f"No events about {where} (events expire, by default after one hour)."
-        lines = [_event_line(event) for event in sorted(events, key=_event_time)][-MAX_EVENTS:]
+        lines = [_event_line(event) for event in sorted(events, key=_columns.event_time)][-MAX_EVENTS:]
         header = f"{len(events)} event(s) about {where}, oldest first (the most recent {len(lines)} shown):"
         return _output.fenced(
             header,
@@ -195,24 +195,12 @@ def _where(name: str, namespace: str | None) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _event_time(event: dict[str, Any]) -> str:
-    series = event.get("series") or {}
-    return str(
-        event.get("lastTimestamp")
-        or series.get("lastObservedTime")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-        or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
-    )
-
-
 def _event_line(event: dict[str, Any]) -> str:
     count = event.get("count") or (event.get("series") or {}).get("count") or 1
     source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or "?"
     message = " ".join(str(event.get("message") or "").split())
     return (
-        f"{_event_time(event) or '?'} {event.get('type') or '?'} {event.get('reason') or '?'} "
+        f"{_columns.event_time(event) or '?'} {event.get('type') or '?'} {event.get('reason') or '?'} "
         f"(x{count}, {source}): {_redact.redact_text(message)}"
     )
 

@@ -355,3 +355,16 @@ def _pod_limits(pod: Obj) -> dict[str, float | None]:
         ]
         out[resource] = sum(v for v in values if v) if values and all(values) else None
     return out
+
+
+def event_time(event: Mapping[str, Any]) -> str:
+    """An Event's newest timestamp, whichever of its fields the emitter filled ("" when none)."""
+    series = event.get("series") or {}
+    return str(
+        event.get("lastTimestamp")
+        or series.get("lastObservedTime")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )

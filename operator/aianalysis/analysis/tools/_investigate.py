@@ -83,27 +83,19 @@ class InvestigationTools:
 
     async def find_resources(self, args: _args.FindArgs) -> str:
         kind = await self.resolve(args.kind)
-        if not kind.namespaced or self._policy.every_namespace:
+        everywhere = not kind.namespaced or self._policy.every_namespace
+        namespaces: list[str | None] = [None] if everywhere else [*self._policy.allowed_namespaces()]
+        items, more = [], False
+        for namespace in namespaces:  # None: one list over the whole cluster
             found = await self._reader.list_page(
                 kind=kind,
-                namespace=None,
+                namespace=namespace,
                 label_selector=args.label_selector,
                 field_selector=args.field_selector,
                 limit=SEARCH_PAGE,
             )
-            items, more = found.items, found.more
-        else:
-            items, more = [], False
-            for namespace in self._policy.allowed_namespaces():
-                found = await self._reader.list_page(
-                    kind=kind,
-                    namespace=namespace,
-                    label_selector=args.label_selector,
-                    field_selector=args.field_selector,
-                    limit=SEARCH_PAGE,
-                )
-                items.extend(found.items)
-                more = more or found.more
+            items.extend(found.items)
+            more = more or found.more
         if args.name_contains:
             needle = args.name_contains.lower()
             items = [obj for obj in items if needle in str(_name(obj)).lower()]
@@ -342,18 +334,6 @@ def _rollout_state(owner: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _event_time(event: dict[str, Any]) -> str:
-    series = event.get("series") or {}
-    return str(
-        event.get("lastTimestamp")
-        or series.get("lastObservedTime")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-        or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
-    )
-
-
 def _dedup(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events merged by (type, reason, object, message): counts summed, newest time kept; newest first."""
     merged: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -368,7 +348,7 @@ def _dedup(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         )
         count = int(event.get("count") or (event.get("series") or {}).get("count") or 1)
         seen = merged.get(key)
-        when = _event_time(event)
+        when = _columns.event_time(event)
         if seen is None:
             merged[key] = {"key": key, "count": count, "last": when}
         else:
