@@ -108,16 +108,22 @@ def executor_kubeconfig(
 def ns(jobs_cluster: devcluster.DevCluster) -> str:
     name = f"ex-{secrets.token_hex(4)}"
     jobs_cluster.kubectl("create", "namespace", name)
-    # The executor serves only namespaces it was opted in to: the chart's RoleBinding, here too.
+    serving(jobs_cluster, name)
+    return name
+
+
+def serving(cluster: devcluster.DevCluster, name: str) -> None:
+    """Make namespace ``name`` one the executor serves, as an install would: the chart's Job
+    RoleBinding, Pod Security "restricted" for the workflow Pods, alice an approver there, mallory
+    only a writer of WorkflowExecutions and AIAnalyses."""
     [binding] = [o for o in executor_rbac() if _job_binding(o)]
     binding["metadata"]["namespace"] = name
-    jobs_cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
-    # Workflow Pods must pass Pod Security "restricted": the Job controller's Pods are admitted here.
-    jobs_cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
-    jobs_cluster.kubectl(
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+    cluster.kubectl(
         "create", "rolebinding", "approvers", "-n", name, f"--clusterrole={APPROVER_ROLE}", f"--user={ALICE}"
     )
-    jobs_cluster.kubectl(
+    cluster.kubectl(
         "create",
         "role",
         "wfe-writer",
@@ -126,10 +132,9 @@ def ns(jobs_cluster: devcluster.DevCluster) -> str:
         "--verb=create,get,list",
         "--resource=workflowexecutions.kubernaut.io,aianalyses.kubernaut.io",
     )
-    jobs_cluster.kubectl(
+    cluster.kubectl(
         "create", "rolebinding", "wfe-writers", "-n", name, "--role=wfe-writer", f"--user={MALLORY}"
     )
-    return name
 
 
 @pytest.fixture

@@ -55,29 +55,34 @@ def namespaces(jobs_cluster: devcluster.DevCluster) -> Iterator[Callable[[], str
     def make() -> str:
         name = f"gd-{secrets.token_hex(4)}"
         jobs_cluster.kubectl("create", "namespace", name)
+        executor_e2e.serving(jobs_cluster, name)
         made.append(name)
         return name
 
+    make.made = made  # type: ignore[attr-defined]  # the executor serves exactly these
     yield make
     for name in made:
         jobs_cluster.kubectl("delete", "workflowexecutions", "--all", "-n", name, "--wait=true")
 
 
 @pytest.fixture
-def start_executor(executor_kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
-    """The executor for all namespaces (this module's cluster is its own), as the chart's
-    ServiceAccount; the guards' settings through the environment. Starting again = a restart
-    (e.g. after ``helm upgrade`` changed a setting)."""
+def start_executor(
+    executor_kubeconfig: Path, tmp_path: Path, namespaces: Callable[[], str]
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """The executor for the namespaces made so far (``--namespace`` each, as the chart passes
+    ``executor.namespaces``), as the chart's ServiceAccount; the guards' settings through the
+    environment. Starting again = a restart (e.g. after ``helm upgrade`` changed a setting)."""
     started: list[OperatorProcess] = []
 
     def start(**env: str) -> OperatorProcess:
         for running in started:
             running.kill()  # replaced, as a rollout replaces a pod (no graceful wait needed)
+        served = [f"--namespace={ns}" for ns in namespaces.made]  # type: ignore[attr-defined]
         proc = OperatorProcess(
             kubeconfig=executor_kubeconfig,
             log_dir=tmp_path / f"executor-{len(started)}",
             env={"AIANALYSIS_EXECUTOR_START_LOCK_NAMESPACE": INSTALL_NAMESPACE, **env},  # as the chart sets
-            argv=[sys.executable, "-m", "aianalysis", "executor"],
+            argv=[sys.executable, "-m", "aianalysis", "executor", *served],
         )
         proc.log_dir.mkdir()
         proc.start()
@@ -137,9 +142,9 @@ def test_one_execution_per_target_and_the_cluster_wide_caps_block_with_their_rea
     second runs, and a third meets the hourly cap. Each blocked one: no Job, a Warning Event with
     the guard's reason, a metric."""
     cluster = jobs_cluster
+    first, second, third = namespaces(), namespaces(), namespaces()
     executor = start_executor(AIANALYSIS_EXECUTOR_MAX_CONCURRENT="1", AIANALYSIS_EXECUTOR_MAX_PER_HOUR="2")
     wf = executor_e2e.workflow(cluster)
-    first, second, third = namespaces(), namespaces(), namespaces()
     analysed(cluster, first, wf, name="api-a")
     analysed(cluster, first, wf, name="api-b")  # another incident, the same target (deployment/api)
     analysed(cluster, second, wf, name="api-c")  # another target: deployment/api in another namespace
@@ -201,9 +206,9 @@ def test_consecutive_failures_back_off_and_the_backoff_doubles(
         "AIANALYSIS_EXECUTOR_COOLDOWN_SECONDS": "0",
         "AIANALYSIS_EXECUTOR_FAILURE_BACKOFF_SECONDS": "600",
     }
+    ns = namespaces()
     executor = start_executor(AIANALYSIS_EXECUTOR_FAILURE_THRESHOLD="1", **policy)
     wf = executor_e2e.workflow(cluster)
-    ns = namespaces()
     analysed(cluster, ns, wf, name="api")
 
     approved(cluster, ns, "api")
