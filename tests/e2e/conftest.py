@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,14 +17,13 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import programs
+
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("Completed", "Failed")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = programs.free_port
 
 
 class OperatorProcess:

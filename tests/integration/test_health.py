@@ -5,7 +5,6 @@ go red when the catalog sync is dead or stale."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,14 +19,12 @@ from aianalysis.catalog import sync as catalog_sync
 from aianalysis.controller import handlers  # what `aianalysis run` imports before it starts kopf
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis_dev import devcluster
+from tests.support import programs
 
 pytestmark = pytest.mark.cluster
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = programs.free_port
 
 
 async def probe(port: int, path: str) -> httpx.Response:

@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import tools
+from tests.support import programs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,10 +65,7 @@ def catalog_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = programs.free_port
 
 
 def clean_env() -> dict[str, str]:

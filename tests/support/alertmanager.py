@@ -8,7 +8,6 @@ import contextlib
 import datetime
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,29 +16,17 @@ from typing import Any
 import httpx
 import yaml
 
+from tests.support import programs
+
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOK_PATH = "/api/v1/alertmanager"
 
 
 def binary() -> Path:
     """``$AIANALYSIS_ALERTMANAGER_BIN/alertmanager``, else built (or reused) by the hack script."""
-    cache = os.environ.get("AIANALYSIS_ALERTMANAGER_BIN")
-    if not cache:
-        built = subprocess.run(
-            [str(ROOT / "hack" / "build-alertmanager.sh")],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        cache = built.stdout.strip()
-    return Path(cache) / "alertmanager"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return programs.cached_binary(
+        "alertmanager", env="AIANALYSIS_ALERTMANAGER_BIN", script="build-alertmanager.sh"
+    )
 
 
 def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
@@ -78,7 +65,7 @@ def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
 class Alertmanager:
     def __init__(self, workdir: Path, settings: dict[str, Any]) -> None:
         self.workdir = workdir
-        self.port = _free_port()
+        self.port = programs.free_port()
         self.config_file = workdir / "alertmanager.yml"
         self.config_file.write_text(yaml.safe_dump(settings))
         self.log_file = workdir / "alertmanager.log"

@@ -18,28 +18,17 @@ from typing import Any
 import httpx
 import yaml
 
+from tests.support import programs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def binary() -> Path:
     """``$AIANALYSIS_PROMETHEUS_BIN/prometheus``, else unpacked (or reused) by the hack script."""
-    cache = os.environ.get("AIANALYSIS_PROMETHEUS_BIN")
-    if not cache:
-        built = subprocess.run(
-            [str(ROOT / "hack" / "build-prometheus.sh")],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        cache = built.stdout.strip()
-    return Path(cache) / "prometheus"
+    return programs.cached_binary("prometheus", env="AIANALYSIS_PROMETHEUS_BIN", script="build-prometheus.sh")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = programs.free_port
 
 
 class Exporter:
