@@ -4,12 +4,7 @@ operator's intake on 127.0.0.1."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +57,13 @@ def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
     }
 
 
-class Alertmanager:
+class Alertmanager(programs.Program):
+    name = "alertmanager"
+
     def __init__(self, workdir: Path, settings: dict[str, Any]) -> None:
-        self.workdir = workdir
-        self.port = programs.free_port()
+        super().__init__(workdir)
         self.config_file = workdir / "alertmanager.yml"
         self.config_file.write_text(yaml.safe_dump(settings))
-        self.log_file = workdir / "alertmanager.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> Alertmanager:
         argv = [
@@ -83,31 +73,8 @@ class Alertmanager:
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--cluster.listen-address=",  # no gossip port at all
         ]
-        with self.log_file.open("wb") as sink:
-            self.proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"alertmanager exited {self.proc.returncode}:\n{self.logs()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200:
-                    return self
-            time.sleep(0.2)
-        raise AssertionError(f"alertmanager not ready after {timeout}s:\n{self.logs()}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def logs(self) -> str:
-        return self.log_file.read_text(errors="replace")[-6000:] if self.log_file.exists() else ""
+        self.launch(argv, timeout)
+        return self
 
     def post(self, *alerts: dict[str, Any]) -> None:
         """Alertmanager's own API, as Prometheus uses it."""

@@ -4,12 +4,8 @@ on loopback only, scraping a tiny exporter the test runs in-process, with one al
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -94,10 +90,11 @@ RULES = {
 }
 
 
-class Prometheus:
+class Prometheus(programs.Program):
+    name = "prometheus"
+
     def __init__(self, workdir: Path, *, targets: list[str], rules: dict[str, Any] | None = None) -> None:
-        self.workdir = workdir
-        self.port = free_port()
+        super().__init__(workdir)
         (workdir / "rules.yml").write_text(yaml.safe_dump(rules or RULES))
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -106,12 +103,6 @@ class Prometheus:
         }
         self.config_file = workdir / "prometheus.yml"
         self.config_file.write_text(yaml.safe_dump(config))
-        self.log_file = workdir / "prometheus.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> Prometheus:
         argv = [
@@ -121,40 +112,13 @@ class Prometheus:
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--log.level=warn",
         ]
-        with self.log_file.open("wb") as sink:
-            self.proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-        self.wait(lambda: httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200, timeout, "ready")
+        self.launch(argv, timeout)
         return self
-
-    def wait(self, condition: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"prometheus exited {self.proc.returncode}:\n{self.logs()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if condition():
-                    return
-            time.sleep(0.2)
-        raise AssertionError(f"prometheus not {what} after {timeout}s:\n{self.logs()}")
 
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
         answer = httpx.get(f"{self.url}/api/v1/query", params=params, timeout=5).json()
         return list(answer["data"]["result"])
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def logs(self) -> str:
-        return self.log_file.read_text(errors="replace")[-6000:] if self.log_file.exists() else ""
 
 
 @contextlib.contextmanager
