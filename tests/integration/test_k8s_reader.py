@@ -313,3 +313,40 @@ async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
         with pytest.raises(tools_errors.ClusterError) as raised:
             await reader.get_object(kind="Node", name="n1", namespace=None)
     assert raised.value.retryable and "cannot reach the Kubernetes API reading Node n1" in str(raised.value)
+
+
+async def test_a_volume_attachment_is_read_and_listed_with_its_volume_and_node(
+    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+) -> None:
+    """VolumeAttachments (storage.k8s.io, cluster-scoped) tell which node holds a volume: the
+    offline investigation reads the PV, NODE and ATTACHED columns of the list."""
+    name = f"csi-{namespace}"
+    create(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": name},
+            "spec": {
+                "attacher": "ebs.csi.aws.com",
+                "nodeName": "ip-10-0-3-9",
+                "source": {"persistentVolumeName": f"pvc-{namespace}"},
+            },
+        },
+    )
+    try:
+        cluster.kubectl(
+            "patch", "volumeattachment", name, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"attached": True}}),
+        )  # fmt: skip
+        obj = await k8s.KubernetesReader(api).get_object(kind="VolumeAttachment", name=name, namespace=None)
+        assert obj["spec"]["nodeName"] == "ip-10-0-3-9" and obj["status"]["attached"] is True
+        box = toolbox(k8s.KubernetesReader(api), namespace)
+        got = await box.call("get_resource", {"kind": "VolumeAttachment", "name": name})
+        assert not got.is_error and f"persistentVolumeName: pvc-{namespace}" in got.text
+        listed = await box.call("list_resources", {"kind": "volumeattachments", "limit": 100})
+        assert not listed.is_error, listed.text
+        assert f"{name}  ebs.csi.aws.com  pvc-{namespace}  ip-10-0-3-9  true  " in listed.text
+    finally:
+        cluster.kubectl("delete", "volumeattachment", name, "--wait=false")

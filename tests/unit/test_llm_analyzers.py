@@ -51,6 +51,16 @@ NODE_READY = {"Ready": "True"}
 CLAIM = resources.ResourceRef(kind="PersistentVolumeClaim", name="data-db-0", namespace=NS)
 CRONJOB = resources.ResourceRef(kind="CronJob", name="rollup", namespace=NS)
 
+DB_POD = resources.ResourceRef(kind="Pod", name="db-0", namespace=NS)
+MULTI_ATTACH = a.Event(
+    kind="Pod",
+    name="db-0",
+    reason="FailedAttachVolume",
+    type="Warning",
+    message='Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to '
+    "one node and can't be attached to another",
+)
+
 #: rule name -> (evidence, expected action type, words the explanation must carry, expected values)
 CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]] = {
     "healthy-despite-alert": (
@@ -70,24 +80,26 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("HighErrorRate", "5.0 days", "nothing in the cluster"),
         {},
     ),
+    "volume-attached-to-gone-node": (
+        seen(
+            "FailedAttachVolume",
+            incident=DB_POD,
+            events=(MULTI_ATTACH,),
+            attachments=(a.Attachment(volume="pvc-1", node="n9", attached=True, node_exists=False),),
+        ),
+        "ForceDetachVolume",
+        ("pvc-1", "n9", "no longer exists", "force-detaching"),
+        {"PERSISTENT_VOLUME_NAME": "pvc-1"},
+    ),
     "volume-attached-elsewhere": (
         seen(
             "FailedAttachVolume",
-            incident=resources.ResourceRef(kind="Pod", name="db-0", namespace=NS),
-            events=(
-                a.Event(
-                    kind="Pod",
-                    name="db-0",
-                    reason="FailedAttachVolume",
-                    type="Warning",
-                    message='Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to '
-                    "one node and can't be attached to another",
-                ),
-            ),
+            incident=DB_POD,
+            events=(MULTI_ATTACH,),
             nodes=(a.Node(name="n9", conditions={"Ready": "Unknown"}),),
         ),
         None,
-        ("another node", "force-detaching"),
+        ("another node", "force-detaching", "do not show whether that node is gone"),
         {},
     ),
     "oom-alert-but-application-crash": (
@@ -463,6 +475,71 @@ def test_red_herrings_decline_with_a_reason_and_real_failures_do_not() -> None:
     assert first(CASES["oom-alert-but-application-crash"][0]).decline
     assert first(CASES["volume-attached-elsewhere"][0]).decline
     assert first(CASES["oomkilled-at-limit"][0]).decline is None
+
+
+@pytest.mark.parametrize(
+    ("exists", "ready", "said"),
+    [
+        (True, "Unknown", "Node n9 still exists and stopped reporting (Ready=Unknown)"),
+        (True, "False", "Node n9 still exists and is NotReady"),
+        (None, None, "whether Node n9 still exists could not be read"),
+    ],
+)
+def test_a_volume_held_by_a_node_that_still_exists_or_may_is_declined_with_why(
+    exists: bool | None, ready: str | None, said: str
+) -> None:
+    found = seen(
+        "FailedAttachVolume",
+        incident=DB_POD,
+        events=(MULTI_ATTACH,),
+        attachments=(
+            a.Attachment(volume="pvc-1", node="n9", attached=True, node_exists=exists, node_ready=ready),
+        ),
+    )
+    finding = first(found)
+    assert finding.rule == "volume-attached-elsewhere"
+    assert finding.decline
+    assert said in finding.explanation
+
+
+def test_a_volume_also_attached_to_a_live_node_is_not_force_detached() -> None:
+    found = seen(
+        "FailedAttachVolume",
+        incident=DB_POD,
+        events=(MULTI_ATTACH,),
+        attachments=(
+            a.Attachment(volume="pvc-1", node="gone", node_exists=False),
+            a.Attachment(volume="pvc-1", node="n9", node_exists=True, node_ready="Unknown"),
+        ),
+    )
+    assert first(found).rule == "volume-attached-elsewhere"
+
+
+def test_a_stale_attachment_without_an_attach_error_proves_nothing() -> None:
+    found = seen(
+        "FailedAttachVolume",
+        incident=DB_POD,
+        attachments=(a.Attachment(volume="pvc-1", node="gone", node_exists=False),),
+    )
+    assert all(
+        f.rule not in ("volume-attached-to-gone-node", "volume-attached-elsewhere") for f in a.analyze(found)
+    )
+
+
+def test_volume_attachment_rows_are_read_from_a_listing_table() -> None:
+    text = (
+        "VolumeAttachment objects (cluster-scoped): 2 shown:\n"
+        "<untrusted-data source=list>\n"
+        "NAME  ATTACHER  PV  NODE  ATTACHED  AGE\n"
+        "csi-1  ebs.csi.aws.com  pvc-1  n9  true  2d\n"
+        "csi-2  ebs.csi.aws.com  pvc-2  n1  false  5m\n"
+        "</untrusted-data>"
+    )
+    rows = evidence.table_rows(text)
+    assert [(r["PV"], r["NODE"], r["ATTACHED"]) for r in rows] == [
+        ("pvc-1", "n9", "true"),
+        ("pvc-2", "n1", "false"),
+    ]
 
 
 def test_a_crash_loop_without_a_recent_rollout_is_not_blamed_on_the_rollout() -> None:

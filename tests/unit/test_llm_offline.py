@@ -571,3 +571,102 @@ async def test_a_cronjob_s_run_that_failed_again_when_re_run_is_suspended_not_re
         "warehouse-sync",
     )
     assert "2 Jobs of CronJob" in (result.status or {})["rootCause"]["summary"]
+
+
+def _multi_attach_cluster(*, old_node: dict[str, Any] | None) -> InMemoryCluster:
+    """A StatefulSet Pod on n1 whose claim's volume a VolumeAttachment still binds to n9."""
+    meta = {"namespace": "production"}
+    return InMemoryCluster(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "db-0", **meta},
+                "spec": {
+                    "nodeName": "n1",
+                    "containers": [{"name": "db", "image": "registry.example/db:1"}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}],
+                },
+                "status": {
+                    "phase": "Pending",
+                    "containerStatuses": [
+                        {"name": "db", "ready": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                    ],
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data-db-0", **meta},
+                "spec": {"volumeName": "pvc-1234"},
+                "status": {"phase": "Bound"},
+            },
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "VolumeAttachment",
+                "metadata": {"name": "csi-0a1b"},
+                "spec": {
+                    "attacher": "ebs.csi.aws.com",
+                    "nodeName": "n9",
+                    "source": {"persistentVolumeName": "pvc-1234"},
+                },
+                "status": {"attached": True},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": "db-0.attach", **meta},
+                "involvedObject": {"kind": "Pod", "name": "db-0", "namespace": "production"},
+                "type": "Warning",
+                "reason": "FailedAttachVolume",
+                "message": 'Multi-Attach error for volume "pvc-1234" Volume is already exclusively attached '
+                "to one node and can't be attached to another",
+            },
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {}},
+            *([old_node] if old_node else []),
+        ]
+    )
+
+
+async def test_a_volume_attached_to_a_deleted_node_is_force_detached_and_one_on_a_live_node_is_not() -> None:
+    """The VolumeAttachment tells which node holds the volume; the API server, whether that node
+    still exists: gone → the force-detach, with the PersistentVolume's name; there but not
+    reporting → a person decides, and the answer says why."""
+    pv = {"name": "PERSISTENT_VOLUME_NAME", "type": "string", "required": True}
+    detach = workflow(
+        "volume-force-detach",
+        signal="FailedAttachVolume",
+        description="Deletes the VolumeAttachment that binds the volume to an old node",
+        parameters=[NS, {**KIND, "enum": ["Pod"]}, NAME, pv],
+    )
+    incident = spec().model_copy(
+        update={
+            "signal": spec().signal.model_copy(update={"type": "FailedAttachVolume"}),
+            "resource": resources.ResourceRef(kind="Pod", name="db-0", namespace="production"),
+        }
+    )
+    unreachable = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n9"},
+        "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]},
+    }
+    answers = []
+    for old_node in (None, unreachable):
+        box = tools.ToolBox(
+            spec=incident,
+            catalog=catalog.Catalog([detach]),
+            reader=_multi_attach_cluster(old_node=old_node),
+            max_chars=8000,
+        )
+        conversation = offline.OfflineProvider().open(system="", prompt="", toolbox=box, spec=incident)
+        answers.append((await conversation.answer()).raw)
+
+    gone, alive = answers
+    assert gone is not None and alive is not None
+    assert gone["selected_workflow"]["workflow_id"] == "volume-force-detach"
+    assert gone["selected_workflow"]["parameters"]["PERSISTENT_VOLUME_NAME"] == "pvc-1234"
+    assert gone["selected_workflow"]["parameters"]["TARGET_RESOURCE_NAME"] == "db-0"
+    assert "no Node n9" in gone["selected_workflow"]["rationale"]
+    assert alive["selected_workflow"] is None and alive["needs_human_review"]
+    assert "Node n9 still exists and stopped reporting" in alive["warnings"][0]

@@ -27,7 +27,15 @@ ANY_REVIEW = "any"
 SUFFIXES = (".yaml", ".yml")
 #: Kinds without a namespace; every other kind defaults to the incident's namespace.
 CLUSTER_SCOPED_KINDS = frozenset(
-    {"Node", "PersistentVolume", "Namespace", "StorageClass", "ClusterRole", "ClusterRoleBinding"}
+    {
+        "Node",
+        "PersistentVolume",
+        "VolumeAttachment",
+        "Namespace",
+        "StorageClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    }
 )
 _NAME = r"^[A-Za-z0-9][-A-Za-z0-9_.]*$"
 

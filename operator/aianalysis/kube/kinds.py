@@ -81,6 +81,14 @@ KINDS: tuple[Kind, ...] = (
         short=("pv",),
     ),
     _K(kind="ConfigMap", group="", version="v1", plural="configmaps", namespaced=True, short=("cm",)),
+    # Which node a PersistentVolume is attached to (a Multi-Attach error's other node).
+    _K(
+        kind="VolumeAttachment",
+        group="storage.k8s.io",
+        version="v1",
+        plural="volumeattachments",
+        namespaced=False,
+    ),
     _K(
         kind="HorizontalPodAutoscaler",
         group="autoscaling",

@@ -243,6 +243,22 @@ class Certificate:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Attachment:
+    """A VolumeAttachment binding a volume the incident's Pods need to a node they do not run on."""
+
+    volume: str
+    """The PersistentVolume (``spec.source.persistentVolumeName``)."""
+    node: str
+    """The node it is attached to (``spec.nodeName``)."""
+    attached: bool = False
+    """``status.attached``."""
+    node_exists: bool | None = None
+    """False: the API server has no such Node (its machine is gone); None: could not tell."""
+    node_ready: str | None = None
+    """The Node's ``Ready`` condition status when it exists (True, False, Unknown)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Evidence:
     """What the investigation saw; empty when no cluster could be read (``cluster`` False)."""
 
@@ -285,6 +301,9 @@ class Evidence:
     """Certificates whose Secrets the workload mounts (read when a listing tool exists)."""
     gitops: tuple[str, ...] = ()
     """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
+    attachments: tuple[Attachment, ...] = ()
+    """VolumeAttachments of the Pods' volumes to other nodes (read after an attach error with a
+    listing tool)."""
 
     @property
     def containers(self) -> list[tuple[Pod, Container]]:
@@ -987,22 +1006,72 @@ def cpu_saturated(evidence: Evidence) -> Match | None:
     )
 
 
-def volume_attached_elsewhere(evidence: Evidence) -> Match | None:
-    """A Pod cannot attach its volume: the attach/detach controller reports it exclusively
-    attached to another node. Whether that node is gone (a force-detach is safe) or only
-    unreachable (it may still write: a detach would corrupt the data) is the VolumeAttachment's
-    and the machine's story, which the investigation does not read; moving the Pod frees nothing."""
-    said = next(
+def _multi_attach(evidence: Evidence) -> str | None:
+    """The attach/detach controller's Multi-Attach error about the incident's Pods, if any."""
+    return next(
         (m for m in evidence.event_messages("FailedAttachVolume", "FailedMount") if _MULTI_ATTACH.search(m)),
         None,
     )
+
+
+def volume_on_gone_node(evidence: Evidence) -> Match | None:
+    """A Pod cannot attach its volume because a VolumeAttachment still binds it to another node,
+    and the API server has no such Node any more (its machine was deleted): nothing can be
+    writing from there, so deleting the stale attachment (a force-detach) is safe."""
+    said = _multi_attach(evidence)
+    if said is None or not evidence.attachments:
+        return None
+    volume = evidence.attachments[0].volume
+    elsewhere = [a for a in evidence.attachments if a.volume == volume]
+    if not all(a.node_exists is False for a in elsewhere):
+        return None
+    nodes = ", ".join(sorted({a.node for a in elsewhere}))
+    target = evidence.incident if evidence.incident.kind == "Pod" else evidence.workload
+    return Match(
+        facts=(
+            f"the Pod's volume cannot be attached: {_clip(said)}",
+            f"a VolumeAttachment binds PersistentVolume {volume} to node {nodes}"
+            + (" (attached)" if any(a.attached for a in elsewhere) else ""),
+            f"the API server has no Node {nodes}: its machine is gone and cannot write to the volume",
+        ),
+        target=target or evidence.incident,
+        values={"PERSISTENT_VOLUME_NAME": volume},
+        detail={"volume": volume, "node": nodes},
+    )
+
+
+def volume_attached_elsewhere(evidence: Evidence) -> Match | None:
+    """A Pod cannot attach its volume: the attach/detach controller reports it exclusively
+    attached to another node that still exists (or whose state could not be read). A node that
+    stopped reporting may still write: a force-detach could corrupt the data, and moving the Pod
+    frees nothing; a person must confirm the node is down."""
+    said = _multi_attach(evidence)
     if said is None:
         return None
-    unknown = [n.name for n in evidence.nodes if n.conditions.get("Ready") == "Unknown"]
     facts = [f"the Pod's volume cannot be attached: {_clip(said)}"]
-    if unknown:
-        facts.append(f"Node {unknown[0]} stopped reporting (Ready=Unknown): it may still hold the volume")
-    return Match(facts=tuple(facts), target=evidence.workload or evidence.incident, detail={})
+    alive = [a for a in evidence.attachments if a.node_exists is not False]
+    why = "the cluster's objects do not show whether that node is gone"
+    if alive:
+        attachment = alive[0]
+        facts.append(
+            f"a VolumeAttachment binds PersistentVolume {attachment.volume} to node {attachment.node}"
+        )
+        if attachment.node_exists:
+            state = {
+                "True": "is Ready",
+                "False": "is NotReady",
+                "Unknown": "stopped reporting (Ready=Unknown)",
+            }
+            said_state = state.get(str(attachment.node_ready), "its state is unknown")
+            why = f"Node {attachment.node} still exists and {said_state}"
+            facts.append(f"{why}: it may still hold and write the volume")
+        else:
+            why = f"whether Node {attachment.node} still exists could not be read"
+    else:
+        unknown = [n.name for n in evidence.nodes if n.conditions.get("Ready") == "Unknown"]
+        if unknown:
+            facts.append(f"Node {unknown[0]} stopped reporting (Ready=Unknown): it may still hold the volume")
+    return Match(facts=tuple(facts), target=evidence.workload or evidence.incident, detail={"why": why})
 
 
 def oom_alert_but_crash(evidence: Evidence) -> Match | None:
@@ -1052,17 +1121,29 @@ RULES: tuple[Rule, ...] = (
         decline="nothing the cluster shows explains the alert",
     ),
     Rule(
+        name="volume-attached-to-gone-node",
+        signal_type="FailedAttachVolume",
+        action_type="ForceDetachVolume",
+        query="force detach volume VolumeAttachment old node gone Multi-Attach",
+        explanation=(
+            "The volume {volume} of {workload} is still attached to node {node}, which no longer exists "
+            "in the cluster: nothing can write from there, so force-detaching the stale attachment lets "
+            "the Pod attach it where it runs now."
+        ),
+        match=volume_on_gone_node,
+    ),
+    Rule(
         name="volume-attached-elsewhere",
         signal_type="FailedAttachVolume",
         action_type=None,
         query="",
         explanation=(
-            "The volume of {workload} is still attached to another node. Only a person can confirm that "
-            "node is gone: force-detaching a volume a live node still writes corrupts it, and moving "
-            "the Pod frees nothing."
+            "The volume of {workload} is still attached to another node, and {why}. Only a person can "
+            "confirm that node is down: force-detaching a volume a live node still writes corrupts it, "
+            "and moving the Pod frees nothing."
         ),
         match=volume_attached_elsewhere,
-        decline="the volume is attached to another node whose state the cluster's objects do not show",
+        decline="the volume is attached to another node that may still be writing to it",
     ),
     Rule(
         name="oom-alert-but-application-crash",

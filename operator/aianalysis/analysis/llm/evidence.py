@@ -22,7 +22,9 @@ A listing tool (see :data:`LIST_TOOLS`) is used when the tool box offers one: Po
 Node lead to the cluster's Nodes (taints, cordons); Pods running unready to the namespace's
 NetworkPolicies; a workload mounting Secrets to the cert-manager Certificates that issue them
 (and their issuers); an unhealthy workload running as its own ServiceAccount to the namespace's
-RoleBindings (ClusterRoleBindings are not read). Without one those facts stay unknown and the
+RoleBindings (ClusterRoleBindings are not read); a Pod that cannot attach its volume to the
+VolumeAttachments of that volume, and whether the node each names still exists (a Node the API
+server no longer has cannot be writing to it). Without one those facts stay unknown and the
 rules that need them do not fire. Nothing here raises for what the cluster answers: an
 unreadable object is simply not evidence.
 """
@@ -60,6 +62,11 @@ OWNER_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "C
 REVISION = "deployment.kubernetes.io/revision"
 #: Listing tools another module may offer (name, argument names); the first one present is used.
 LIST_TOOLS: tuple[str, ...] = ("list_resources", "list_objects")
+#: Events of a Pod that cannot attach or mount its volumes.
+ATTACH_EVENTS = frozenset({"FailedAttachVolume", "FailedMount"})
+#: Rows asked of a listing tool for cluster-wide kinds (VolumeAttachments).
+MAX_LISTED = 100
+_VOLUME_NAMED = re.compile(r'volume "([a-z0-9][-a-z0-9.]*)"')
 _EVENT_LINE = re.compile(r"^\S+ (?P<type>\S+) (?P<reason>\S+) \(x(?P<count>\d+), [^)]*\): (?P<message>.*)$")
 _REPLICASET_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{6,10}-[a-z0-9]{5}$")
 _ORDINAL_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[0-9]+$")
@@ -96,6 +103,8 @@ class Investigation:
         self._top = TOP_TOOL in tool_names
         self.chain: list[resources.ResourceRef] = [spec.resource]
         self.cluster = False
+        self.volumes: list[str] = []
+        """PersistentVolumes bound to the claims the Pods mount (read with the claims)."""
 
     async def gather(self) -> analyzers.Evidence:
         spec = self._spec
@@ -161,6 +170,7 @@ class Investigation:
             cpu_of_requests=await self._cpu_of_requests(pods, namespace),
             failed_runs=await self._failed_runs(workload_obj, namespace) + self._failed_reruns(workload_obj),
             java=runs_java(workload_obj or incident),
+            attachments=tuple(await self._attachments(pods, events)),
         )
 
     # ---- reads -------------------------------------------------------------------------------
@@ -332,6 +342,45 @@ class Investigation:
             if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
                 reasons += [r for r in [job_failure(job)] if r]
         return tuple(reasons)
+
+    async def _attachments(
+        self, pods: Sequence[Mapping[str, Any]], events: Sequence[analyzers.Event]
+    ) -> list[analyzers.Attachment]:
+        """After an attach error, the VolumeAttachments of the Pods' volumes (those of their
+        claims, and those the error names) to nodes the Pods do not run on, and whether each
+        such node still exists: read through a listing tool (none without one)."""
+        attach_errors = [e.message for e in events if e.reason in ATTACH_EVENTS]
+        if self._list_tool is None or not (attach_errors or self._spec.signal.type in ATTACH_EVENTS):
+            return []
+        wanted = list(self.volumes)
+        wanted += [v for m in attach_errors for v in _VOLUME_NAMED.findall(m) if v not in wanted]
+        own = {(p.get("spec") or {}).get("nodeName") for p in pods}
+        if not wanted:
+            return []
+        outcome = await self._call(self._list_tool, {"kind": "VolumeAttachment", "limit": MAX_LISTED})
+        if outcome.is_error:
+            return []
+        found: list[analyzers.Attachment] = []
+        nodes: dict[str, tuple[bool | None, str | None]] = {}
+        for row in table_rows(outcome.text):
+            volume, node = row.get("PV", ""), row.get("NODE", "")
+            if volume not in wanted or not node or node in own:
+                continue
+            if node not in nodes and len(nodes) < MAX_NODES:
+                exists, obj = await self._lookup("Node", node, None)
+                conditions = node_facts(obj).conditions if isinstance(obj, dict) else {}
+                nodes[node] = (exists, conditions.get("Ready"))
+            exists, ready = nodes.get(node, (None, None))
+            found.append(
+                analyzers.Attachment(
+                    volume=volume,
+                    node=node,
+                    attached=row.get("ATTACHED") == "true",
+                    node_exists=exists,
+                    node_ready=ready,
+                )
+            )
+        return found
 
     async def _listed_nodes(self) -> list[dict[str, Any]]:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
@@ -508,6 +557,13 @@ class Investigation:
                 (present if exists else missing).append((kind, name))
             if gitops_managed(found):
                 synced.append(f"{kind} {name}")
+            volume = (
+                ((found or {}).get("spec") or {}).get("volumeName")
+                if kind == "PersistentVolumeClaim"
+                else None
+            )
+            if isinstance(volume, str) and volume:
+                self.volumes.append(volume)
         return missing, present, synced
 
 
@@ -766,6 +822,18 @@ def table_names(text: str) -> list[str]:
         return []
     column = 1 if lines[0][0] == "NAMESPACE" else 0
     return [row[column] for row in lines[1:] if len(row) > column]
+
+
+def table_rows(text: str) -> list[dict[str, str]]:
+    """Rows of a listing tool's fenced table as ``{column: value}`` (columns split on two spaces,
+    as the tool writes them)."""
+    lines = [line for line in fenced_lines(text) if line.strip()]
+    if not lines:
+        return []
+    head = re.split(r"\s{2,}", lines[0].strip())
+    if head[0] not in ("NAME", "NAMESPACE"):
+        return []
+    return [dict(zip(head, re.split(r"\s{2,}", line.strip()), strict=False)) for line in lines[1:]]
 
 
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:

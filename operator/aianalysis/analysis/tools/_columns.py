@@ -245,6 +245,18 @@ def _generic(obj: Obj, now: datetime.datetime) -> Row:
     return ["; ".join(state) or "-", age(_meta(obj).get("creationTimestamp"), now)]
 
 
+def _volume_attachment(obj: Obj, now: datetime.datetime) -> Row:
+    spec = _spec(obj)
+    source = spec.get("source") or {}
+    return [
+        str(spec.get("attacher") or "-"),
+        str(source.get("persistentVolumeName") or "-"),
+        str(spec.get("nodeName") or "-"),
+        str(bool(_status(obj).get("attached"))).lower(),
+        age(_meta(obj).get("creationTimestamp"), now),
+    ]
+
+
 def _condition_text(condition: Obj) -> str:
     reason = condition.get("reason")
     return f"{condition.get('type')}={condition.get('status')}{f' ({reason})' if reason else ''}"
@@ -275,6 +287,7 @@ _COLUMNS: dict[str, tuple[tuple[str, ...], Callable[[Obj, datetime.datetime], Ro
     "Job": (("COMPLETIONS", "FAILED", "CONDITIONS", "AGE"), _job),
     "Service": (("TYPE", "PORTS", "SELECTOR", "AGE"), _service),
     "Event": (("TYPE", "REASON", "OBJECT", "COUNT", "MESSAGE"), _event),
+    "VolumeAttachment": (("ATTACHER", "PV", "NODE", "ATTACHED", "AGE"), _volume_attachment),
 }
 _GENERIC = (("STATE", "AGE"), _generic)
 
