@@ -402,10 +402,11 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         seen(
             "MemoryPressure",
             nodes=(a.Node(name="n7", conditions={"Ready": "True", "MemoryPressure": "True"}),),
+            node_usage=(a.NodeUsage(name="n7", memory_mi=30000, memory_percent=100),),
         ),
         "EvictPods",
-        ("n7", "MemoryPressure"),
-        {"NODE_NAME": "n7"},
+        ("n7", "MemoryPressure", "until 5Gi is free"),
+        {"NODE_NAME": "n7", "MEMORY_FREE_TARGET": "5Gi"},
     ),
     "evicted-pods": (
         seen(
@@ -540,6 +541,29 @@ def test_volume_attachment_rows_are_read_from_a_listing_table() -> None:
         ("pvc-1", "n9", "true"),
         ("pvc-2", "n1", "false"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("used", "share", "target"),
+    [(30000, 100, "5Gi"), (2000, 95, "211Mi"), (2000, 80, None), (2000, 0, None), (None, None, None)],
+)
+def test_the_memory_to_free_brings_a_pressured_node_back_to_85_percent_of_its_allocatable(
+    used: int | None, share: int | None, target: str | None
+) -> None:
+    usage = (
+        ()
+        if used is None or share is None
+        else (a.NodeUsage(name="n7", memory_mi=used, memory_percent=share),)
+    )
+    found = seen(
+        "MemoryPressure",
+        nodes=(a.Node(name="n7", conditions={"MemoryPressure": "True"}),),
+        node_usage=(*usage, a.NodeUsage(name="other", memory_mi=9000, memory_percent=120)),
+    )
+    finding = first(found)
+    assert finding.rule == "node-memory-pressure"
+    assert finding.values.get("MEMORY_FREE_TARGET") == target
+    assert "<" not in finding.explanation, "no placeholder left when the usage is unknown"
 
 
 def test_a_crash_loop_without_a_recent_rollout_is_not_blamed_on_the_rollout() -> None:

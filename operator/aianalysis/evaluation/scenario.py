@@ -31,6 +31,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "Node",
         "PersistentVolume",
         "VolumeAttachment",
+        "NodeMetrics",
         "Namespace",
         "StorageClass",
         "ClusterRole",

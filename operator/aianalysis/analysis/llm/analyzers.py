@@ -65,6 +65,8 @@ SETTLED_HOURS = 24
 #: metaspace, threads and direct buffers; HEAP_SHARE_SAFE is the share a tuning asks for.
 HEAP_SHARE_MAX = 80
 HEAP_SHARE_SAFE = 70
+#: Share of a Node's allocatable memory that relieving MemoryPressure brings its use back to.
+MEMORY_RELIEVED_SHARE = 85
 #: Failed Jobs of one CronJob that make its failure a pattern, not a one-off.
 MIN_FAILED_RUNS = 2
 _INSUFFICIENT = re.compile(r"Insufficient (cpu|memory)", re.IGNORECASE)
@@ -243,6 +245,17 @@ class Certificate:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class NodeUsage:
+    """A Node's memory use as the metrics API reports it (``top nodes``)."""
+
+    name: str
+    memory_mi: int
+    """Working set, MiB."""
+    memory_percent: int
+    """Share of the Node's allocatable memory, %."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Attachment:
     """A VolumeAttachment binding a volume the incident's Pods need to a node they do not run on."""
 
@@ -301,6 +314,8 @@ class Evidence:
     """Certificates whose Secrets the workload mounts (read when a listing tool exists)."""
     gitops: tuple[str, ...] = ()
     """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
+    node_usage: tuple[NodeUsage, ...] = ()
+    """Memory use of the Nodes under MemoryPressure (metrics API; empty: unknown)."""
     attachments: tuple[Attachment, ...] = ()
     """VolumeAttachments of the Pods' volumes to other nodes (read after an attach error with a
     listing tool)."""
@@ -713,6 +728,35 @@ def node_condition(condition: str, status: str = "True") -> Matcher:
         )
 
     return match
+
+
+def memory_pressure(evidence: Evidence) -> Match | None:
+    """A Node reports MemoryPressure: evicting its lowest-priority Pods relieves it. With the
+    Node's memory use from the metrics API, the memory to free is what brings it back to
+    ``MEMORY_RELIEVED_SHARE`` percent of its allocatable memory."""
+    found = node_condition("MemoryPressure")(evidence)
+    if found is None or found.target is None:
+        return None
+    found = dataclasses.replace(found, detail={**found.detail, "until": ""})
+    usage = next((u for u in evidence.node_usage if u.name == found.target.name), None)
+    if usage is None or usage.memory_percent <= 0:
+        return found
+    allocatable = usage.memory_mi * 100 / usage.memory_percent
+    free = usage.memory_mi - allocatable * MEMORY_RELIEVED_SHARE / 100
+    if free <= 0:
+        return found
+    target = f"{math.ceil(free / 1024)}Gi" if free >= 1024 else f"{math.ceil(free)}Mi"
+    return dataclasses.replace(
+        found,
+        facts=(
+            *found.facts,
+            f"the metrics API reports Node {usage.name} using {usage.memory_mi}Mi, "
+            f"{usage.memory_percent}% of its allocatable memory; freeing {target} brings it back to "
+            f"{MEMORY_RELIEVED_SHARE}%",
+        ),
+        values={**found.values, "MEMORY_FREE_TARGET": target},
+        detail={**found.detail, "until": f" until {target} is free"},
+    )
 
 
 def evicted_pods(evidence: Evidence) -> Match | None:
@@ -1392,8 +1436,10 @@ RULES: tuple[Rule, ...] = (
         signal_type="MemoryPressure",
         action_type="EvictPods",
         query="MemoryPressure node memory pressure relief",
-        explanation="Node {node} reports MemoryPressure.",
-        match=node_condition("MemoryPressure"),
+        explanation=(
+            "Node {node} reports MemoryPressure; evicting its lowest-priority Pods{until} relieves it."
+        ),
+        match=memory_pressure,
     ),
     Rule(
         name="evicted-pods",

@@ -170,6 +170,7 @@ class Investigation:
             cpu_of_requests=await self._cpu_of_requests(pods, namespace),
             failed_runs=await self._failed_runs(workload_obj, namespace) + self._failed_reruns(workload_obj),
             java=runs_java(workload_obj or incident),
+            node_usage=tuple(await self._node_usage(nodes)),
             attachments=tuple(await self._attachments(pods, events)),
         )
 
@@ -342,6 +343,21 @@ class Investigation:
             if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
                 reasons += [r for r in [job_failure(job)] if r]
         return tuple(reasons)
+
+    async def _node_usage(self, nodes: Sequence[Mapping[str, Any]]) -> list[analyzers.NodeUsage]:
+        """The memory use of the Nodes under MemoryPressure (the metrics API through ``top``)."""
+        pressed = {f.name for f in map(node_facts, nodes) if f.conditions.get("MemoryPressure") == "True"}
+        if not self._top or not pressed:
+            return []
+        outcome = await self._call(TOP_TOOL, {"resource": "nodes", "sort_by": "memory", "limit": MAX_LISTED})
+        if outcome.is_error:
+            return []
+        found = []
+        for row in table_rows(outcome.text):
+            used, share = _int(row.get("MEMORY(Mi)")), _int(str(row.get("MEMORY%", "")).rstrip("%"))
+            if row.get("NAME") in pressed and used is not None and share is not None:
+                found.append(analyzers.NodeUsage(name=row["NAME"], memory_mi=used, memory_percent=share))
+        return found
 
     async def _attachments(
         self, pods: Sequence[Mapping[str, Any]], events: Sequence[analyzers.Event]
