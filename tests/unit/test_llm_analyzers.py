@@ -417,6 +417,25 @@ CASES: dict[str, tuple[a.Evidence, str | None, tuple[str, ...], dict[str, str]]]
         ("evicted", "cleaning"),
         {},
     ),
+    "pvc-database-data-filling-up": (
+        a.Evidence(
+            signal_type="PersistentVolumeFillingUp",
+            incident=CLAIM,
+            cluster=True,
+            claim_capacity="200Gi",
+            claim_users=(
+                a.ClaimUser(
+                    pod="db-0",
+                    container="db",
+                    image="registry.example/dba/postgres:16.4",
+                    mount_path="/pgdata",
+                ),
+            ),
+        ),
+        "ExpandPVC",
+        ("postgres", "/pgdata", "deleting files is not the fix"),
+        {"NEW_SIZE": "300Gi"},
+    ),
     "pvc-filling-up": (
         a.Evidence(
             signal_type="PersistentVolumeFillingUp",
@@ -564,6 +583,35 @@ def test_the_memory_to_free_brings_a_pressured_node_back_to_85_percent_of_its_al
     assert finding.rule == "node-memory-pressure"
     assert finding.values.get("MEMORY_FREE_TARGET") == target
     assert "<" not in finding.explanation, "no placeholder left when the usage is unknown"
+
+
+@pytest.mark.parametrize(
+    ("image", "engine"),
+    [
+        ("postgres:16", "postgres"),
+        ("docker.io/bitnami/postgresql@sha256:0123", "postgresql"),
+        ("registry.example/dba/mysql-server:8.4", "mysql"),
+        ("mongo", "mongo"),
+        ("registry.example/search/indexer:v3", None),
+        ("registry.example/postgres-exporter-sidecar/app:1", None),
+        ("registry.example/gateway/audit-shipper:2", None),
+    ],
+)
+def test_a_database_is_told_by_its_image_s_repository_name(image: str, engine: str | None) -> None:
+    assert a.image_engine(image) == engine
+
+
+def test_a_filling_volume_of_an_application_is_not_taken_for_a_database_s() -> None:
+    found = a.Evidence(
+        signal_type="PersistentVolumeFillingUp",
+        incident=CLAIM,
+        cluster=True,
+        claim_capacity="50Gi",
+        claim_users=(
+            a.ClaimUser(pod="gw-0", container="gw", image="registry.example/gateway:2", mount_path="/logs"),
+        ),
+    )
+    assert first(found).rule == "pvc-filling-up" and first(found).action_type is None
 
 
 def test_a_crash_loop_without_a_recent_rollout_is_not_blamed_on_the_rollout() -> None:

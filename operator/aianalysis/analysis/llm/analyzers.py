@@ -84,6 +84,14 @@ _CONNECT_FAILED = re.compile(
     r"|connection reset by peer|ECONNREFUSED|i/o timeout",
     re.IGNORECASE,
 )
+#: Images of database and search engines, whose volume holds the data itself (matched on the
+#: image's repository name: ``registry/team/postgres:16`` → ``postgres``).
+_DATABASE_IMAGE = re.compile(
+    r"^(postgres|postgresql|postgis|timescaledb|mysql|mariadb|percona-server|mongo|mongodb|redis|valkey|"
+    r"cassandra|scylla|elasticsearch|opensearch|clickhouse|clickhouse-server|cockroach|influxdb|etcd|"
+    r"neo4j|couchdb)(?:$|[-_])",
+    re.IGNORECASE,
+)
 _MULTI_ATTACH = re.compile(r"Multi-Attach error", re.IGNORECASE)
 _LISTENING = re.compile(r"\blisten(?:ing)?\b\D{0,30}?(?:port\s*|:)(\d{2,5})\b", re.IGNORECASE)
 _PROBE_REFUSED = re.compile(
@@ -256,6 +264,16 @@ class NodeUsage:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ClaimUser:
+    """A container that mounts the PersistentVolumeClaim the incident is about."""
+
+    pod: str
+    container: str
+    image: str
+    mount_path: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Attachment:
     """A VolumeAttachment binding a volume the incident's Pods need to a node they do not run on."""
 
@@ -314,6 +332,8 @@ class Evidence:
     """Certificates whose Secrets the workload mounts (read when a listing tool exists)."""
     gitops: tuple[str, ...] = ()
     """``Kind name`` of the workload and the ConfigMaps it reads that a GitOps controller syncs."""
+    claim_users: tuple[ClaimUser, ...] = ()
+    """The containers mounting the claim the incident is about (read with a listing tool)."""
     node_usage: tuple[NodeUsage, ...] = ()
     """Memory use of the Nodes under MemoryPressure (metrics API; empty: unknown)."""
     attachments: tuple[Attachment, ...] = ()
@@ -786,6 +806,33 @@ def claim_filling_up(evidence: Evidence) -> Match | None:
         facts.append(f"an expansion by half would make it {bigger}")
         values["NEW_SIZE"] = bigger
     return Match(facts=tuple(facts), target=incident, values=values, detail={"size": evidence.claim_capacity})
+
+
+def image_engine(image: str) -> str | None:
+    """The database engine an image's repository name says it runs, if any."""
+    repository = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+    found = _DATABASE_IMAGE.match(repository)
+    return found.group(1).lower() if found else None
+
+
+def database_claim_filling_up(evidence: Evidence) -> Match | None:
+    """A claim the alert says fills up is a database's data volume (the container mounting it
+    runs a database engine): its files are the data itself, so deleting files is not the fix;
+    expanding the claim is."""
+    found = claim_filling_up(evidence)
+    user = next((u for u in evidence.claim_users if image_engine(u.image)), None)
+    if found is None or user is None:
+        return None
+    engine = str(image_engine(user.image))
+    return dataclasses.replace(
+        found,
+        facts=(
+            *found.facts,
+            f"container {user.container} of Pod {user.pod} mounts it at {user.mount_path} and runs "
+            f"{engine} ({user.image}): the volume holds the database's data",
+        ),
+        detail={**found.detail, "engine": engine, "path": user.mount_path},
+    )
 
 
 def cronjob_keeps_failing(evidence: Evidence) -> Match | None:
@@ -1448,6 +1495,18 @@ RULES: tuple[Rule, ...] = (
         query="delete evicted pods",
         explanation="{count} Pod(s) of {workload} were evicted and linger; cleaning them up is safe.",
         match=evicted_pods,
+    ),
+    Rule(
+        name="pvc-database-data-filling-up",
+        signal_type="PersistentVolumeFillingUp",
+        action_type="ExpandPVC",
+        query="expand volume claim data that must be kept database grow storage",
+        explanation=(
+            "The volume of {workload} ({size}) fills up and holds the data of a {engine} database "
+            "(mounted at {path}): its files are the data itself, so deleting files is not the fix; "
+            "expanding the claim gives it room."
+        ),
+        match=database_claim_filling_up,
     ),
     Rule(
         name="pvc-filling-up",

@@ -170,6 +170,7 @@ class Investigation:
             cpu_of_requests=await self._cpu_of_requests(pods, namespace),
             failed_runs=await self._failed_runs(workload_obj, namespace) + self._failed_reruns(workload_obj),
             java=runs_java(workload_obj or incident),
+            claim_users=tuple(await self._claim_users(incident, namespace)),
             node_usage=tuple(await self._node_usage(nodes)),
             attachments=tuple(await self._attachments(pods, events)),
         )
@@ -343,6 +344,44 @@ class Investigation:
             if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
                 reasons += [r for r in [job_failure(job)] if r]
         return tuple(reasons)
+
+    async def _claim_users(
+        self, incident: Mapping[str, Any], namespace: str | None
+    ) -> list[analyzers.ClaimUser]:
+        """For a claim the incident is about, the containers of the Pods mounting it: the Pods a
+        StatefulSet names its claims after (``data-db-0`` is mounted by ``db-0``), found through a
+        listing tool and read in full."""
+        if incident.get("kind") != "PersistentVolumeClaim" or self._list_tool is None or not namespace:
+            return []
+        claim = str((incident.get("metadata") or {}).get("name"))
+        outcome = await self._call(
+            self._list_tool, {"kind": "Pod", "namespace": namespace, "limit": MAX_LISTED}
+        )
+        if outcome.is_error:
+            return []
+        named = [n for n in table_names(outcome.text) if claim.endswith(f"-{n}")]
+        found: list[analyzers.ClaimUser] = []
+        for name in named[:MAX_REFERENCES]:
+            pod = await self._get("Pod", name, namespace)
+            spec = (pod or {}).get("spec") or {}
+            volumes = {
+                str(v.get("name"))
+                for v in spec.get("volumes") or ()
+                if isinstance(v, dict) and (v.get("persistentVolumeClaim") or {}).get("claimName") == claim
+            }
+            found += [
+                analyzers.ClaimUser(
+                    pod=name,
+                    container=str(c.get("name") or ""),
+                    image=str(c.get("image") or ""),
+                    mount_path=str(m.get("mountPath") or ""),
+                )
+                for c in spec.get("containers") or ()
+                if isinstance(c, dict)
+                for m in c.get("volumeMounts") or ()
+                if isinstance(m, dict) and m.get("name") in volumes
+            ]
+        return found
 
     async def _node_usage(self, nodes: Sequence[Mapping[str, Any]]) -> list[analyzers.NodeUsage]:
         """The memory use of the Nodes under MemoryPressure (the metrics API through ``top``)."""
