@@ -757,8 +757,9 @@ def memory_pressure(evidence: Evidence) -> Match | None:
     found = node_condition("MemoryPressure")(evidence)
     if found is None or found.target is None:
         return None
+    node = found.target.name
     found = dataclasses.replace(found, detail={**found.detail, "until": ""})
-    usage = next((u for u in evidence.node_usage if u.name == found.target.name), None)
+    usage = next((u for u in evidence.node_usage if u.name == node), None)
     if usage is None or usage.memory_percent <= 0:
         return found
     allocatable = usage.memory_mi * 100 / usage.memory_percent
