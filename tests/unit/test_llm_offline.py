@@ -670,3 +670,26 @@ async def test_a_volume_attached_to_a_deleted_node_is_force_detached_and_one_on_
     assert "no Node n9" in gone["selected_workflow"]["rationale"]
     assert alive["selected_workflow"] is None and alive["needs_human_review"]
     assert "Node n9 still exists and stopped reporting" in alive["warnings"][0]
+
+
+async def test_a_database_claim_and_a_pressured_node_are_read_through_the_listing_and_top_tools() -> None:
+    """The claim's Pod is found by the StatefulSet naming convention through the listing tool
+    (its container runs postgres: expand, not clean); the pressured Node's memory use comes from
+    the metrics API through ``top`` (the memory to free)."""
+    scenarios = scenario.load(
+        [
+            ROOT / "examples" / "eval" / "incidents" / "orders-postgres-pvc-filling-up.yaml",
+            ROOT / "examples" / "eval" / "incidents" / "node-memorypressure-batch.yaml",
+        ]
+    )
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+
+    claim, node = await runner.run_all(
+        scenarios, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()
+    )
+
+    assert claim.selected_workflow == "pvc-expand" and claim.parameters["NEW_SIZE"] == "150Gi"
+    assert "runs postgres" in (claim.status or {})["rootCause"]["summary"]
+    assert node.selected_workflow == "memory-pressure-relief"
+    assert node.parameters["MEMORY_FREE_TARGET"] == "11Gi"
+    assert "metrics API reports Node" in (node.status or {})["rootCause"]["summary"]
