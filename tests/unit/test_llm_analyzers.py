@@ -535,6 +535,19 @@ def test_a_volume_also_attached_to_a_live_node_is_not_force_detached() -> None:
     assert first(found).rule == "volume-attached-elsewhere"
 
 
+def test_the_volume_the_multi_attach_error_names_is_the_one_detached() -> None:
+    found = seen(
+        "FailedAttachVolume",
+        incident=DB_POD,
+        events=(MULTI_ATTACH,),
+        attachments=(
+            a.Attachment(volume="pvc-other", node="gone-too", node_exists=False),
+            a.Attachment(volume="pvc-1", node="gone", node_exists=False),
+        ),
+    )
+    assert first(found).values["PERSISTENT_VOLUME_NAME"] == "pvc-1"
+
+
 def test_a_stale_attachment_without_an_attach_error_proves_nothing() -> None:
     found = seen(
         "FailedAttachVolume",

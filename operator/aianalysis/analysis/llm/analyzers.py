@@ -1113,7 +1113,9 @@ def volume_on_gone_node(evidence: Evidence) -> Match | None:
     said = _multi_attach(evidence)
     if said is None or not evidence.attachments:
         return None
-    volume = evidence.attachments[0].volume
+    # The volume the error names, when a VolumeAttachment of it was read (else the first one read).
+    volume = next((a.volume for a in evidence.attachments if f'"{a.volume}"' in said), None)
+    volume = volume or evidence.attachments[0].volume
     elsewhere = [a for a in evidence.attachments if a.volume == volume]
     if not all(a.node_exists is False for a in elsewhere):
         return None
