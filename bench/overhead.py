@@ -133,6 +133,8 @@ def operator_run(
         )
         result["rss_mib"] = round(harness.memory_kib(operator.pid)["VmRSS"] / 1024, 1)
     cluster.delete_analyses(namespace)
+    if result["phases"] != ["Completed"]:  # a refused analysis costs less than one analysed
+        raise RuntimeError(f"the operator did not analyse every analysis: phases {result['phases']}")
     return result
 
 

@@ -61,7 +61,8 @@ def catalog_objects() -> list[dict[str, Any]]:
 def analysis_body(
     number: int, *, signals: tuple[str, ...] = SIGNALS, name_prefix: str = "bench"
 ) -> dict[str, Any]:
-    """An AIAnalysis (no namespace: the creator sets it) for a realistic incident."""
+    """An AIAnalysis (no namespace: the creator sets it) for a realistic incident, in its own
+    namespace."""
     signal = signals[number % len(signals)]
     return {
         "apiVersion": API_VERSION,
@@ -79,7 +80,8 @@ def analysis_body(
                 "firingTime": "2026-11-20T10:00:00Z",
                 "receivedTime": "2026-11-20T10:00:05Z",
             },
-            "resource": {"kind": "Deployment", "name": f"app-{number}", "namespace": "payments"},
+            # No namespace: the AIAnalysis' own (an analysis may only concern its own namespace).
+            "resource": {"kind": "Deployment", "name": f"app-{number}"},
             "cluster": "bench-1",
             "businessContext": {
                 "environment": "production",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+from collections.abc import Awaitable
 
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, resources
@@ -27,9 +28,10 @@ async def analyze(
     reader: tools.ClusterReader | None,
     settings: settings_mod.Settings,
     now: resources.Clock = resources.utcnow,
-    history: assessment_history.History | None = None,
+    history: Awaitable[assessment_history.History | None] | None = None,
     namespace: str | None = None,
     metrics: tools.MetricsReader | None = None,
+    started: Awaitable[object] | None = None,
 ) -> status.Decision:
     """Run one conversation to a validated decision. Raises provider errors (the caller retries).
 
@@ -37,11 +39,19 @@ async def analyze(
     facts on each target the LLM names are read once per target. Both are read-only and tolerate
     failures (``tools.gather_scope``). The business context is the spec's, completed from the
     incident namespace's labels and annotations (``tools.with_business_context``; ``namespace`` is
-    the AIAnalysis' own, used when the incident's resource has none, a Node say)."""
-    spec, context_warnings = await tools.with_business_context(
-        reader, normalized(spec, settings=settings), prefixes=settings.business_label_prefixes, home=namespace
+    the AIAnalysis' own, used when the incident's resource has none, a Node say). Each object is
+    read from the cluster once per analysis (``tools.ReadOnce``).
+
+    The reads that do not depend on each other — business context, scope, the earlier executions
+    (``history``: read by the caller) — run at once. ``started``: the first LLM request waits for
+    it (the caller's record that a conversation starts); the reads do not."""
+    reader = tools.ReadOnce(reader) if reader is not None else None
+    spec = normalized(spec, settings=settings)
+    (spec, context_warnings), where, history_read = await asyncio.gather(
+        tools.with_business_context(reader, spec, prefixes=settings.business_label_prefixes, home=namespace),
+        tools.gather_scope(reader, spec.resource),
+        history if history is not None else _none(),
     )
-    where = await tools.gather_scope(reader, spec.resource)
     facts = _Facts(reader, workload=where.workload)
     toolbox = tools.ToolBox(
         spec=spec,
@@ -52,9 +62,13 @@ async def analyze(
         metrics=metrics,
         limits=tool_limits(settings),
     )
-    past = prompts.history_section(assessment_history.describe(history, now=now()) if history else [])
+    past = prompts.history_section(
+        assessment_history.describe(history_read, now=now()) if history_read else []
+    )
     prompt = prompts.user_prompt(spec) + ("\n\n" + past if past else "")
     conversation = provider.open(system=prompts.SYSTEM_PROMPT, prompt=prompt, toolbox=toolbox, spec=spec)
+    if started is not None:
+        await started
     try:
         submission = await conversation.answer()
     except errors.ProviderError as exc:
@@ -93,12 +107,16 @@ async def analyze(
     )
     floor = settings.confidence_floor
     decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
-    decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history)
+    decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history_read)
     if context_warnings:
         decision = dataclasses.replace(decision, warnings=[*decision.warnings, *context_warnings])
     if toolbox.investigation_failed:
         return investigation_failed(decision)
     return decision
+
+
+async def _none() -> None:
+    return None
 
 
 def with_history(decision: status.Decision, history: assessment_history.History | None) -> status.Decision:

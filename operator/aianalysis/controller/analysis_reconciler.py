@@ -4,8 +4,11 @@ the status and returns the :class:`runtime.Transition` to announce.
 
 Every path ends:
 
-* every try starts from a fresh read of the object, and every status write carries its ``uid``:
-  a result is never written onto another object created under the same name;
+* the first try starts from the body the watch event carried (no read), later tries from a fresh
+  read; every write is bound to the ``uid`` and to the resourceVersion last read or written, so a
+  body that fell behind (a lagging watch, a long wait for the LLM budget or a concurrency slot) is
+  found out by the API server: the write is refused, the object read again and the decision taken
+  again. A result is never written onto another object created under the same name;
 * permanent API refusals (400/403/404/422) end the analysis ``Failed`` with a reason naming them;
   transient API errors, provider unavailability and unexpected exceptions are retried a bounded
   number of times (``max_reconcile_retries``/``provider_retry_limit``), then end ``Failed``;
@@ -41,6 +44,11 @@ from aianalysis.kube import targets
 log = logging.getLogger(__name__)
 
 TERMINAL_WRITE_TRIES = 3
+STALE_RETRIES = 3
+"""Tries that start again at once because the object changed under them; then with backoff."""
+PENDING_AFTER_SECONDS = 1.0
+"""A wait for a concurrency slot shows as ``Pending`` once it lasts this long: a shorter one is not
+worth a status write (nor the read after it) in an alert storm, where most waits are short."""
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -65,16 +73,30 @@ class _Finished:
 
 
 async def drive(
-    runtime: runtime_mod.Runtime, ref: Ref, *, sleep: Sleep = asyncio.sleep
+    runtime: runtime_mod.Runtime,
+    ref: Ref,
+    *,
+    body: dict[str, Any] | None = None,
+    sleep: Sleep = asyncio.sleep,
 ) -> kit.Transition | None:
-    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
-    run = _Run(runtime, ref)
+    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
+    ``body``: the object as the watch event carried it (possibly stale), used instead of a first
+    read."""
+    run = _Run(runtime, ref, body)
     retries: dict[str, int] = {}
+    stale = 0
+    failure: errors.AIAnalysisError
     while True:
         try:
             return await run.step()
         except _Gone:
             return None
+        except _Stale:  # what it held was behind the object: decide again from a fresh read
+            stale += 1
+            if stale <= STALE_RETRIES:
+                continue
+            cause = "cluster"
+            failure = errors.ClusterError(f"AIAnalysis {ref.namespace}/{ref.name} keeps changing")
         except _Unreadable as exc:  # fail closed: leave it as it is, say why, do not analyse it again
             metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
             log.warning("%s/%s: left alone: %s", ref.namespace, ref.name, exc)
@@ -118,11 +140,15 @@ def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
 class _Run:
     """The state of one :func:`drive` across its tries."""
 
-    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref) -> None:
+    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref, body: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
         self.ref = ref
+        self.given = body
+        """The watch event's body: read instead of the object once, by the first try."""
         self.previous = resources.AIAnalysisStatus()
         self.raw_status: dict[str, Any] | None = None
+        self.version: str | None = None
+        """The object's resourceVersion as last read or written by this run."""
         self.generation: int | None = None
         self.finished: _Finished | None = None
         self.last_error: errors.AIAnalysisError | None = None
@@ -154,27 +180,23 @@ class _Run:
         if self._over_limit():
             return await self._limit_reached()
         async with self._conversation_slot(body, spec):
-            body = await self._read()
-            if self.previous.phase in resources.TERMINAL_PHASES:
-                return None
-            if self._over_limit():
-                return await self._limit_reached()
             reuse = self.unbilled and bool(self.previous.attempt)
             attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
             marked = status.investigating(
                 previous=self.previous, attempt=attempt, now=resources.utcnow(), generation=self.generation
             )
-            version = (body.get("metadata") or {}).get("resourceVersion")
-            written = await self._write(marked, resource_version=version)
-            if written is custom_objects.Written.CONFLICT:
-                raise errors.ClusterError(
-                    f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile"
-                )
-            self.previous = marked
-            if attempt > 1 and not reuse:
-                metrics.CONVERSATIONS_RESTARTED.inc()
+
+            async def mark_started() -> None:
+                """The Investigating write (attempt counted) that every conversation begins with."""
+                await self._write_next(marked)
+                self.previous = marked
+                if attempt > 1 and not reuse:
+                    metrics.CONVERSATIONS_RESTARTED.inc()
+
             started = time.monotonic()
             metrics.IN_FLIGHT.inc()
+            # The write and the pipeline's first reads overlap; no LLM request before it landed.
+            marking = asyncio.ensure_future(mark_started())
             try:
                 decision = await _within_deadline(
                     pipeline.analyze(
@@ -183,9 +205,10 @@ class _Run:
                         provider=self.runtime.provider,
                         reader=self.runtime.reader,
                         settings=self.runtime.settings,
-                        history=await self._history(spec),
+                        history=self._history(spec),
                         namespace=self.ref.namespace,
                         metrics=self.runtime.metrics_reader,
+                        started=marking,
                     ),
                     seconds=self.runtime.settings.analysis_deadline_seconds,
                 )
@@ -194,6 +217,7 @@ class _Run:
                 raise
             finally:
                 metrics.IN_FLIGHT.dec()
+                await _settled(marking)
         final = status.completed(
             previous=marked, decision=decision, now=resources.utcnow(), generation=self.generation
         )
@@ -210,17 +234,18 @@ class _Run:
         await self._await_budget(body, spec)
         semaphore, slots = self.runtime.semaphore, self.runtime.settings.max_concurrent_analyses
         if semaphore.locked():
-            waiting = status.pending(
-                previous=self.previous,
-                reason="ConcurrencyLimit",
-                message=f"waiting for a free slot ({slots} run at once)",
-                now=resources.utcnow(),
-                generation=self.generation,
-            )
-            await self._write(waiting)
             metrics.WAITING.labels(reason="concurrency").inc()
             try:
-                await semaphore.acquire()
+                if not await _acquired_within(semaphore, PENDING_AFTER_SECONDS):
+                    waiting = status.pending(
+                        previous=self.previous,
+                        reason="ConcurrencyLimit",
+                        message=f"waiting for a free slot ({slots} run at once)",
+                        now=resources.utcnow(),
+                        generation=self.generation,
+                    )
+                    await self._write_next(waiting)
+                    await semaphore.acquire()
             finally:
                 metrics.WAITING.labels(reason="concurrency").dec()
         else:
@@ -246,7 +271,7 @@ class _Run:
                 now=resources.utcnow(),
                 generation=self.generation,
             )
-            await self._write(waiting)
+            await self._write_next(waiting)
 
         await self.runtime.budget.acquire(ticket, on_wait=show_waiting)
 
@@ -284,9 +309,13 @@ class _Run:
         )
 
     async def _read(self) -> dict[str, Any]:
-        body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+        """The object: the watch event's body the first time, else as the API server has it now."""
+        body, self.given = self.given, None
+        if body is None:
+            body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
         if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
             raise _Gone
+        self.version = body["metadata"].get("resourceVersion")
         self.generation = body["metadata"].get("generation")
         self.raw_status = body.get("status") or None
         try:
@@ -295,11 +324,18 @@ class _Run:
             raise _Unreadable(f"its status cannot be read ({_first_errors(exc)})") from None
         return body
 
+    async def _write_next(self, new: resources.AIAnalysisStatus) -> None:
+        """Write a status that is not terminal, bound to the version this run last read or wrote.
+        Refused because the object moved on since: what this run holds is behind (a lagging watch
+        event, a long wait), so it reads again and decides again (:class:`_Stale`)."""
+        if await self._write(new, resource_version=self.version) is custom_objects.Written.CONFLICT:
+            raise _Stale
+
     async def _write(
         self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
     ) -> custom_objects.Written:
         fields = status.merge_patch(new)
-        written = await custom_objects.write_status(
+        written, version = await custom_objects.write_status_versioned(
             self.runtime.api,
             namespace=self.ref.namespace,
             plural=resources.AIANALYSIS_PLURAL,
@@ -313,6 +349,7 @@ class _Run:
             raise _Gone
         if written is custom_objects.Written.OK:
             self.raw_status = custom_objects.merged(self.raw_status, fields)
+            self.version = version
         elif resource_version is None:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
         return written
@@ -323,15 +360,16 @@ class _Run:
         return self._finished_transition(finished)
 
     async def _write_terminal(self, new: resources.AIAnalysisStatus) -> bool:
-        """Write a terminal status once: bound to the resourceVersion just read, and never over a
-        terminal status another writer (a second leader after a split brain) made meanwhile — its
-        selection may already be executing. False when that happened (ours is dropped)."""
-        for _ in range(TERMINAL_WRITE_TRIES):
-            body = await self._read()
+        """Write a terminal status once: bound to the resourceVersion this run last read or wrote
+        (read again when it has none, or when the object moved since), and never over a terminal
+        status another writer (a second leader after a split brain) made meanwhile — its selection
+        may already be executing. False when that happened (ours is dropped)."""
+        for number in range(TERMINAL_WRITE_TRIES):
+            if number or self.version is None:
+                await self._read()
             if self.previous.phase in resources.TERMINAL_PHASES:
                 return self.previous == new
-            version = (body.get("metadata") or {}).get("resourceVersion")
-            if await self._write(new, resource_version=version) is custom_objects.Written.OK:
+            if await self._write(new, resource_version=self.version) is custom_objects.Written.OK:
                 self.previous = new
                 return True
         raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} keeps changing")
@@ -372,6 +410,25 @@ class _Run:
         return kit.Transition(type="Warning", reason=reason, message=message)
 
 
+async def _settled(task: asyncio.Future[None]) -> None:
+    """``task`` ended: cancelled if it had not (the pipeline failed before it needed it), its
+    outcome taken (a failure that mattered was raised by the pipeline that awaited it)."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait([task])  # never raises the task's failure; this task's own cancel passes
+    if not task.cancelled():
+        task.exception()
+
+
+async def _acquired_within(semaphore: asyncio.Semaphore, seconds: float) -> bool:
+    """Whether ``semaphore`` was acquired within ``seconds`` (False: it was not, and is not held)."""
+    try:
+        await asyncio.wait_for(semaphore.acquire(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
 async def _within_deadline(work: Awaitable[status.Decision], *, seconds: float) -> status.Decision:
     try:
         return await asyncio.wait_for(work, timeout=seconds)
@@ -390,6 +447,10 @@ def _already_terminal(ref: Ref) -> kit.Transition:
         reason="AlreadyTerminal",
         message="another writer ended this analysis first; its status was kept and this result dropped",
     )
+
+
+class _Stale(Exception):
+    """A write bound to the version this run holds was refused: the object had moved on since."""
 
 
 class _Unreadable(Exception):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent import futures
 from typing import Any
 
 import kopf
@@ -57,6 +58,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.server_timeout = 300
     runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
     if runtime is None:
+        # Every API call is a blocking one on a thread of the loop's default executor; its default
+        # size (cores + 4) would queue an alert storm's reads and writes behind each other.
+        asyncio.get_running_loop().set_default_executor(
+            futures.ThreadPoolExecutor(kube.CONNECTION_POOL_SIZE, thread_name_prefix="aianalysis-io")
+        )
         runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
         metrics.serve(config.metrics_port)
         await runtime.serve_health(config.health_port)
@@ -91,7 +97,14 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """Every AIAnalysis that is not terminal gets one task that analyses it (on creation, and for the
     unfinished ones after a restart); deleting the object cancels it."""
-    _follow(memo, type, body, lambda raw: not aianalysis_reconciler.settled(raw), aianalysis_reconciler.drive)
+    # A new object's body (or the listing's, at start) spares a read; a later change's may be an
+    # echo of this operator's own writes arriving late: read that one first.
+    event = dict(body) if type in (None, "ADDED") else None
+
+    def drive(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Awaitable[kit.Transition | None]:
+        return aianalysis_reconciler.drive(runtime, ref, body=event)
+
+    _follow(memo, type, body, lambda raw: not aianalysis_reconciler.settled(raw), drive)
 
 
 @kopf.on.event(G, V, WFE, id="recover")

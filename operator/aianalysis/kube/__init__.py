@@ -8,10 +8,11 @@ cluster reads the investigation tools use.
 from __future__ import annotations
 
 from aianalysis.kube.client import (
+    CONNECTION_POOL_SIZE,
     ApiClient,
     api_client,
     current_namespace,
     server_version,
 )
 
-__all__ = ["ApiClient", "api_client", "current_namespace", "server_version"]
+__all__ = ["CONNECTION_POOL_SIZE", "ApiClient", "api_client", "current_namespace", "server_version"]

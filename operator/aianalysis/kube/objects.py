@@ -125,9 +125,29 @@ async def write_status(
     resource_version: str | None = None,
 ) -> Written:
     """The product's one status writer (:func:`write_status_blocking`), on a thread."""
+    written, _ = await write_status_versioned(
+        api, namespace=namespace, plural=plural, name=name, uid=uid, fields=fields, current=current,
+        resource_version=resource_version,
+    )  # fmt: skip
+    return written
+
+
+async def write_status_versioned(
+    api: k8s.ApiClient,
+    *,
+    namespace: str,
+    plural: str,
+    name: str,
+    uid: str,
+    fields: Mapping[str, Any],
+    current: Mapping[str, Any] | None,
+    resource_version: str | None = None,
+) -> tuple[Written, str | None]:
+    """:func:`write_status`, and the object's resourceVersion after a write that landed (None
+    otherwise): a writer that writes again binds the next write to it without reading first."""
     return await asyncio.to_thread(
         functools.partial(
-            write_status_blocking, api, namespace=namespace, plural=plural, name=name, uid=uid,
+            _write_status, api, namespace=namespace, plural=plural, name=name, uid=uid,
             fields=fields, current=current, resource_version=resource_version,
         )
     )  # fmt: skip
@@ -166,6 +186,23 @@ def write_status_blocking(
     on the status subresource); a failed test is refused with 422, so a refusal is told apart by
     reading the object again: :attr:`Written.DROPPED` (gone or replaced), :attr:`Written.CONFLICT`
     (changed since read), else the refusal is raised."""
+    return _write_status(
+        api, namespace=namespace, plural=plural, name=name, uid=uid, fields=fields, current=current,
+        resource_version=resource_version,
+    )[0]  # fmt: skip
+
+
+def _write_status(
+    api: k8s.ApiClient,
+    *,
+    namespace: str,
+    plural: str,
+    name: str,
+    uid: str,
+    fields: Mapping[str, Any],
+    current: Mapping[str, Any] | None,
+    resource_version: str | None = None,
+) -> tuple[Written, str | None]:
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if resource_version is not None:
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
@@ -173,7 +210,7 @@ def write_status_blocking(
     what = f"status write of {plural} {_where(namespace, name)}"
     try:
         patch = _method(api, "patch", namespace=namespace, subresource="_status")
-        kube_errors.blocking(
+        answer = kube_errors.blocking(
             what, patch, resources.GROUP, resources.VERSION, plural, name, ops,
             _content_type="application/json-patch+json",
         )  # fmt: skip
@@ -182,12 +219,13 @@ def write_status_blocking(
             raise
         now = get_blocking(api, namespace, plural, name)
         if now is None or (now.get("metadata") or {}).get("uid") != uid:
-            return _dropped(what, "object_deleted" if now is None else "object_replaced")
+            return _dropped(what, "object_deleted" if now is None else "object_replaced"), None
         moved = resource_version is not None and now["metadata"].get("resourceVersion") != resource_version
         if moved or (now.get("status") or None) != (dict(current) if current else None):
-            return Written.CONFLICT  # changed since it was read: read again and decide again
+            return Written.CONFLICT, None  # changed since it was read: read again and decide again
         raise
-    return Written.OK
+    version = (answer.get("metadata") or {}).get("resourceVersion") if isinstance(answer, dict) else None
+    return Written.OK, version if isinstance(version, str) else None
 
 
 def _method(api: k8s.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:

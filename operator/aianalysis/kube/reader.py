@@ -150,3 +150,65 @@ class MetricsReader(Protocol):
     async def aclose(self) -> None:
         """Release the connection pool (at the process' cleanup)."""
         ...
+
+
+class ReadOnce:
+    """A :class:`ClusterReader` for one analysis: each object is read from ``reader`` once — the
+    scope, the facts on a target, the business context and the tools that ask again for the same
+    object get the first answer (or its definitive :class:`Unavailable`); a failure that may pass is
+    not kept. Everything else goes to ``reader`` as it is."""
+
+    def __init__(self, reader: ClusterReader) -> None:
+        self._reader = reader
+        self._objects: dict[tuple[str, str, str | None], JSONObject | Unavailable] = {}
+
+    async def get_object(self, *, kind: str, name: str, namespace: str | None) -> JSONObject:
+        key = (kind, name, namespace)
+        if key not in self._objects:
+            try:
+                self._objects[key] = await self._reader.get_object(kind=kind, name=name, namespace=namespace)
+            except Unavailable as exc:
+                self._objects[key] = exc
+        found = self._objects[key]
+        if isinstance(found, Unavailable):
+            raise found
+        return found
+
+    async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[JSONObject]:
+        return await self._reader.list_events(kind=kind, name=name, namespace=namespace)
+
+    async def pod_logs(
+        self, *, name: str, namespace: str, container: str | None, previous: bool, tail_lines: int
+    ) -> str:
+        return await self._reader.pod_logs(
+            name=name, namespace=namespace, container=container, previous=previous, tail_lines=tail_lines
+        )
+
+    async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[JSONObject]:
+        return await self._reader.list_pods_of_owner(kind=kind, name=name, namespace=namespace)
+
+    async def list_objects(self, *, kind: str, namespace: str) -> list[JSONObject]:
+        return await self._reader.list_objects(kind=kind, namespace=namespace)
+
+    async def list_page(
+        self,
+        *,
+        kind: kinds.Kind,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> Page:
+        return await self._reader.list_page(
+            kind=kind, namespace=namespace, label_selector=label_selector, field_selector=field_selector,
+            limit=limit,
+        )  # fmt: skip
+
+    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> JSONObject:
+        return await self._reader.read(kind=kind, name=name, namespace=namespace)
+
+    async def api_groups(self) -> list[ServedGroup]:
+        return await self._reader.api_groups()
+
+    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+        return await self._reader.group_kinds(group=group, version=version)

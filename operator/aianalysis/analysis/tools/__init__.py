@@ -24,7 +24,15 @@ from aianalysis.analysis.tools._context import with_business_context
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
-from aianalysis.kube.reader import ClusterReader, JSONObject, MetricsReader, Page, ServedGroup, Unavailable
+from aianalysis.kube.reader import (
+    ClusterReader,
+    JSONObject,
+    MetricsReader,
+    Page,
+    ReadOnce,
+    ServedGroup,
+    Unavailable,
+)
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
@@ -38,6 +46,7 @@ __all__ = [
     "Page",
     "PrometheusClient",
     "PrometheusConfig",
+    "ReadOnce",
     "ServedGroup",
     "ToolBox",
     "ToolResult",
