@@ -53,6 +53,17 @@ def settled(body: dict[str, Any]) -> bool:
     return isinstance(phase, str) and phase in resources.TERMINAL_PHASES
 
 
+async def deleted(runtime: runtime_mod.Runtime, ref: Ref) -> bool:
+    """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
+    — and when the API server cannot say: its task then finds out at its next read."""
+    try:
+        body = await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
+    except errors.AIAnalysisError as exc:
+        log.warning("%s/%s: could not tell whether it was deleted: %s", ref.namespace, ref.name, exc)
+        return False
+    return body is None or (body.get("metadata") or {}).get("uid") != ref.uid
+
+
 class _Gone(Exception):
     """The object was deleted or replaced under its name: nothing more to do for it."""
 
