@@ -121,9 +121,9 @@ async def until(check: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def follow(runtime: runtime_mod.Runtime, namespace: str) -> Seen:
+async def follow(runtime: runtime_mod.Runtime, namespace: str) -> Seen:
     seen = Seen(runtime)
-    runtime.follow_analyses(namespaces=[namespace], on_seen=seen.on_seen, on_left=seen.on_left)
+    await runtime.follow_analyses(namespaces=[namespace], on_seen=seen.on_seen, on_left=seen.on_left)
     return seen
 
 
@@ -134,8 +134,8 @@ async def test_terminal_analyses_are_never_listed_nor_watched(
     create(runtime, namespace, "done-before", status=completed)
     create(runtime, namespace, "failed-before", status=ENDED_ELSEWHERE)
     create(runtime, namespace, "open-before")
-    seen = follow(runtime, namespace)
-    await until(lambda: runtime.analyses is not None and runtime.analyses.listed, "the first list")
+    seen = await follow(runtime, namespace)
+    assert runtime.analyses is not None and runtime.analyses.listed
     listed = list(seen.seen)
     # An object must first be created to be given a terminal status: the watch sees it leave.
     create(runtime, namespace, "done-after", status=completed)
@@ -153,7 +153,7 @@ async def test_a_deleted_in_flight_analysis_has_its_task_cancelled(
     await runtime.semaphore.acquire()  # the one slot is taken: the analysis waits in it
     created = create(runtime, namespace, "deleted")
     uid = created["metadata"]["uid"]
-    seen = follow(runtime, namespace)
+    seen = await follow(runtime, namespace)
     await until(
         lambda: (read(runtime, namespace, "deleted").get("status") or {}).get("reason") == "ConcurrencyLimit",
         "the analysis waiting for a slot",
@@ -174,7 +174,7 @@ async def test_an_analysis_ended_by_another_writer_is_not_analysed_again(
     await runtime.semaphore.acquire()
     created = create(runtime, namespace, "ended")
     uid = created["metadata"]["uid"]
-    seen = follow(runtime, namespace)
+    seen = await follow(runtime, namespace)
     await until(
         lambda: (read(runtime, namespace, "ended").get("status") or {}).get("reason") == "ConcurrencyLimit",
         "the analysis waiting for a slot",

@@ -72,7 +72,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
     await runtime.load_catalog()
     # Only the leader gets here: it follows the unfinished AIAnalyses (of ``--namespace``, if given).
-    runtime.follow_analyses(
+    await runtime.follow_analyses(
         namespaces=getattr(memo, "namespaces", ()),
         on_seen=lambda ref, version: _analyze(runtime, ref, version),
         on_left=lambda ref: _left(runtime, ref),

@@ -96,10 +96,12 @@ class Runtime(kit_runtime.ProcessRuntime):
         await self.lease.acquire()
         self._holding = asyncio.get_running_loop().create_task(self.lease.hold(on_lost), name="lease")
 
-    def follow_analyses(
+    async def follow_analyses(
         self, *, namespaces: Sequence[str], on_seen: follower.Seen, on_left: follower.Left
     ) -> None:
-        """Follow the unfinished AIAnalyses in ``namespaces`` (none: all of them); once per process."""
+        """Follow the unfinished AIAnalyses in ``namespaces`` (none: all of them), from one thread
+        per namespace; return once each was listed (retried until it is: ``/readyz`` says why it
+        is not). Idempotent: a retried startup follows once."""
         if self.analyses is None:
             self.analyses = follower.Follower(
                 self.api,
@@ -110,6 +112,7 @@ class Runtime(kit_runtime.ProcessRuntime):
                 on_left=on_left,
             )
             self.analyses.start()
+        await self.analyses.wait_listed()
 
     def _readiness(self) -> list[health.Check]:
         return [

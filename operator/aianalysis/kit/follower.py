@@ -79,6 +79,7 @@ class Follower:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._all_listed: asyncio.Event | None = None
         self.last_error: str | None = None
 
     def start(self) -> None:
@@ -86,11 +87,17 @@ class Follower:
         if self._threads:
             return
         self._loop = asyncio.get_running_loop()
+        self._all_listed = asyncio.Event()
         for scope in self._scopes:
             name = f"follow {self._plural} in {scope.namespace or 'all namespaces'}"
             thread = threading.Thread(target=self._run, args=(scope,), name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
+
+    async def wait_listed(self) -> None:
+        """Return once every namespace was listed (and what matched handed over); retried until."""
+        assert self._all_listed is not None, "start() first"
+        await self._all_listed.wait()
 
     @property
     def listed(self) -> bool:
@@ -142,6 +149,11 @@ class Follower:
             self._post(self._on_left, scope.known[uid])
         scope.known, scope.version, scope.listed = listed, version, True
         self.last_error = None
+        self._post(self._check_listed)
+
+    def _check_listed(self) -> None:
+        if self.listed and self._all_listed is not None:
+            self._all_listed.set()
 
     def _watch(self, scope: _Scope) -> None:
         assert scope.version is not None
