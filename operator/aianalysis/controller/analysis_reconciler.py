@@ -47,12 +47,6 @@ Sleep = Callable[[float], Awaitable[None]]
 Ref = custom_objects.Ref
 
 
-def settled(body: dict[str, Any]) -> bool:
-    """Terminal as far as this (possibly stale) body says: no task needed."""
-    phase = (body.get("status") or {}).get("phase")
-    return isinstance(phase, str) and phase in resources.TERMINAL_PHASES
-
-
 async def deleted(runtime: runtime_mod.Runtime, ref: Ref) -> bool:
     """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
     — and when the API server cannot say: its task then finds out at its next read."""

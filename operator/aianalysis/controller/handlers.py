@@ -6,7 +6,8 @@ KiB each, thousands in a cluster that keeps them). The leader follows only the u
 a list-then-watch of its own, filtered by the API server (``runtime.follow_analyses``), and gives
 each one task, as kopf's events do for WorkflowExecutions.
 
-Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``).
+Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``;
+only ``aianalysis run --namespace`` scopes the AIAnalysis watch, through kopf's memo).
 
 Only watch-event handlers: kopf keeps no progress or last-handled configuration for our objects
 (its diff-base storage is switched off), so annotations on an object — copied with
