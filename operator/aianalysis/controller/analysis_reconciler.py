@@ -4,11 +4,12 @@ the status and returns the :class:`runtime.Transition` to announce.
 
 Every path ends:
 
-* the first try starts from the body the watch event carried (no read), later tries from a fresh
-  read; every write is bound to the ``uid`` and to the resourceVersion last read or written, so a
-  body that fell behind (a lagging watch, a long wait for the LLM budget or a concurrency slot) is
-  found out by the API server: the write is refused, the object read again and the decision taken
-  again. A result is never written onto another object created under the same name;
+* every try starts from a fresh read of the object; every write is bound to the ``uid`` and to the
+  resourceVersion this run last read or wrote (the version a write returns: no read between its
+  writes), so an object that changed meanwhile (during a long wait for the LLM budget or a
+  concurrency slot, say) is found out by the API server: the write is refused, the object read
+  again and the decision taken again. A result is never written onto another object created under
+  the same name;
 * permanent API refusals (400/403/404/422) end the analysis ``Failed`` with a reason naming them;
   transient API errors, provider unavailability and unexpected exceptions are retried a bounded
   number of times (``max_reconcile_retries``/``provider_retry_limit``), then end ``Failed``;
@@ -55,10 +56,15 @@ Sleep = Callable[[float], Awaitable[None]]
 Ref = custom_objects.Ref
 
 
-def settled(body: dict[str, Any]) -> bool:
-    """Terminal as far as this (possibly stale) body says: no task needed."""
-    phase = (body.get("status") or {}).get("phase")
-    return isinstance(phase, str) and phase in resources.TERMINAL_PHASES
+async def deleted(runtime: runtime_mod.Runtime, ref: Ref) -> bool:
+    """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
+    — and when the API server cannot say: its task then finds out at its next read."""
+    try:
+        body = await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
+    except errors.AIAnalysisError as exc:
+        log.warning("%s/%s: could not tell whether it was deleted: %s", ref.namespace, ref.name, exc)
+        return False
+    return body is None or (body.get("metadata") or {}).get("uid") != ref.uid
 
 
 class _Gone(Exception):
@@ -76,13 +82,10 @@ async def drive(
     runtime: runtime_mod.Runtime,
     ref: Ref,
     *,
-    body: dict[str, Any] | None = None,
     sleep: Sleep = asyncio.sleep,
 ) -> kit.Transition | None:
-    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
-    ``body``: the object as the watch event carried it (possibly stale), used instead of a first
-    read."""
-    run = _Run(runtime, ref, body)
+    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
+    run = _Run(runtime, ref)
     retries: dict[str, int] = {}
     stale = 0
     failure: errors.AIAnalysisError
@@ -140,11 +143,9 @@ def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
 class _Run:
     """The state of one :func:`drive` across its tries."""
 
-    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref, body: dict[str, Any] | None = None) -> None:
+    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref) -> None:
         self.runtime = runtime
         self.ref = ref
-        self.given = body
-        """The watch event's body: read instead of the object once, by the first try."""
         self.previous = resources.AIAnalysisStatus()
         self.raw_status: dict[str, Any] | None = None
         self.version: str | None = None
@@ -309,10 +310,7 @@ class _Run:
         )
 
     async def _read(self) -> dict[str, Any]:
-        """The object: the watch event's body the first time, else as the API server has it now."""
-        body, self.given = self.given, None
-        if body is None:
-            body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+        body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
         if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
             raise _Gone
         self.version = body["metadata"].get("resourceVersion")
@@ -326,8 +324,8 @@ class _Run:
 
     async def _write_next(self, new: resources.AIAnalysisStatus) -> None:
         """Write a status that is not terminal, bound to the version this run last read or wrote.
-        Refused because the object moved on since: what this run holds is behind (a lagging watch
-        event, a long wait), so it reads again and decides again (:class:`_Stale`)."""
+        Refused because the object moved on since (during a long wait, say): what this run holds is
+        behind, so it reads again and decides again (:class:`_Stale`)."""
         if await self._write(new, resource_version=self.version) is custom_objects.Written.CONFLICT:
             raise _Stale
 

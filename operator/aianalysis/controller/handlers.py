@@ -1,7 +1,13 @@
 """kopf handlers — the only module that imports kopf. Thin: each delegates to a reconciler
 (``analysis_reconciler``, ``execution_reconciler``) with the process's ``runtime``.
 
-Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``).
+AIAnalyses are not kopf's: kopf would list and dispatch every one, the terminal ones too (tens of
+KiB each, thousands in a cluster that keeps them). The leader follows only the unfinished ones with
+a list-then-watch of its own, filtered by the API server (``runtime.follow_analyses``), and gives
+each one task, as kopf's events do for WorkflowExecutions.
+
+Run it with ``aianalysis run`` (or ``kopf run -m aianalysis.controller.handlers --all-namespaces``;
+only ``aianalysis run --namespace`` scopes the AIAnalysis watch, through kopf's memo).
 
 Only watch-event handlers: kopf keeps no progress or last-handled configuration for our objects
 (its diff-base storage is switched off), so annotations on an object — copied with
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent import futures
 from typing import Any
 
@@ -72,6 +78,12 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     await runtime.budget.load()
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
     await runtime.load_catalog()
+    # Only the leader gets here: it follows the unfinished AIAnalyses (of ``--namespace``, if given).
+    await runtime.follow_analyses(
+        namespaces=getattr(memo, "namespaces", ()),
+        on_seen=lambda ref, version: _analyze(runtime, ref, version),
+        on_left=lambda ref: _left(runtime, ref),
+    )
     if config.intake_port and getattr(memo, "intake", None) is None:
         memo.intake = intake.Intake.create(config, runtime.api, on_cancelled=runtime.budget.withdraw)
         await memo.intake.start(config.intake_port)
@@ -93,18 +105,33 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         await runtime.aclose()
 
 
-@kopf.on.event(G, V, AIA, id="analyze")
-async def analyze(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
-    """Every AIAnalysis that is not terminal gets one task that analyses it (on creation, and for the
-    unfinished ones after a restart); deleting the object cancels it."""
-    # A new object's body (or the listing's, at start) spares a read; a later change's may be an
-    # echo of this operator's own writes arriving late: read that one first.
-    event = dict(body) if type in (None, "ADDED") else None
+#: How long an AIAnalysis that left the watch may keep its task running before the operator asks
+#: the API server whether it was deleted (then the task is cancelled): its own terminal write is
+#: what usually moved it out, and the task ends within this time without a question asked.
+LEFT_GRACE_SECONDS = 2.0
 
-    def drive(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Awaitable[kit.Transition | None]:
-        return aianalysis_reconciler.drive(runtime, ref, body=event)
 
-    _follow(memo, type, body, lambda raw: not aianalysis_reconciler.settled(raw), drive)
+def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, version: str | None) -> None:
+    """An AIAnalysis that is not terminal: one task analyses it (on creation, and for the
+    unfinished ones after a restart)."""
+    about = _about(ref)
+    drive = aianalysis_reconciler.drive
+    runtime.workers.ensure(ref.uid, version=version, start=lambda: _drive(runtime, ref, about, drive))
+
+
+def _left(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> None:
+    """It went terminal (its task, if any, ends by itself) or was deleted (its task is cancelled)."""
+    runtime.workers.release(
+        ref.uid,
+        deleted=lambda: aianalysis_reconciler.deleted(runtime, ref),
+        grace_seconds=LEFT_GRACE_SECONDS,
+    )
+
+
+def _about(ref: custom_objects.Ref) -> dict[str, Any]:
+    """What an Event names of an AIAnalysis (not its body: a waiting analysis holds only this)."""
+    meta = {"namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
+    return {"apiVersion": resources.API_VERSION, "kind": "AIAnalysis", "metadata": meta}
 
 
 @kopf.on.event(G, V, WFE, id="recover")
@@ -147,7 +174,7 @@ def _follow(
 
 
 async def _drive(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: dict[str, Any], drive: Drive
+    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: Mapping[str, Any], drive: Drive
 ) -> None:
     transition = await drive(runtime, ref)
     if transition is not None:
@@ -170,6 +197,12 @@ def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:
     kopf.configure(
         verbose=verbose, log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL
     )
-    kopf.run(standalone=True, clusterwide=not namespaces, namespaces=namespaces, stop_flag=_LEASE_LOST)
+    kopf.run(
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        stop_flag=_LEASE_LOST,
+        memo=kopf.Memo(namespaces=tuple(namespaces)),
+    )
     if _LEASE_LOST.is_set():
         raise SystemExit("aianalysis: lost the leader Lease; exiting so that one replica acts")

@@ -7,20 +7,25 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import kube, metrics
+from aianalysis import kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import llm, pipeline, tools
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import budget_store, leadership
-from aianalysis.kit import health, workers
+from aianalysis.kit import follower, health, workers
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader as k8s_tools
 
 log = logging.getLogger(__name__)
+
+#: The AIAnalyses the operator follows: not terminal. The API server filters on the CRD's
+#: selectable field ``status.phase``, so finished analyses — thousands of them in a cluster that
+#: keeps them — never reach this process; one that goes terminal leaves the watch.
+UNFINISHED_ANALYSES = ",".join(f"status.phase!={phase}" for phase in resources.TERMINAL_PHASES)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -35,6 +40,8 @@ class Runtime(kit_runtime.ProcessRuntime):
     budget: budget_mod.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     lease: leadership.LeaderElection | None = None
+    analyses: follower.Follower | None = None
+    """The list-then-watch of the AIAnalyses that are not terminal (started by :meth:`follow_analyses`)."""
     _holding: asyncio.Task[None] | None = None
 
     @classmethod
@@ -89,8 +96,35 @@ class Runtime(kit_runtime.ProcessRuntime):
         await self.lease.acquire()
         self._holding = asyncio.get_running_loop().create_task(self.lease.hold(on_lost), name="lease")
 
+    async def follow_analyses(
+        self, *, namespaces: Sequence[str], on_seen: follower.Seen, on_left: follower.Left
+    ) -> None:
+        """Follow the unfinished AIAnalyses in ``namespaces`` (none: all of them), from one thread
+        per namespace; return once each was listed (retried until it is: ``/readyz`` says why it
+        is not). Idempotent: a retried startup follows once."""
+        if self.analyses is None:
+            self.analyses = follower.Follower(
+                self.api,
+                plural=resources.AIANALYSIS_PLURAL,
+                namespaces=namespaces,
+                field_selector=UNFINISHED_ANALYSES,
+                on_seen=on_seen,
+                on_left=on_left,
+            )
+            self.analyses.start()
+        await self.analyses.wait_listed()
+
     def _readiness(self) -> list[health.Check]:
-        return [self._leading, self._catalog_ready, self._sync_alive, self._sync_fresh, self._api_reachable]
+        return [
+            self._leading, self._catalog_ready, self._sync_alive, self._sync_fresh, self._analyses_listed,
+            self._api_reachable,
+        ]  # fmt: skip
+
+    async def _analyses_listed(self) -> str | None:
+        if self.analyses is None or self.analyses.listed:
+            return None
+        why = f" ({self.analyses.last_error})" if self.analyses.last_error else ""
+        return f"AIAnalysis watch: not listed yet{why}"
 
     async def _leading(self) -> str | None:
         if self.lease is not None and not self.lease.leading:
@@ -108,6 +142,8 @@ class Runtime(kit_runtime.ProcessRuntime):
         kube.server_version(self.api, timeout_seconds=5.0)
 
     async def aclose(self) -> None:
+        if self.analyses is not None:
+            self.analyses.stop()
         await self.workers.aclose()
         await self.budget.aclose()
         if self._holding is not None:

@@ -1,6 +1,9 @@
-"""List-then-watch of cluster-scoped custom objects, the way a client-go informer does it:
+"""List-then-watch of custom objects of this API group, the way a client-go informer does it:
 :func:`pages` lists page by page (``limit``/``continue``), :func:`watch` follows the changes from
-the list's resourceVersion until the server ends the watch or ``stopping`` is set. Blocking (the
+the list's resourceVersion until the server ends the watch or ``stopping`` is set. Cluster-scoped
+kinds, or a namespaced kind in one namespace or all of them (``namespace`` empty); a
+``field_selector`` is applied by the API server (on the CRD's ``selectableFields``): an object that
+stops matching it arrives as ``DELETED``, one that starts matching as ``ADDED``. Blocking (the
 caller runs them on a thread of its own); failures are mapped by :mod:`aianalysis.kube.errors` — a
 watch from a version the server no longer has is ``ClusterRejectedError`` with status ``GONE``
 (410): list again."""
@@ -28,15 +31,18 @@ class Page:
     """The list's version: a watch started from the last page's sees every later change."""
 
 
-def pages(api: k8s.ApiClient, *, plural: str, page_size: int) -> Iterator[Page]:
-    """Every object of ``plural`` (cluster-scoped, this API group), one page at a time."""
-    url_path = rest.path("apis", resources.GROUP, resources.VERSION, plural)
+def pages(
+    api: k8s.ApiClient, *, plural: str, page_size: int, namespace: str = "", field_selector: str | None = None
+) -> Iterator[Page]:
+    """Every object of ``plural`` (this API group; in ``namespace``, or all of them) that matches
+    ``field_selector``, one page at a time."""
+    url_path = _collection(plural, namespace)
     token: str | None = None
     while True:
+        query = {"limit": page_size, "continue": token, "fieldSelector": field_selector}
         page: Any = kube_errors.blocking(
-            f"listing {plural}", rest.get_json, api, url_path,
-            query={"limit": page_size, "continue": token}, timeout=None,
-        )  # fmt: skip
+            f"listing {plural}", rest.get_json, api, url_path, query=query, timeout=None
+        )
         yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
         token = page["metadata"].get("continue")
         if not token:
@@ -44,15 +50,23 @@ def pages(api: k8s.ApiClient, *, plural: str, page_size: int) -> Iterator[Page]:
 
 
 def watch(
-    api: k8s.ApiClient, *, plural: str, resource_version: str, timeout_seconds: int, stopping: threading.Event
+    api: k8s.ApiClient,
+    *,
+    plural: str,
+    resource_version: str,
+    timeout_seconds: int,
+    stopping: threading.Event,
+    namespace: str = "",
+    field_selector: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
     """``(type, object, resourceVersion)`` for each change after ``resource_version`` (bookmarks
     included), until the server ends the watch at ``timeout_seconds`` or ``stopping`` is set."""
-    url_path = rest.path("apis", resources.GROUP, resources.VERSION, plural)
+    url_path = _collection(plural, namespace)
     query: rest.Query = {
         "resourceVersion": resource_version,
         "timeoutSeconds": timeout_seconds,
         "allowWatchBookmarks": True,
+        "fieldSelector": field_selector,
     }
     version: str | None = resource_version
     try:
@@ -64,3 +78,8 @@ def watch(
             yield event["type"], obj, version
     except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
         raise kube_errors.classify(exc, what=f"watching {plural}") from exc
+
+
+def _collection(plural: str, namespace: str) -> str:
+    where = ("namespaces", namespace) if namespace else ()
+    return rest.path("apis", resources.GROUP, resources.VERSION, *where, plural)
