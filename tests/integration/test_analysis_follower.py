@@ -73,9 +73,9 @@ class Seen:
     def left(self) -> list[str]:
         return [name for what, name in self.events if what == "left"]
 
-    def on_seen(self, ref: custom_objects.Ref, version: str | None) -> None:
+    def on_seen(self, ref: custom_objects.Ref, version: str | None, body: dict[str, Any] | None) -> None:
         self.events.append(("seen", ref.name))
-        handlers._analyze(self.runtime, ref, version)
+        handlers._analyze(self.runtime, ref, version, body)
 
     def on_left(self, ref: custom_objects.Ref) -> None:
         self.events.append(("left", ref.name))

@@ -146,3 +146,36 @@ async def test_an_analysis_ended_by_another_writer_while_it_waited_is_left_as_it
     assert transition is None
     assert after["status"] == ended["status"] and "attempt" not in after["status"]
     assert after["metadata"]["resourceVersion"] == ended["metadata"]["resourceVersion"]
+
+
+async def test_a_body_the_watch_delivered_late_never_starts_a_second_conversation(
+    runtime: runtime_mod.Runtime, namespace: str
+) -> None:
+    created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a7", namespace))
+    ref = custom_objects.Ref.of(created)
+    await aianalysis_reconciler.drive(runtime, ref, given=[created])
+    done = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a7")
+
+    # A lagging watch hands over the body as created (no status) after the analysis ended.
+    again = await aianalysis_reconciler.drive(runtime, ref, given=[created])
+
+    after = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, "a7")
+    assert done["status"]["phase"] == "Completed"
+    assert again is None
+    assert after["metadata"]["resourceVersion"] == done["metadata"]["resourceVersion"]
+    assert after["status"]["attempt"] == 1
+
+
+async def test_the_body_of_a_new_object_spares_every_read_of_it(
+    runtime: runtime_mod.Runtime, namespace: str, cluster: devcluster.Cluster
+) -> None:
+    body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a8", namespace))
+    given = [body]
+    before = _object_requests(cluster)
+
+    transition = await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(body), given=given)
+
+    after = _object_requests(cluster)
+    used = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
+    assert transition is not None and not given, "the first read took the body out"
+    assert used.get("GET", 0) == 0 and used.get("PATCH") == 2, used

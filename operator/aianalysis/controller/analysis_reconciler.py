@@ -4,12 +4,12 @@ the status and returns the :class:`runtime.Transition` to announce.
 
 Every path ends:
 
-* every try starts from a fresh read of the object; every write is bound to the ``uid`` and to the
-  resourceVersion this run last read or wrote (the version a write returns: no read between its
-  writes), so an object that changed meanwhile (during a long wait for the LLM budget or a
-  concurrency slot, say) is found out by the API server: the write is refused, the object read
-  again and the decision taken again. A result is never written onto another object created under
-  the same name;
+* the first try starts from the body the watch delivered for a new object (no read), later tries
+  from a fresh read; every write is bound to the ``uid`` and to the resourceVersion this run last
+  read or wrote (the version a write returns: no read between its writes), so an object that
+  changed meanwhile (a lagging watch, a long wait for the LLM budget or a concurrency slot) is found
+  out by the API server: the write is refused, the object read again and the decision taken again.
+  A result is never written onto another object created under the same name;
 * permanent API refusals (400/403/404/422) end the analysis ``Failed`` with a reason naming them;
   transient API errors, provider unavailability and unexpected exceptions are retried a bounded
   number of times (``max_reconcile_retries``/``provider_retry_limit``), then end ``Failed``;
@@ -82,10 +82,14 @@ async def drive(
     runtime: runtime_mod.Runtime,
     ref: Ref,
     *,
+    given: list[dict[str, Any]] | None = None,
     sleep: Sleep = asyncio.sleep,
 ) -> kit.Transition | None:
-    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends."""
-    run = _Run(runtime, ref)
+    """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
+    ``given``: the object as the watch delivered it (possibly behind), which the first try takes
+    out instead of reading it."""
+    run = _Run(runtime, ref, given if given is not None else [])
+    del given
     retries: dict[str, int] = {}
     stale = 0
     failure: errors.AIAnalysisError
@@ -143,9 +147,13 @@ def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
 class _Run:
     """The state of one :func:`drive` across its tries."""
 
-    def __init__(self, runtime: runtime_mod.Runtime, ref: Ref) -> None:
+    def __init__(
+        self, runtime: runtime_mod.Runtime, ref: Ref, given: list[dict[str, Any]] | None = None
+    ) -> None:
         self.runtime = runtime
         self.ref = ref
+        self.given = given if given is not None else []
+        """The watch's body, taken out by the first read (nothing keeps it after)."""
         self.previous = resources.AIAnalysisStatus()
         self.raw_status: dict[str, Any] | None = None
         self.version: str | None = None
@@ -180,7 +188,11 @@ class _Run:
         spec = scoped
         if self._over_limit():
             return await self._limit_reached()
-        async with self._conversation_slot(body, spec):
+        ticket = budget_mod.ticket(
+            body, severity=spec.signal.severity, previous_attempt=self.previous.attempt
+        )
+        del body  # a waiting analysis holds its spec and status, not the object (alert storms)
+        async with self._conversation_slot(ticket):
             reuse = self.unbilled and bool(self.previous.attempt)
             attempt = (self.previous.attempt or 0) + (0 if reuse else 1)
             marked = status.investigating(
@@ -226,13 +238,11 @@ class _Run:
         return await self._finish(self.finished)
 
     @contextlib.asynccontextmanager
-    async def _conversation_slot(
-        self, body: dict[str, Any], spec: resources.AIAnalysisSpec
-    ) -> AsyncIterator[None]:
+    async def _conversation_slot(self, ticket: budget_mod.Ticket) -> AsyncIterator[None]:
         """The one place that decides whether this analysis' conversation may start now: the LLM
         budget (``Pending``, ``BudgetExhausted``), then a free concurrency slot (``Pending``,
         ``ConcurrencyLimit``)."""
-        await self._await_budget(body, spec)
+        await self._await_budget(ticket)
         semaphore, slots = self.runtime.semaphore, self.runtime.settings.max_concurrent_analyses
         if semaphore.locked():
             metrics.WAITING.labels(reason="concurrency").inc()
@@ -256,13 +266,10 @@ class _Run:
         finally:
             semaphore.release()
 
-    async def _await_budget(self, body: dict[str, Any], spec: resources.AIAnalysisSpec) -> None:
+    async def _await_budget(self, ticket: budget_mod.Ticket) -> None:
         """Wait while the LLM budget is spent (the gate orders waiters by severity, then age). An
         analysis that ends meanwhile (a resolved alert) is withdrawn by the intake; one deleted
         meanwhile is cancelled with its task."""
-        ticket = budget_mod.ticket(
-            body, severity=spec.signal.severity, previous_attempt=self.previous.attempt
-        )
 
         async def show_waiting(message: str) -> None:
             waiting = status.pending(
@@ -310,7 +317,10 @@ class _Run:
         )
 
     async def _read(self) -> dict[str, Any]:
-        body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+        if self.given:
+            body: dict[str, Any] | None = self.given.pop()
+        else:
+            body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
         if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
             raise _Gone
         self.version = body["metadata"].get("resourceVersion")

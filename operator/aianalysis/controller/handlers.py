@@ -81,7 +81,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Only the leader gets here: it follows the unfinished AIAnalyses (of ``--namespace``, if given).
     await runtime.follow_analyses(
         namespaces=getattr(memo, "namespaces", ()),
-        on_seen=lambda ref, version: _analyze(runtime, ref, version),
+        on_seen=lambda ref, version, body: _analyze(runtime, ref, version, body),
         on_left=lambda ref: _left(runtime, ref),
     )
     if config.intake_port and getattr(memo, "intake", None) is None:
@@ -111,11 +111,18 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 LEFT_GRACE_SECONDS = 2.0
 
 
-def _analyze(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, version: str | None) -> None:
+def _analyze(
+    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, version: str | None, body: dict[str, Any] | None
+) -> None:
     """An AIAnalysis that is not terminal: one task analyses it (on creation, and for the
-    unfinished ones after a restart)."""
+    unfinished ones after a restart). A new object's ``body`` spares its first read; the task's
+    first read takes it out of ``given``, so a waiting analysis does not keep it."""
     about = _about(ref)
-    drive = aianalysis_reconciler.drive
+    given = [body] if body is not None else []
+
+    def drive(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Awaitable[kit.Transition | None]:
+        return aianalysis_reconciler.drive(runtime, ref, given=given)
+
     runtime.workers.ensure(ref.uid, version=version, start=lambda: _drive(runtime, ref, about, drive))
 
 

@@ -1,11 +1,12 @@
 """Follows the objects of one namespaced custom kind that match a server-side field selector: a
 list-then-watch per namespace (one for all namespaces when none is named), each on a daemon thread
-of its own, the way a client-go informer does it (:mod:`aianalysis.kube.watching`). Only what a
-worker needs crosses into the event loop — each object's :class:`Ref` and resourceVersion, never its
-body — and nothing is kept of an object the selector excludes, however many of them the cluster
-holds.
+of its own, the way a client-go informer does it (:mod:`aianalysis.kube.watching`). The follower
+keeps only each matching object's :class:`Ref` (a new object's body is handed over once, not kept),
+and nothing of an object the selector excludes, however many of them the cluster holds.
 
-* ``on_seen(ref, version)``: the object matches (listed, ``ADDED``, ``MODIFIED``);
+* ``on_seen(ref, version, body)``: the object matches (listed, ``ADDED``, ``MODIFIED``); ``body`` is
+  the object as listed or added — a new object's, which spares its first read — and None for a
+  change (it may be the late echo of the caller's own write: read that one again);
 * ``on_left(ref)``: it no longer does. The API server sends a deletion and a change out of the
   selection alike, as ``DELETED`` with the object as it was *before*: the caller tells them apart
   if it must.
@@ -31,7 +32,7 @@ from aianalysis.kube import objects, watching
 log = logging.getLogger(__name__)
 
 Ref = objects.Ref
-Seen = Callable[[Ref, str | None], None]
+Seen = Callable[[Ref, str | None, dict[str, Any] | None], None]
 Left = Callable[[Ref], None]
 
 
@@ -143,7 +144,7 @@ class Follower:
             for obj in page.items:
                 ref = Ref.of(obj)
                 listed[ref.uid] = ref
-                self._post(self._on_seen, ref, _version(obj))
+                self._post(self._on_seen, ref, _version(obj), obj)
             version = page.resource_version
         for uid in scope.known.keys() - listed.keys():
             self._post(self._on_left, scope.known[uid])
@@ -169,7 +170,7 @@ class Follower:
             if event_type in ("ADDED", "MODIFIED"):
                 ref = Ref.of(obj)
                 scope.known[ref.uid] = ref
-                self._post(self._on_seen, ref, _version(obj))
+                self._post(self._on_seen, ref, _version(obj), obj if event_type == "ADDED" else None)
             elif event_type == "DELETED":
                 ref = Ref.of(obj)
                 scope.known.pop(ref.uid, None)
