@@ -42,6 +42,14 @@ log = logging.getLogger(__name__)
 #: a standby) rather than act beside the new leader. An asyncio flag (kopf awaits it on its loop; a
 #: threading.Event would park an executor thread that keeps the process from exiting).
 _LEASE_LOST = asyncio.Event()
+#: kopf's stop flag: set when the Lease is lost, and at cleanup — kopf leaves the task that waits for
+#: it running after a signal and then waits 5 s for it before exiting (every stop, every restart).
+_STOP = asyncio.Event()
+
+
+def _lease_lost() -> None:
+    _LEASE_LOST.set()
+    _STOP.set()
 
 
 class _NoDiffBase(kopf.DiffBaseStorage):
@@ -73,7 +81,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         metrics.serve(config.metrics_port)
         await runtime.serve_health(config.health_port)
     # With several replicas, only the Lease holder goes on; the others wait here (not ready).
-    await runtime.lead(on_lost=_LEASE_LOST.set)
+    await runtime.lead(on_lost=_lease_lost)
     # What the previous leader (or this process before a restart) spent of the LLM budget.
     await runtime.budget.load()
     # Handlers start only after startup: no analysis ever sees a partially loaded catalog.
@@ -97,6 +105,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    _STOP.set()
     receiver: intake.Intake | None = getattr(memo, "intake", None)
     if receiver is not None:
         await receiver.stop()
@@ -208,7 +217,7 @@ def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,
-        stop_flag=_LEASE_LOST,
+        stop_flag=_STOP,
         memo=kopf.Memo(namespaces=tuple(namespaces)),
     )
     if _LEASE_LOST.is_set():
