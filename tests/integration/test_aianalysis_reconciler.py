@@ -67,7 +67,7 @@ async def test_a_result_never_lands_on_a_new_object_under_the_same_name(
     before = dropped._value.get()
 
     # A write computed for the old object (what a worker still running for it would do):
-    written = await custom_objects.write_status(
+    written, _ = await custom_objects.write_status(
         runtime.api,
         namespace=namespace,
         plural=AIA,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -16,35 +15,14 @@ from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
+from tests.support import analyses
 
 pytestmark = pytest.mark.cluster
 
 G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
 
-WORKFLOW = resources.RemediationWorkflowSpec.model_validate(
-    {
-        "workflowId": "restart-pods",
-        "version": "1.0.0",
-        "title": "Restart the pods",
-        "description": "Restarts the pods of the owning workload.",
-        "labels": {"signalTypes": ["CrashLoopBackOff"]},
-        "riskLevel": "low",
-        "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-        "execution": {"containerImage": "registry.example/wf/restart:1"},
-    }
-)
-
-
-def analysis(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "AIAnalysis",
-        "metadata": {"name": name},
-        "spec": {
-            "signal": {"type": "CrashLoopBackOff", "severity": "high"},
-            "resource": {"kind": "Deployment", "name": "api", "namespace": namespace},
-        },
-    }
+WORKFLOW = analyses.RESTART_PODS
+analysis = analyses.crashloop
 
 
 @pytest.fixture

@@ -259,7 +259,7 @@ class ClusterReporter:
         if not seen.uid:
             return False
         try:
-            written = objects.write_status_blocking(
+            written, _ = objects.write_status_blocking(
                 self._api,
                 namespace="",
                 plural=resources.REMEDIATIONWORKFLOW_PLURAL,

@@ -343,7 +343,7 @@ class _Run:
         self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
     ) -> custom_objects.Written:
         fields = status.merge_patch(new)
-        written, version = await custom_objects.write_status_versioned(
+        written, version = await custom_objects.write_status(
             self.runtime.api,
             namespace=self.ref.namespace,
             plural=resources.AIANALYSIS_PLURAL,

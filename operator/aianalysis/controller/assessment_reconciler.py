@@ -59,7 +59,7 @@ class _Case:
     async def write(self, assessment: resources.Assessment) -> None:
         """``status.assessment`` only, conditional on the version read (a conflict: read again)."""
         ref = custom_objects.Ref.of(self.body)
-        written = await custom_objects.write_status(
+        written, _ = await custom_objects.write_status(
             self.runtime.api,
             namespace=ref.namespace,
             plural=WFE,

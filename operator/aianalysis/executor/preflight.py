@@ -153,7 +153,7 @@ async def _write_baseline(
 ) -> dict[str, Any] | None:
     """``status.assessment.before``, if the execution is still the version read; the new body."""
     ref = objects.Ref.of(body)
-    written = await objects.write_status(
+    written, _ = await objects.write_status(
         api,
         namespace=ref.namespace,
         plural=resources.WORKFLOWEXECUTION_PLURAL,

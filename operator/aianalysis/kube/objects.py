@@ -123,31 +123,11 @@ async def write_status(
     fields: Mapping[str, Any],
     current: Mapping[str, Any] | None,
     resource_version: str | None = None,
-) -> Written:
-    """The product's one status writer (:func:`write_status_blocking`), on a thread."""
-    written, _ = await write_status_versioned(
-        api, namespace=namespace, plural=plural, name=name, uid=uid, fields=fields, current=current,
-        resource_version=resource_version,
-    )  # fmt: skip
-    return written
-
-
-async def write_status_versioned(
-    api: k8s.ApiClient,
-    *,
-    namespace: str,
-    plural: str,
-    name: str,
-    uid: str,
-    fields: Mapping[str, Any],
-    current: Mapping[str, Any] | None,
-    resource_version: str | None = None,
 ) -> tuple[Written, str | None]:
-    """:func:`write_status`, and the object's resourceVersion after a write that landed (None
-    otherwise): a writer that writes again binds the next write to it without reading first."""
+    """The product's one status writer (:func:`write_status_blocking`), on a thread."""
     return await asyncio.to_thread(
         functools.partial(
-            _write_status, api, namespace=namespace, plural=plural, name=name, uid=uid,
+            write_status_blocking, api, namespace=namespace, plural=plural, name=name, uid=uid,
             fields=fields, current=current, resource_version=resource_version,
         )
     )  # fmt: skip
@@ -159,10 +139,11 @@ async def write_status_at(
     """:func:`write_status` onto the object ``body`` as the caller read it — its uid, its
     resourceVersion and its status — so no read is needed before the write."""
     meta = body["metadata"]
-    return await write_status(
+    written, _ = await write_status(
         api, namespace=meta.get("namespace") or "", plural=plural, name=meta["name"], uid=meta["uid"],
         fields=fields, current=body.get("status") or None, resource_version=meta["resourceVersion"],
     )  # fmt: skip
+    return written
 
 
 def write_status_blocking(
@@ -175,7 +156,7 @@ def write_status_blocking(
     fields: Mapping[str, Any],
     current: Mapping[str, Any] | None,
     resource_version: str | None = None,
-) -> Written:
+) -> tuple[Written, str | None]:
     """Merge ``fields`` into the status (``None`` removes a field) of the object ``uid`` — never of
     another one under its name — and, with ``resource_version``, only if it is still at that
     version. ``current`` is the status as last read (None: it had none); ``namespace`` empty: a
@@ -185,24 +166,9 @@ def write_status_blocking(
     A JSON patch whose first operation tests ``/metadata/uid`` (a merge patch's metadata is ignored
     on the status subresource); a failed test is refused with 422, so a refusal is told apart by
     reading the object again: :attr:`Written.DROPPED` (gone or replaced), :attr:`Written.CONFLICT`
-    (changed since read), else the refusal is raised."""
-    return _write_status(
-        api, namespace=namespace, plural=plural, name=name, uid=uid, fields=fields, current=current,
-        resource_version=resource_version,
-    )[0]  # fmt: skip
-
-
-def _write_status(
-    api: k8s.ApiClient,
-    *,
-    namespace: str,
-    plural: str,
-    name: str,
-    uid: str,
-    fields: Mapping[str, Any],
-    current: Mapping[str, Any] | None,
-    resource_version: str | None = None,
-) -> tuple[Written, str | None]:
+    (changed since read), else the refusal is raised. With :attr:`Written.OK`, the object's
+    resourceVersion after the write: a writer that writes again binds the next write to it without
+    reading first."""
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
     if resource_version is not None:
         ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
