@@ -76,7 +76,7 @@ test: venv lint typecheck contracts deps
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
 	AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
-	    $(VENV)/bin/pytest -q -ra --durations=15
+	    $(VENV)/bin/pytest -q -ra --durations=15 -n 2 --dist loadfile
 
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
