@@ -17,9 +17,8 @@ from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
-from tests.integration.test_reconcile_versions import WORKFLOW, analysis
+from tests.support import analyses, newer_crd
 from tests.support import messages_server as ms
-from tests.support import newer_crd
 
 pytestmark = pytest.mark.cluster
 
@@ -32,7 +31,7 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
         settings.Settings(provider="offline", max_concurrent_analyses=1, provider_retry_delay_seconds=0.01),
         kube.api_client(str(cluster.kubeconfig)),
     )
-    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    made.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)
     yield made
     await made.aclose()
 
@@ -42,7 +41,7 @@ def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
 
 
 def create(runtime: runtime_mod.Runtime, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    body = analysis(name, namespace)
+    body = analyses.crashloop(name, namespace)
     body["spec"].update(spec)
     created: dict[str, Any] = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, body)
     return created
@@ -209,7 +208,7 @@ async def test_a_rejected_final_write_ends_failed_with_the_cause(
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(REJECT_COMPLETED))
     cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
-    body = analysis("rejected", namespace)
+    body = analyses.crashloop("rejected", namespace)
     body["metadata"]["labels"] = {"reject-completed": "yes"}
     created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, body)
     # A policy takes effect asynchronously: wait until it refuses a Completed write (the barrier).
@@ -250,7 +249,7 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
-    made.catalog.upsert("restart-pods-v1", WORKFLOW)
+    made.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)
     try:
         created = create(made, namespace, "unbilled")
         transition = await aianalysis_reconciler.drive(made, custom_objects.Ref.of(created), sleep=no_sleep)
@@ -320,7 +319,7 @@ async def test_an_analysis_past_its_wall_clock_deadline_ends_failed_without_anot
             provider_retry_delay_seconds=0.01, model_check=False,
         )  # fmt: skip
         made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
-        made.catalog.upsert("restart-pods-v1", WORKFLOW)
+        made.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)
         try:
             created = create(made, namespace, "slow")
             started = asyncio.get_running_loop().time()

@@ -20,6 +20,7 @@ from aianalysis.controller import budget, budget_store
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
+from tests.support import analyses
 from tests.support import messages_server as ms
 from tests.support.clock import ManualClock
 from tests.support.fake_llm import GoodLLM
@@ -29,18 +30,7 @@ pytestmark = pytest.mark.cluster
 G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
 BUDGET = 2
 
-WORKFLOW = resources.RemediationWorkflowSpec.model_validate(
-    {
-        "workflowId": "restart-pods",
-        "version": "1.0.0",
-        "title": "Restart the pods",
-        "description": "Restarts the pods of the owning workload.",
-        "labels": {"signalTypes": ["CrashLoopBackOff"]},
-        "riskLevel": "low",
-        "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-        "execution": {"containerImage": "registry.example/wf/restart:1"},
-    }
-)
+WORKFLOW = analyses.RESTART_PODS
 
 
 @pytest.fixture

@@ -88,8 +88,7 @@ async def drive(
     """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
     ``given``: the object as the watch delivered it (possibly behind), which the first try takes
     out instead of reading it."""
-    run = _Run(runtime, ref, given if given is not None else [])
-    del given
+    run = _Run(runtime, ref, given)
     retries: dict[str, int] = {}
     stale = 0
     failure: errors.AIAnalysisError

@@ -22,21 +22,16 @@ from pydantic.alias_generators import to_camel
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import validation
+from aianalysis.kube import kinds
 
 ANY_REVIEW = "any"
 SUFFIXES = (".yaml", ".yml")
-#: Kinds without a namespace; every other kind defaults to the incident's namespace.
+#: Kinds without a namespace; every other kind defaults to the incident's namespace. The reader's
+#: table says which of its kinds are cluster-scoped; the others here are kinds a scenario may hold
+#: that only the tools' listings or the scope read.
 CLUSTER_SCOPED_KINDS = frozenset(
-    {
-        "Node",
-        "PersistentVolume",
-        "VolumeAttachment",
-        "NodeMetrics",
-        "Namespace",
-        "StorageClass",
-        "ClusterRole",
-        "ClusterRoleBinding",
-    }
+    {kind.kind for kind in kinds.KINDS if not kind.namespaced}
+    | {"NodeMetrics", "StorageClass", "ClusterRole", "ClusterRoleBinding"}
 )
 _NAME = r"^[A-Za-z0-9][-A-Za-z0-9_.]*$"
 
