@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The operator as the image installs it (runtime dependencies alone): what `make bench` measures.
+OPERATOR_VENV := .venv-operator
+OPERATOR_STAMP := $(OPERATOR_VENV)/.installed
 UV = $(shell hack/install-uv.sh)/bin/uv
 K8S_BIN = $(shell hack/build-k8s.sh)
 HELM_BIN = $(shell hack/build-helm.sh)
@@ -27,6 +30,13 @@ $(STAMP): requirements/dev.txt requirements/image-build.txt pyproject.toml devto
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+$(OPERATOR_STAMP): requirements/operator.txt requirements/image-build.txt pyproject.toml
+	test -x $(OPERATOR_VENV)/bin/python || $(PYTHON) -m venv $(OPERATOR_VENV)
+	"$(UV)" pip sync --quiet --python $(OPERATOR_VENV)/bin/python --require-hashes requirements/operator.txt
+	"$(UV)" pip install --quiet --python $(OPERATOR_VENV)/bin/python --no-deps \
+	    --build-constraints requirements/image-build.txt -e .
+	touch $(OPERATOR_STAMP)
 
 lock:  ## re-resolve requirements/ after a change to pyproject.toml (UPGRADE=1: newest allowed versions)
 	hack/lock.sh $(if $(UPGRADE),--upgrade)
@@ -81,8 +91,9 @@ test: venv lint typecheck contracts deps
 demo: venv
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
 
-bench: venv
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" $(PY) -m bench
+bench: venv $(OPERATOR_STAMP)
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
+	AIANALYSIS_OPERATOR_PYTHON="$(OPERATOR_VENV)/bin/python" $(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info devtools/*.egg-info
+	rm -rf $(VENV) $(OPERATOR_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info operator/*.egg-info devtools/*.egg-info

@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": stamp,
         "mode": "quick" if args.quick else "full",
         "cpus": os.cpu_count(),
+        "operator_python": harness.OPERATOR_PYTHON,
         "load_before": os.getloadavg(),
     }
     began = time.monotonic()

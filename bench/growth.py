@@ -13,6 +13,7 @@ import argparse
 import gc
 import importlib
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -34,9 +35,13 @@ def _rss_kib() -> int:
 
 
 def imports() -> dict[str, Any]:
-    """RSS of a fresh interpreter before and after importing what the operator imports."""
+    """RSS of a fresh interpreter (the operator's: ``AIANALYSIS_OPERATOR_PYTHON``, as for
+    ``bench.harness.Operator``) before and after importing what the operator imports."""
+    python = os.environ.get("AIANALYSIS_OPERATOR_PYTHON") or sys.executable
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     out = subprocess.run(
-        [sys.executable, "-m", "bench.growth", "--imports"], check=True, capture_output=True, text=True
+        [python, "-m", "bench.growth", "--imports"], check=True, capture_output=True, text=True, env=env
     )
     return dict(json.loads(out.stdout))
 

@@ -58,9 +58,9 @@ class Incident:
 class Stage:
     def __init__(self, cluster: harness.Cluster) -> None:
         self.api = cluster.api
-        self.core = k8s.CoreV1Api(cluster.api)
-        self.apps = k8s.AppsV1Api(cluster.api)
-        self.scaling = k8s.AutoscalingV2Api(cluster.api)
+        self.core = k8s.CoreV1Api(cluster.typed)
+        self.apps = k8s.AppsV1Api(cluster.typed)
+        self.scaling = k8s.AutoscalingV2Api(cluster.typed)
         self.namespace = cluster.namespace("shop")
 
     def deployment(self, name: str, *, replicas: int, image: str, memory: str = "256Mi") -> dict[str, Any]:

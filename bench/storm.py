@@ -62,7 +62,7 @@ def _floor(bodies: list[dict[str, Any]], *, senders: int) -> tuple[list[tuple[fl
 def _workloads(
     cluster: harness.Cluster, namespace: str, *, deployments: int, pods: int
 ) -> dict[str, list[str]]:
-    apps, core = k8s.AppsV1Api(cluster.api), k8s.CoreV1Api(cluster.api)
+    apps, core = k8s.AppsV1Api(cluster.typed), k8s.CoreV1Api(cluster.typed)
     template = {"spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}}
 
     def one(index: int) -> tuple[str, list[str]]:

@@ -190,7 +190,7 @@ async def test_every_investigation_tool_read_is_allowed(
     deployment = _create(installed, ns, _deployment("web"))
     replicaset = _create(installed, ns, _replicaset("web-1", owner=deployment))
     pod = _create(installed, ns, _pod("web-1-a", owner=replicaset))
-    with _client(operator_kubeconfig) as api:
+    with kube.api_client(str(operator_kubeconfig)) as api:
         reader = k8s_tools.KubernetesReader(api)
         for kind in _kinds.KINDS:
             with pytest.raises(_reader.Unavailable, match="not found"):

@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
-from aianalysis import catalog, resources
+from aianalysis import catalog, kube, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import pipeline, status
 from aianalysis.intake import mapping, payload
@@ -41,8 +40,8 @@ def cert_manager_kinds(cluster: devcluster.Cluster) -> None:
 
 
 @pytest.fixture
-def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
-    with cluster.api_client() as api_client:
+def api(cluster: devcluster.Cluster) -> Iterator[kube.ApiClient]:
+    with kube.api_client(str(cluster.kubeconfig)) as api_client:
         yield api_client
 
 
@@ -114,7 +113,7 @@ def submission(workflow_id: str, parameters: dict[str, Any], target: dict[str, A
 
 
 async def analyse(
-    api: client.ApiClient,
+    api: kube.ApiClient,
     namespace: str,
     spec: resources.AIAnalysisSpec,
     steps: list[ms.Step],
@@ -150,7 +149,7 @@ async def analyse(
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
 @pytest.mark.usefixtures("cert_manager_kinds")
 async def test_the_answer_a_correct_sre_gives_is_accepted(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
 ) -> None:
     scenario = placed(scenario, namespace)
     set_up(cluster, namespace, scenario)
@@ -194,7 +193,7 @@ def attack_world(cluster: devcluster.Cluster, namespace: str) -> tuple[str, str]
 
 @pytest.mark.usefixtures("cert_manager_kinds")
 async def test_wrong_target_attacks_are_still_refused(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     other, node = attack_world(cluster, namespace)
     spec = incident(

@@ -17,7 +17,7 @@ from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
-from tests.support import analyses, newer_crd
+from tests.support import analyses, newer_crd, typed
 from tests.support import messages_server as ms
 
 pytestmark = pytest.mark.cluster
@@ -37,7 +37,7 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
 
 
 def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(runtime.api)
+    return client.CustomObjectsApi(typed.client())
 
 
 def create(runtime: runtime_mod.Runtime, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
@@ -132,7 +132,7 @@ async def test_a_restarted_conversation_is_counted(runtime: runtime_mod.Runtime,
     await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created))
 
     st = read(runtime, namespace, "restarted")["status"]
-    assert st["phase"] == "Completed" and st["attempt"] == 2
+    assert st["phase"] == "Completed" and st["attempt"] == 2, st
     assert metrics.CONVERSATIONS_RESTARTED._value.get() == restarted + 1
 
 

@@ -19,7 +19,7 @@ from aianalysis.controller import handlers
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
-from tests.support import analyses
+from tests.support import analyses, typed
 
 pytestmark = pytest.mark.cluster
 
@@ -73,7 +73,7 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
 
 
 def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(runtime.api)
+    return client.CustomObjectsApi(typed.client())
 
 
 def create(runtime: runtime_mod.Runtime, namespace: str, name: str, *, status: Any = None) -> dict[str, Any]:

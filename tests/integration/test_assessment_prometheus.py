@@ -28,7 +28,7 @@ from aianalysis.controller import assessment_reconciler as assessor
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.integration.test_assessment_reconciler import assessment, healthy_pod, make_runtime, stamp
-from tests.support import prometheus
+from tests.support import prometheus, typed
 
 pytestmark = pytest.mark.cluster
 
@@ -184,16 +184,16 @@ async def test_before_after_metrics_and_the_alert_come_from_prometheus(
 ) -> None:
     runtime = await make_runtime(cluster, prometheus_url=server.url)
     try:
-        healthy_pod(runtime.api, namespace)
+        healthy_pod(typed.client(), namespace)
         ksm.set(namespace, not_ready=True)  # the incident: not ready, the alert fires
         before = moment_when(server, namespace, broken=True)
         ksm.set(namespace, not_ready=not fixed)  # the workflow ran
         completed = moment_when(server, namespace, broken=not fixed)
-        ref = execution(runtime.api, namespace, alert_name=alert_name, before=before, completed=completed)
+        ref = execution(typed.client(), namespace, alert_name=alert_name, before=before, completed=completed)
         await assessor.drive(runtime, ref)  # the window (2 s), then the verdict
     finally:
         await runtime.aclose()
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     found = evidence(final)
     assert (found["alert"]["result"], final["verdict"]) == (alert, verdict), final
     if fixed:
@@ -224,17 +224,17 @@ async def test_prometheus_down_during_the_window_is_unknown_never_effective(
     with prometheus.running(tmp_path, exporter, rules=RULES) as own:
         runtime = await make_runtime(cluster, prometheus_url=own.url)
         try:
-            healthy_pod(runtime.api, namespace)
+            healthy_pod(typed.client(), namespace)
             ksm.set(namespace, not_ready=False)
             before = moment_when(own, namespace, broken=False)
-            ref = execution(runtime.api, namespace, alert_name=ALERT, before=before, completed=time.time())
+            ref = execution(typed.client(), namespace, alert_name=ALERT, before=before, completed=time.time())
             step = await assessor.reconcile(runtime, ref)  # the window starts while Prometheus is up
             assert isinstance(step, assessor.Wait)
             own.stop()
             await assessor.drive(runtime, ref)
         finally:
             await runtime.aclose()
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     found = evidence(final)
     assert (final["verdict"], final["reason"]) == ("unknown", "MetricsUnavailable"), final
     assert found["podHealth"]["result"] == "pass"  # healthy, and still not called effective

@@ -21,6 +21,7 @@ from aianalysis.controller import assessment_reconciler as assessor
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
@@ -144,7 +145,7 @@ def assessment(api: client.ApiClient, namespace: str, name: str = "api-fix-exec-
 
 def after_window(runtime: runtime_mod.Runtime, namespace: str) -> datetime.datetime:
     due = datetime.datetime.fromisoformat(
-        assessment(runtime.api, namespace)["assessAfter"].replace("Z", "+00:00")
+        assessment(typed.client(), namespace)["assessAfter"].replace("Z", "+00:00")
     )
     return due + datetime.timedelta(seconds=1)
 
@@ -167,10 +168,10 @@ async def assess(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Any:
 async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
     cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
-    healthy_pod(runtime.api, namespace)
-    ref = completed_execution(runtime.api, namespace)
+    healthy_pod(typed.client(), namespace)
+    ref = completed_execution(typed.client(), namespace)
     waited = await start_window(runtime, ref)
-    stabilizing = assessment(runtime.api, namespace)
+    stabilizing = assessment(typed.client(), namespace)
     assert stabilizing["phase"] == "Stabilizing" and stabilizing["windowSeconds"] == WINDOW
     assert 0 < waited.seconds <= WINDOW and stabilizing["afterSpecHash"].startswith("sha256:")
 
@@ -179,11 +180,11 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
     try:
         step = await assessor.reconcile(restarted, ref)
         assert isinstance(step, assessor.Wait) and step.seconds <= WINDOW
-        assert assessment(runtime.api, namespace)["assessAfter"] == stabilizing["assessAfter"]
+        assert assessment(typed.client(), namespace)["assessAfter"] == stabilizing["assessAfter"]
         done = await assess(restarted, ref)
     finally:
         await restarted.aclose()
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"], final["score"]) == (
         "Assessed",
         "effective",
@@ -208,12 +209,12 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
 async def test_target_deleted_during_the_window_is_unknown(
     runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
-    healthy_pod(runtime.api, namespace)
-    ref = completed_execution(runtime.api, namespace)
+    healthy_pod(typed.client(), namespace)
+    ref = completed_execution(typed.client(), namespace)
     await start_window(runtime, ref)
-    client.CoreV1Api(runtime.api).delete_namespaced_pod("api-0", namespace, grace_period_seconds=0)
+    client.CoreV1Api(typed.client()).delete_namespaced_pod("api-0", namespace, grace_period_seconds=0)
     await assess(runtime, ref)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["verdict"], final["reason"]) == ("unknown", "TargetDeleted") and "score" not in final
 
 
@@ -221,21 +222,21 @@ async def test_target_deleted_during_the_window_is_unknown(
 async def test_a_target_changed_during_the_window_is_drift_or_a_revert(
     runtime: runtime_mod.Runtime, namespace: str, who: str
 ) -> None:
-    healthy_pod(runtime.api, namespace)
-    core = client.CoreV1Api(runtime.api)
+    healthy_pod(typed.client(), namespace)
+    core = client.CoreV1Api(typed.client())
     pod: Any = core.read_namespaced_pod("api-0", namespace, _preload_content=False)
     body = json.loads(pod.data)
     original = fingerprint.fingerprint(body)
     # the workflow changed the target (a label here), so "after" differs from "before"
     core.patch_namespaced_pod("api-0", namespace, {"metadata": {"labels": {"fixed-by": "restart-pods"}}})
-    ref = completed_execution(runtime.api, namespace, before_hash=original)
+    ref = completed_execution(typed.client(), namespace, before_hash=original)
     await start_window(runtime, ref)
     if who == "a revert":  # someone puts it back as it was before the execution
         core.patch_namespaced_pod("api-0", namespace, {"metadata": {"labels": {"fixed-by": None}}})
     else:
         core.patch_namespaced_pod("api-0", namespace, {"metadata": {"labels": {"tuned-by": "someone"}}})
     await assess(runtime, ref)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     expected = ("ineffective", "Reverted") if who == "a revert" else ("unknown", "SpecDrift")
     assert (final["verdict"], final["reason"]) == expected, final
     assert final["currentSpecHash"] != final["afterSpecHash"]
@@ -246,13 +247,13 @@ async def test_a_prometheus_that_is_down_makes_healthy_pods_unknown(
 ) -> None:
     runtime = await make_runtime(cluster, prometheus_url=f"http://127.0.0.1:{closed_port()}")
     try:
-        healthy_pod(runtime.api, namespace)
-        ref = completed_execution(runtime.api, namespace, before_hash="sha256:0")
+        healthy_pod(typed.client(), namespace)
+        ref = completed_execution(typed.client(), namespace, before_hash="sha256:0")
         await start_window(runtime, ref)
         await assess(runtime, ref)
     finally:
         await runtime.aclose()
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["verdict"], final["reason"]) == ("unknown", "MetricsUnavailable"), final
     assert {e["check"]: e["result"] for e in final["evidence"]}["metrics"] == "unknown"
 
@@ -260,20 +261,20 @@ async def test_a_prometheus_that_is_down_makes_healthy_pods_unknown(
 async def test_clock_skew_between_operator_and_api_server_is_unknown(
     runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
-    healthy_pod(runtime.api, namespace)
-    ref = completed_execution(runtime.api, namespace)
+    healthy_pod(typed.client(), namespace)
+    ref = completed_execution(typed.client(), namespace)
     await start_window(runtime, ref)
     skewed = after_window(runtime, namespace) + datetime.timedelta(minutes=10)  # 10 min ahead of the server
     await assess_at(runtime, ref, skewed)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["verdict"], final["reason"]) == ("unknown", "ClockSkew"), final
     assert "off the API server" in final["message"]
 
 
 async def test_a_dry_run_is_not_executed(runtime: runtime_mod.Runtime, namespace: str) -> None:
-    ref = completed_execution(runtime.api, namespace, dry_run=True)
+    ref = completed_execution(typed.client(), namespace, dry_run=True)
     done = await assessor.reconcile(runtime, ref)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("NotExecuted", "not_executed", "DryRun")
     assert done is not None and done.reason == "NotExecuted"
 
@@ -286,7 +287,7 @@ async def test_a_dry_run_is_not_executed(runtime: runtime_mod.Runtime, namespace
 async def test_the_alert_state_comes_from_the_intakes_notifications(
     runtime: runtime_mod.Runtime, namespace: str, resolved: int | None, seen: int, alert: str, verdict: str
 ) -> None:
-    custom = client.CustomObjectsApi(runtime.api)
+    custom = client.CustomObjectsApi(typed.client())
     custom.create_namespaced_custom_object(
         G,
         V,
@@ -302,8 +303,8 @@ async def test_the_alert_state_comes_from_the_intakes_notifications(
             },
         },
     )
-    healthy_pod(runtime.api, namespace)
-    ref = completed_execution(runtime.api, namespace)
+    healthy_pod(typed.client(), namespace)
+    ref = completed_execution(typed.client(), namespace)
     now = utcnow()
     intake: dict[str, Any] = {"occurrences": 2, "lastSeenAt": stamp(now + datetime.timedelta(seconds=seen))}
     if resolved is not None:
@@ -313,7 +314,7 @@ async def test_the_alert_state_comes_from_the_intakes_notifications(
     )
     await start_window(runtime, ref)
     await assess(runtime, ref)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     evidence = {e["check"]: e for e in final["evidence"]}
     assert evidence["alert"]["result"] == alert and final["verdict"] == verdict, final
     if alert == "unknown":
@@ -323,10 +324,10 @@ async def test_the_alert_state_comes_from_the_intakes_notifications(
 async def test_an_execution_that_ended_long_before_the_operator_saw_it_is_not_judged(
     runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
-    healthy_pod(runtime.api, namespace)
-    ref = completed_execution(runtime.api, namespace)
+    healthy_pod(typed.client(), namespace)
+    ref = completed_execution(typed.client(), namespace)
     later = utcnow() + datetime.timedelta(hours=2)  # e.g. the operator was installed since
     await assess_at(runtime, ref, later)
-    final = assessment(runtime.api, namespace)
+    final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("Assessed", "unknown", "NotObserved")
     assert await assessor.reconcile(runtime, ref) is None

@@ -20,7 +20,7 @@ from aianalysis.controller import budget, budget_store
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
-from tests.support import analyses
+from tests.support import analyses, typed
 from tests.support import messages_server as ms
 from tests.support.clock import ManualClock
 from tests.support.fake_llm import GoodLLM
@@ -76,14 +76,14 @@ def create(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str,
             "resource": {"kind": "Deployment", "name": name, "namespace": namespace},
         },
     }
-    created: dict[str, Any] = client.CustomObjectsApi(runtime.api).create_namespaced_custom_object(
+    created: dict[str, Any] = client.CustomObjectsApi(typed.client()).create_namespaced_custom_object(
         G, V, namespace, AIA, body
     )
     return created
 
 
 def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = client.CustomObjectsApi(runtime.api).get_namespaced_custom_object(
+    found: dict[str, Any] = client.CustomObjectsApi(typed.client()).get_namespaced_custom_object(
         G, V, namespace, AIA, name
     )
     return found
@@ -145,7 +145,7 @@ async def test_an_analysis_that_ended_while_waiting_never_spends_budget(
     await wait_until(lambda: runtime.budget.waiting == 1, what="the analysis to wait")
 
     # What the intake does when the alert resolves: end it, then withdraw its ticket.
-    client.CustomObjectsApi(runtime.api).patch_namespaced_custom_object_status(
+    client.CustomObjectsApi(typed.client()).patch_namespaced_custom_object_status(
         G, V, namespace, AIA, "resolved-meanwhile",
         {"status": {"phase": "Completed", "reason": "AlertResolved", "message": "resolved"}},
     )  # fmt: skip
@@ -183,9 +183,7 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     for i in range(BUDGET):
         await reconcile(first, namespace, create(first, namespace, f"before-restart-{i}"))
     await first.aclose()
-    recorded = client.CoreV1Api(kube.api_client(str(cluster.kubeconfig))).read_namespaced_config_map(
-        budget_store.NAME, namespace
-    )
+    recorded = client.CoreV1Api(typed.client()).read_namespaced_config_map(budget_store.NAME, namespace)
     assert len(json.loads(recorded.data["conversations"])) == BUDGET
 
     second = start()  # the next life of the operator (or the standby taking over)

@@ -19,6 +19,7 @@ from aianalysis import catalog, kube, metrics, resources
 from aianalysis.catalog import importer as catalog_import
 from aianalysis.catalog import sync as catalog_sync
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
@@ -277,7 +278,7 @@ def test_a_large_catalog_serves_before_its_conditions_are_written_and_a_restart_
     try:
         _load_twice(cluster, api, names)
     finally:  # one request, where kubectl would delete them one by one
-        custom = k8s_client.CustomObjectsApi(api)
+        custom = k8s_client.CustomObjectsApi(typed.client())
         custom.delete_collection_cluster_custom_object(
             resources.GROUP,
             resources.VERSION,

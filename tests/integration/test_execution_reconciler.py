@@ -15,6 +15,7 @@ from aianalysis.controller import execution_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
@@ -48,7 +49,7 @@ async def test_a_condition_the_executor_writes_meanwhile_is_kept(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    custom = client.CustomObjectsApi(runtime.api)
+    custom = client.CustomObjectsApi(typed.client())
     body = {
         "apiVersion": f"{G}/{V}",
         "kind": "WorkflowExecution",

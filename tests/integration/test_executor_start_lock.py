@@ -18,6 +18,7 @@ from aianalysis import errors, kube, resources, settings
 from aianalysis.executor import guards, preflight, startlock
 from aianalysis.kube import leases
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
@@ -35,7 +36,7 @@ async def replicas(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterato
 
 
 def execution(api: Any, namespace: str, name: str, target: str) -> dict[str, Any]:
-    body: dict[str, Any] = client.CustomObjectsApi(api).create_namespaced_custom_object(
+    body: dict[str, Any] = client.CustomObjectsApi(typed.client()).create_namespaced_custom_object(
         G, V, namespace, WFE,
         {
             "apiVersion": f"{G}/{V}", "kind": "WorkflowExecution", "metadata": {"name": name},
@@ -51,7 +52,7 @@ def execution(api: Any, namespace: str, name: str, target: str) -> dict[str, Any
 
 def running_elsewhere(api: Any) -> int:
     """Executions the guards count as running in the whole (shared) test cluster right now."""
-    listed: Any = client.CustomObjectsApi(api).list_cluster_custom_object(G, V, WFE)
+    listed: Any = client.CustomObjectsApi(typed.client()).list_cluster_custom_object(G, V, WFE)
     runs = [guards.run_of(body) for body in listed["items"]]
     return len([r for r in runs if r.ran and r.phase not in guards.TERMINAL])
 

@@ -15,6 +15,7 @@ from kubernetes import client
 from aianalysis import kube, resources
 from aianalysis.intake import dedup, mapping, payload, resolve
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
@@ -44,7 +45,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def tracker(api: client.ApiClient, clock: Clock) -> Callable[..., dedup.Tracker]:
+def tracker(api: kube.ApiClient, clock: Clock) -> Callable[..., dedup.Tracker]:
     def make(**kwargs: Any) -> dedup.Tracker:
         return dedup.Tracker(api, cooldown_seconds=COOLDOWN, clock=clock, **kwargs)
 
@@ -81,22 +82,22 @@ def incoming(namespace: str, pod: str, *, status: str = "firing", workload: str 
     )
 
 
-def items(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = client.CustomObjectsApi(api).list_namespaced_custom_object(
+def items(api: kube.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = client.CustomObjectsApi(typed.client()).list_namespaced_custom_object(
         G, V, namespace, AIA
     )["items"]
     return sorted(found, key=lambda i: i["metadata"]["name"])
 
 
-def end(api: client.ApiClient, namespace: str, name: str, *, completed_at: str) -> None:
-    client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+def end(api: kube.ApiClient, namespace: str, name: str, *, completed_at: str) -> None:
+    client.CustomObjectsApi(typed.client()).patch_namespaced_custom_object_status(
         G, V, namespace, AIA, name, {"status": {"phase": "Completed", "reason": "WorkflowSelected",
                                                  "completedAt": completed_at}},
     )  # fmt: skip
 
 
 async def test_repeats_count_on_one_analysis_and_the_cooldown_starts_a_new_one_after_it(
-    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker], clock: Clock
+    api: kube.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker], clock: Clock
 ) -> None:
     intake = tracker()
     outcomes = [await intake.handle(incoming(namespace, f"api-{i}")) for i in range(5)]
@@ -124,7 +125,7 @@ async def test_repeats_count_on_one_analysis_and_the_cooldown_starts_a_new_one_a
 
 
 async def test_a_resolved_alert_ends_an_analysis_that_has_not_started_and_the_next_firing_starts_anew(
-    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+    api: kube.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
 ) -> None:
     cancelled: list[str] = []
     intake = tracker(on_cancelled=cancelled.append)
@@ -148,12 +149,12 @@ async def test_a_resolved_alert_ends_an_analysis_that_has_not_started_and_the_ne
 
 
 async def test_a_resolved_alert_leaves_a_started_analysis_alone(
-    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+    api: kube.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
 ) -> None:
     intake = tracker()
     await intake.handle(incoming(namespace, "api-1"))
     [item] = items(api, namespace)
-    client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+    client.CustomObjectsApi(typed.client()).patch_namespaced_custom_object_status(
         G, V, namespace, AIA, item["metadata"]["name"], {"status": {"phase": "Investigating"}}
     )
 
@@ -163,7 +164,7 @@ async def test_a_resolved_alert_leaves_a_started_analysis_alone(
 
 
 async def test_resolved_after_the_analysis_ended_is_recorded_for_the_assessment(
-    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+    api: kube.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
 ) -> None:
     intake = tracker()
     await intake.handle(incoming(namespace, "api-1"))
@@ -179,7 +180,7 @@ async def test_resolved_after_the_analysis_ended_is_recorded_for_the_assessment(
 
 
 async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_business_context(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     cluster.kubectl(
         "label",
@@ -191,7 +192,7 @@ async def test_pods_resolve_to_their_deployment_and_namespace_labels_give_the_bu
         "other.example/environment=production",
     )
     cluster.kubectl("annotate", "namespace", namespace, "kubernaut.ai/service-owner=web team")
-    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
+    apps, core = kubernetes.client.AppsV1Api(typed.client()), kubernetes.client.CoreV1Api(typed.client())
     spec = {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {
@@ -245,9 +246,9 @@ def _owned_by(kind: str, name: str, uid: str) -> dict[str, Any]:
 
 
 async def test_alerts_about_gone_pods_deduplicate_onto_their_workload_that_exists(
-    api: client.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
+    api: kube.ApiClient, namespace: str, tracker: Callable[..., dedup.Tracker]
 ) -> None:
-    apps = kubernetes.client.AppsV1Api(api)
+    apps = kubernetes.client.AppsV1Api(typed.client())
     template = {
         "metadata": {"labels": {"app": "shop"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]},
@@ -312,7 +313,7 @@ async def test_alerts_about_gone_pods_deduplicate_onto_their_workload_that_exist
 
 
 async def test_a_flood_of_distinct_alert_keys_keeps_the_in_memory_maps_bounded(
-    api: client.ApiClient,
+    api: kube.ApiClient,
     namespace: str,
     tracker: Callable[..., dedup.Tracker],
     monkeypatch: pytest.MonkeyPatch,

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from aianalysis import catalog, resources
+from aianalysis import catalog, kube, resources
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader
 from aianalysis_dev import devcluster
@@ -23,8 +22,8 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
-def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
-    with cluster.api_client() as api_client:
+def api(cluster: devcluster.Cluster) -> Iterator[kube.ApiClient]:
+    with kube.api_client(str(cluster.kubeconfig)) as api_client:
         yield api_client
 
 
@@ -33,7 +32,7 @@ def chain(cluster: devcluster.Cluster, namespace: str) -> Chain:
     return Chain(cluster, namespace)
 
 
-def toolbox(api: client.ApiClient, namespace: str, **limits: Any) -> tools.ToolBox:
+def toolbox(api: kube.ApiClient, namespace: str, **limits: Any) -> tools.ToolBox:
     spec = resources.AIAnalysisSpec.model_validate(
         {
             "signal": {"type": "CrashLoopBackOff", "severity": "high"},
@@ -56,7 +55,7 @@ def new_namespace(cluster: devcluster.Cluster) -> str:
 
 
 async def test_list_resources_shows_kubectl_like_rows_filtered_by_the_api_server(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     box = toolbox(api, namespace)
     pods = await box.call("list_resources", {"kind": "Pod", "label_selector": "app=web"})
@@ -69,7 +68,7 @@ async def test_list_resources_shows_kubectl_like_rows_filtered_by_the_api_server
 
 
 async def test_malformed_selectors_come_back_as_the_api_servers_error(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     box = toolbox(api, namespace)
     bad_label = await box.call("list_resources", {"kind": "Pod", "label_selector": "app in (web"})
@@ -79,7 +78,7 @@ async def test_malformed_selectors_come_back_as_the_api_servers_error(
 
 
 async def test_find_resources_searches_allowed_namespaces_and_never_denied_ones(
-    cluster: devcluster.Cluster, api: client.ApiClient, chain: Chain, namespace: str
+    cluster: devcluster.Cluster, api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     allowed, denied = new_namespace(cluster), new_namespace(cluster)
     for where in (allowed, denied):
@@ -94,7 +93,7 @@ async def test_find_resources_searches_allowed_namespaces_and_never_denied_ones(
 
 
 async def test_rollout_history_shows_revisions_and_the_template_change(
-    cluster: devcluster.Cluster, api: client.ApiClient, chain: Chain, namespace: str
+    cluster: devcluster.Cluster, api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     cluster.kubectl(
         "annotate", "-n", namespace, "replicaset", "web-5d8f", "deployment.kubernetes.io/revision=1"
@@ -134,7 +133,7 @@ async def test_rollout_history_shows_revisions_and_the_template_change(
 
 
 async def test_namespace_events_are_merged_newest_first_and_filterable(
-    cluster: devcluster.Cluster, api: client.ApiClient, chain: Chain, namespace: str
+    cluster: devcluster.Cluster, api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     for name, reason, kind, at in (
         ("a", "BackOff", "Warning", "2026-11-20T10:06:00Z"),
@@ -152,7 +151,7 @@ async def test_namespace_events_are_merged_newest_first_and_filterable(
 
 
 async def test_custom_kinds_served_in_allowed_groups_are_readable_and_others_are_not(
-    cluster: devcluster.Cluster, crds: list[str], api: client.ApiClient, namespace: str
+    cluster: devcluster.Cluster, crds: list[str], api: kube.ApiClient, namespace: str
 ) -> None:
     _install_crd(cluster, group="cert-manager.io", kind="Certificate", plural="certificates")
     _install_crd(cluster, group="bitnami.com", kind="SealedSecret", plural="sealedsecrets")
@@ -188,13 +187,13 @@ async def test_custom_kinds_served_in_allowed_groups_are_readable_and_others_are
         assert refused.is_error and ("may hold secrets" in refused.text or "unknown kind" in refused.text)
 
 
-async def test_top_reports_that_the_metrics_api_is_not_served(api: client.ApiClient, namespace: str) -> None:
+async def test_top_reports_that_the_metrics_api_is_not_served(api: kube.ApiClient, namespace: str) -> None:
     result = await toolbox(api, namespace).call("top", {"resource": "nodes"})
     assert result.is_error and "does not serve the metrics API" in result.text
 
 
 async def test_a_huge_list_is_one_bounded_page_that_says_how_to_narrow(
-    cluster: devcluster.Cluster, api: client.ApiClient, namespace: str
+    cluster: devcluster.Cluster, api: kube.ApiClient, namespace: str
 ) -> None:
     items = [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:03d}"}, "data": {"k": "v"}}
@@ -305,7 +304,7 @@ def metrics_api(cluster: devcluster.Cluster) -> Iterator[None]:
 
 
 async def test_top_compares_pod_usage_with_limits_when_the_metrics_api_is_served(
-    cluster: devcluster.Cluster, api: client.ApiClient, chain: Chain, namespace: str, metrics_api: None
+    cluster: devcluster.Cluster, api: kube.ApiClient, chain: Chain, namespace: str, metrics_api: None
 ) -> None:
     cluster.kubectl(
         "create",

@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from aianalysis import catalog, resources
+from aianalysis import catalog, kube, resources
 from aianalysis import errors as tools_errors
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader as k8s
+from aianalysis.kube import config as kube_config
+from aianalysis.kube import rest as kube_rest
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
@@ -166,8 +167,8 @@ class Chain:
 
 
 @pytest.fixture
-def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
-    with cluster.api_client() as api_client:
+def api(cluster: devcluster.Cluster) -> Iterator[kube.ApiClient]:
+    with kube.api_client(str(cluster.kubeconfig)) as api_client:
         yield api_client
 
 
@@ -187,7 +188,7 @@ def toolbox(reader: tools.ClusterReader, namespace: str) -> tools.ToolBox:
 
 
 async def test_get_object_returns_the_api_servers_json(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     obj = await k8s.KubernetesReader(api).get_object(kind="Deployment", name="web", namespace=namespace)
     assert obj["kind"] == "Deployment" and obj["metadata"]["uid"] == chain.deployment["metadata"]["uid"]
@@ -195,7 +196,7 @@ async def test_get_object_returns_the_api_servers_json(
 
 
 async def test_get_resource_output_is_redacted_yaml(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     box = toolbox(k8s.KubernetesReader(api), namespace)
     pod = await box.call("get_resource", {"kind": "Pod", "name": "web-5d8f-a"})
@@ -211,7 +212,7 @@ async def test_get_resource_output_is_redacted_yaml(
 
 
 async def test_missing_object_and_secret(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     cluster.kubectl(
         "create", "secret", "generic", "db", f"--from-literal=password={SECRET_VALUE}", "-n", namespace
@@ -226,7 +227,7 @@ async def test_missing_object_and_secret(
 
 
 async def test_custom_resources_are_readable(
-    api: client.ApiClient, cluster: devcluster.Cluster, crds: list[str], namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, crds: list[str], namespace: str
 ) -> None:
     create(
         cluster,
@@ -248,7 +249,7 @@ async def test_custom_resources_are_readable(
     assert "kind: AIAnalysis" in result.text and "type: OOMKilled" in result.text
 
 
-async def test_events_of_an_object(api: client.ApiClient, chain: Chain, namespace: str) -> None:
+async def test_events_of_an_object(api: kube.ApiClient, chain: Chain, namespace: str) -> None:
     events = await k8s.KubernetesReader(api).list_events(kind="Pod", name="web-5d8f-a", namespace=namespace)
     assert [e["reason"] for e in events] == ["BackOff"]
     box = toolbox(k8s.KubernetesReader(api), namespace)
@@ -265,7 +266,7 @@ async def test_events_of_an_object(api: client.ApiClient, chain: Chain, namespac
 
 
 async def test_pods_of_a_deployment_follow_owner_references(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     reader = k8s.KubernetesReader(api)
     pods = await reader.list_pods_of_owner(kind="Deployment", name="web", namespace=namespace)
@@ -282,7 +283,7 @@ async def test_pods_of_a_deployment_follow_owner_references(
     assert "web-orphan" not in result.text and "memory: 128Mi" in result.text
 
 
-async def test_pods_of_a_missing_owner(api: client.ApiClient, namespace: str) -> None:
+async def test_pods_of_a_missing_owner(api: kube.ApiClient, namespace: str) -> None:
     result = await toolbox(k8s.KubernetesReader(api), namespace).call(
         "list_pods_of_owner", {"kind": "Deployment", "name": "ghost"}
     )
@@ -290,7 +291,7 @@ async def test_pods_of_a_missing_owner(api: client.ApiClient, namespace: str) ->
 
 
 async def test_pod_logs_without_a_kubelet_give_a_clear_error(
-    api: client.ApiClient, chain: Chain, namespace: str
+    api: kube.ApiClient, chain: Chain, namespace: str
 ) -> None:
     result = await toolbox(k8s.KubernetesReader(api), namespace).call(
         "get_pod_logs", {"name": "web-5d8f-a", "previous": True}
@@ -305,10 +306,8 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
 
 
 async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
-    configuration = client.Configuration()
-    configuration.host = "https://127.0.0.1:9"  # discard port: connection refused
-    configuration.retries = False
-    with client.ApiClient(configuration) as unreachable:
+    discard = kube_config.Connection(server="https://127.0.0.1:9")  # the discard port: connection refused
+    with kube_rest.ApiClient(discard, pool_size=1) as unreachable:
         reader = k8s.KubernetesReader(unreachable, timeout_seconds=2)
         with pytest.raises(tools_errors.ClusterError) as raised:
             await reader.get_object(kind="Node", name="n1", namespace=None)
@@ -316,7 +315,7 @@ async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
 
 
 async def test_a_volume_attachment_is_read_and_listed_with_its_volume_and_node(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     """VolumeAttachments (storage.k8s.io, cluster-scoped) tell which node holds a volume: the
     offline investigation reads the PV, NODE and ATTACHED columns of the list."""

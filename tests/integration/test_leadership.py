@@ -16,22 +16,23 @@ from kubernetes import client
 from aianalysis import kube
 from aianalysis.controller import leadership
 from aianalysis_dev import devcluster
+from tests.support import typed
 
 pytestmark = pytest.mark.cluster
 
 
-def lease_held_by(api: client.ApiClient, namespace: str, *, holder: str, renewed: datetime.datetime) -> None:
+def lease_held_by(api: kube.ApiClient, namespace: str, *, holder: str, renewed: datetime.datetime) -> None:
     body = client.V1Lease(
         metadata=client.V1ObjectMeta(name="aianalysis-operator", namespace=namespace),
         spec=client.V1LeaseSpec(
             holder_identity=holder, lease_duration_seconds=2, acquire_time=renewed, renew_time=renewed
         ),
     )
-    client.CoordinationV1Api(api).create_namespaced_lease(namespace, body)
+    client.CoordinationV1Api(typed.client()).create_namespaced_lease(namespace, body)
 
 
-def renew(api: client.ApiClient, namespace: str, when: datetime.datetime) -> None:
-    coordination = client.CoordinationV1Api(api)
+def renew(api: kube.ApiClient, namespace: str, when: datetime.datetime) -> None:
+    coordination = client.CoordinationV1Api(typed.client())
     lease = coordination.read_namespaced_lease("aianalysis-operator", namespace)
     lease.spec.renew_time = when
     coordination.replace_namespaced_lease("aianalysis-operator", namespace, lease)
@@ -60,7 +61,7 @@ async def test_a_standby_with_a_skewed_clock_does_not_steal_a_live_lease(
     await asyncio.wait_for(standby.acquire(), timeout=10)  # the holder stopped renewing: taken over
     waited = time.monotonic() - stopped
     assert standby.leading and 2.0 <= waited < 6.0, waited
-    held = client.CoordinationV1Api(api).read_namespaced_lease("aianalysis-operator", namespace)
+    held = client.CoordinationV1Api(typed.client()).read_namespaced_lease("aianalysis-operator", namespace)
     assert held.spec.holder_identity == "standby"
     api.close()
 

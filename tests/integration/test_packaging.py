@@ -257,6 +257,8 @@ def test_image_holds_the_locked_distributions_and_no_dev_tooling(image: Image) -
     assert "controller/handlers.py" in modules and "cli.py" in modules
     assert not [m for m in modules if re.match(r"(devcluster|demo)\b", m)], modules
     assert not {"pytest", "mypy", "ruff", "import-linter", "deptry", "httpx", "matplotlib"} & installed.keys()
+    # The operator talks to the API server itself (kube/rest.py): the typed client is a dev tool.
+    assert "kubernetes" not in installed
 
 
 @IMAGE_BUILD_TIMEOUT

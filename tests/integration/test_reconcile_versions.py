@@ -15,7 +15,7 @@ from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
-from tests.support import analyses
+from tests.support import analyses, typed
 
 pytestmark = pytest.mark.cluster
 
@@ -36,7 +36,7 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
 
 
 def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(runtime.api)
+    return client.CustomObjectsApi(typed.client())
 
 
 async def test_an_analysed_object_is_not_analysed_again(runtime: runtime_mod.Runtime, namespace: str) -> None:

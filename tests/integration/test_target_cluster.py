@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client
 
-from aianalysis import catalog, resources
+from aianalysis import catalog, kube, resources
 from aianalysis.analysis import scope, tools
 from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
@@ -18,8 +17,8 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
-def api(cluster: devcluster.Cluster) -> Iterator[client.ApiClient]:
-    with cluster.api_client() as api_client:
+def api(cluster: devcluster.Cluster) -> Iterator[kube.ApiClient]:
+    with kube.api_client(str(cluster.kubeconfig)) as api_client:
         yield api_client
 
 
@@ -30,7 +29,7 @@ def ref(kind: str, name: str, namespace: str | None) -> scope.ObjectRef:
 
 
 async def test_the_owner_chain_of_a_pod_is_in_scope_and_a_neighbour_is_not(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     Chain(cluster, namespace)
     incident = resources.ResourceRef(kind="Pod", name="web-5d8f-a", namespace=namespace)
@@ -44,7 +43,7 @@ async def test_the_owner_chain_of_a_pod_is_in_scope_and_a_neighbour_is_not(
 
 
 async def test_facts_are_detected_from_the_hpa_and_pdb_that_concern_the_target(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     Chain(cluster, namespace)
     create(
@@ -84,7 +83,7 @@ async def test_facts_are_detected_from_the_hpa_and_pdb_that_concern_the_target(
 
 
 async def test_facts_and_scope_on_the_right_object_on_a_real_api_server(
-    api: client.ApiClient, cluster: devcluster.Cluster, namespace: str
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
     """A PDB incident concerns the Deployment it selects; the PDB itself is pdbProtected; any
     NetworkPolicy isolates the namespace; Argo CD's namespace label marks it GitOps-managed; the

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from aianalysis import catalog, errors
 from aianalysis.catalog import sync as catalog_sync
+from aianalysis.kube import config as kube_config
+from aianalysis.kube import rest as kube_rest
 from aianalysis.kube import watching
 
 
@@ -32,7 +33,9 @@ def make() -> tuple[catalog_sync.CatalogSync, catalog.Catalog, list[int]]:
     found = catalog.Catalog()
     changes: list[int] = []
     sync = catalog_sync.CatalogSync(
-        api=client.ApiClient(), catalog=found, on_change=lambda: changes.append(1)
+        api=kube_rest.ApiClient(kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1),
+        catalog=found,
+        on_change=lambda: changes.append(1),
     )
     return sync, found, changes
 

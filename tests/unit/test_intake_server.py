@@ -10,17 +10,18 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-from kubernetes import client as k8s
 
 from aianalysis import metrics
 from aianalysis.intake import dedup, mapping, resolve, server
+from aianalysis.kube import config as kube_config
+from aianalysis.kube import rest as kube_rest
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def make_intake(queue_limit: int = 100) -> server.Intake:
-    api = k8s.ApiClient()
+    api = kube_rest.ApiClient(kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1)
     return server.Intake(
         token=TOKEN,
         config=mapping.MappingConfig(),

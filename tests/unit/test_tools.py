@@ -9,13 +9,13 @@ import re
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader as k8s
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as kube_reader
+from aianalysis.kube import rest
 
 PRODUCTION = {
     "environment": "production",
@@ -683,8 +683,8 @@ def test_label_selector_translation() -> None:
     ],
 )
 def test_api_errors_are_classified(status: int, expected: type[Exception]) -> None:
-    exc = client.ApiException(status=status, reason="r")
-    exc.body = json.dumps({"kind": "Status", "message": f"server says {status}"})
+    body = json.dumps({"kind": "Status", "message": f"server says {status}"}).encode()
+    exc = rest.ApiError(status=status, reason="r", body=body)
     classified = k8s.reader_error(exc, what="Pod ns/x")
     assert isinstance(classified, expected)
     assert isinstance(classified, kube_reader.NotFound) == (status == 404)  # "target deleted"

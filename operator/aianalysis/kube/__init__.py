@@ -1,4 +1,4 @@
-"""The one door to the Kubernetes API: the only package that imports the ``kubernetes`` client.
+"""The one door to the Kubernetes API: the only package that speaks HTTP to the API server.
 
 ``client`` opens the process' API client; ``objects`` reads and writes our custom objects (status
 writes bound to uid and resourceVersion); ``reader``/``api_reader``/``kinds`` are the read-only

@@ -1,4 +1,4 @@
-"""``KubernetesReader``: the ``ClusterReader`` over the ``kubernetes`` client.
+"""``KubernetesReader``: the ``ClusterReader`` over the API server (:mod:`aianalysis.kube.rest`).
 
 - Calls are blocking, so each runs in a thread (``asyncio.to_thread``) with a request timeout.
 - Objects are fetched as plain REST calls (:mod:`aianalysis.kube.rest`, never the client's typed
@@ -21,8 +21,6 @@ import asyncio
 import json
 from typing import Any
 
-from kubernetes import client
-
 from aianalysis import errors
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import kinds, reader, rest
@@ -32,7 +30,7 @@ MAX_LOG_BYTES = 512_000
 
 
 class KubernetesReader:
-    def __init__(self, api: client.ApiClient, *, timeout_seconds: float = 15.0) -> None:
+    def __init__(self, api: rest.ApiClient, *, timeout_seconds: float = 15.0) -> None:
         self._api = api
         self._timeout = timeout_seconds
 
@@ -168,7 +166,7 @@ class KubernetesReader:
         def call() -> bytes:
             try:
                 return rest.get_bytes(self._api, url_path, query=query, timeout=self._timeout)
-            except (client.ApiException, *kube_errors.UNREACHABLE) as exc:
+            except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
                 raise reader_error(exc, what=what) from exc
 
         return await asyncio.to_thread(call)

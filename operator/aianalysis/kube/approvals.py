@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis import errors
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
@@ -20,7 +18,7 @@ TIMEOUT_SECONDS = 15.0
 _ADMISSION = ("apis", "admissionregistration.k8s.io", "v1")
 
 
-def whoami(api: k8s.ApiClient) -> str:
+def whoami(api: rest.ApiClient) -> str:
     """The user name the API server authenticates this client as (a SelfSubjectReview)."""
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     review: Any = kube_errors.blocking(
@@ -38,7 +36,7 @@ def whoami(api: k8s.ApiClient) -> str:
     return str(name)
 
 
-def approval_policy_in_force(api: k8s.ApiClient, name: str) -> str | None:
+def approval_policy_in_force(api: rest.ApiClient, name: str) -> str | None:
     """None when the ValidatingAdmissionPolicy ``name`` and its binding of the same name exist and
     deny (so every approval on a WorkflowExecution was checked by the API server); else why not."""
     policy = _read(
@@ -62,7 +60,7 @@ def approval_policy_in_force(api: k8s.ApiClient, name: str) -> str | None:
     return None
 
 
-def namespace_labels(api: k8s.ApiClient, name: str) -> dict[str, str] | None:
+def namespace_labels(api: rest.ApiClient, name: str) -> dict[str, str] | None:
     """The Namespace's labels (None when it does not exist)."""
     found = _read(api, f"namespace {name}", ("api", "v1", "namespaces", name))
     if found is None:
@@ -70,7 +68,7 @@ def namespace_labels(api: k8s.ApiClient, name: str) -> dict[str, str] | None:
     return dict((found.get("metadata") or {}).get("labels") or {})
 
 
-def auto_executed_before(api: k8s.ApiClient, *, namespace: str, uid: str) -> bool:
+def auto_executed_before(api: rest.ApiClient, *, namespace: str, uid: str) -> bool:
     """Whether autoExecute already ran this very analysis (its ``AutoExecuted`` Event, matched by
     uid): a deleted execution is a person's decision, never re-created by the policy."""
     found: Any = kube_errors.blocking(
@@ -84,7 +82,7 @@ def auto_executed_before(api: k8s.ApiClient, *, namespace: str, uid: str) -> boo
     return bool((found or {}).get("items"))
 
 
-def _read(api: k8s.ApiClient, what: str, segments: tuple[str, ...]) -> dict[str, Any] | None:
+def _read(api: rest.ApiClient, what: str, segments: tuple[str, ...]) -> dict[str, Any] | None:
     """The object at ``segments``, or None when there is none; other failures are mapped by
     :mod:`aianalysis.kube.errors` (a refusal for good raises ``ClusterRejectedError``)."""
     found: Any = kube_errors.blocking(

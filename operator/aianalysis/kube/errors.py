@@ -1,4 +1,4 @@
-"""The one map from the ``kubernetes`` client's failures to the project's :mod:`aianalysis.errors`.
+"""The one map from the API client's failures to the project's :mod:`aianalysis.errors`.
 
 Every call into the client goes through :func:`call` (or :func:`classify` where the call is already
 on a thread): the client's own exceptions never leave this package. The original is chained as the
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
-from kubernetes import client as k8s
 
 from aianalysis import errors
+from aianalysis.kube import rest
 
 #: What the client raises when the API server cannot be reached.
 UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
@@ -33,7 +33,7 @@ FORBIDDEN, NOT_FOUND, CONFLICT, GONE, INVALID = 403, 404, 409, 410, 422
 
 def classify(exc: BaseException, *, what: str) -> errors.ClusterError | errors.ClusterRejectedError:
     """``exc`` (an ``ApiException`` or a connection failure) as the project's error about ``what``."""
-    if not isinstance(exc, k8s.ApiException):
+    if not isinstance(exc, rest.ApiError):
         return errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__}: {exc})")
     status = int(exc.status or 0)
     detail = status_message(exc)
@@ -49,7 +49,7 @@ def blocking(
     of the error whose status is ``none_on`` (404: "there is none", 409: "it exists already")."""
     try:
         return function(*args, **options)
-    except (k8s.ApiException, *UNREACHABLE) as exc:
+    except (rest.ApiError, *UNREACHABLE) as exc:
         mapped = classify(exc, what=what)
         if none_on is not None and mapped.status == none_on:
             return None
@@ -63,11 +63,9 @@ async def call(
     return await asyncio.to_thread(blocking, what, function, *args, none_on=none_on, **options)
 
 
-def status_message(exc: k8s.ApiException) -> str:
+def status_message(exc: rest.ApiError) -> str:
     """The ``message`` of the API server's ``Status`` body, else the HTTP reason."""
-    body = exc.body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", errors="replace")
+    body = (exc.body or b"").decode("utf-8", errors="replace")
     try:
         found = json.loads(body) if body else {}
     except ValueError:

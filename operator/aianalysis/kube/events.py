@@ -9,8 +9,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis import errors
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
@@ -24,7 +22,7 @@ CLUSTER_EVENTS_NAMESPACE = "default"
 
 
 def post(
-    api: k8s.ApiClient,
+    api: rest.ApiClient,
     *,
     about: Mapping[str, Any],
     type: str,  # the Event's own field name

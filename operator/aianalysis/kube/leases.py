@@ -9,8 +9,6 @@ import dataclasses
 import datetime
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
 
@@ -31,7 +29,7 @@ class Lease:
     """The version read (None: not in the cluster yet, :func:`write` creates it)."""
 
 
-def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Lease | None:
+def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
     found: Any = kube_errors.blocking(
         f"reading lease {namespace}/{name}",
@@ -56,7 +54,7 @@ def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Lease | None:
     )
 
 
-def write(api: k8s.ApiClient, lease: Lease) -> bool:
+def write(api: rest.ApiClient, lease: Lease) -> bool:
     """Create ``lease``, or replace it if it is still at ``lease.resource_version``; False when
     another writer won (it exists already, or changed since it was read)."""
     metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}

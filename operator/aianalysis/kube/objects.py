@@ -19,8 +19,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis import errors, metrics, resources
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
@@ -54,13 +52,13 @@ class Written(enum.Enum):
     """The object it was computed for is gone (deleted, or replaced by another under its name)."""
 
 
-async def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+async def get(api: rest.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """The object as the API server has it now; None when there is none under that name
     (``namespace`` empty: a cluster-scoped object)."""
     return await asyncio.to_thread(get_blocking, api, namespace, plural, name)
 
 
-def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+def get_blocking(api: rest.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
     what = f"reading {plural} {_where(namespace, name)}"
     read = _method(api, "get", namespace=namespace)
@@ -71,7 +69,7 @@ def get_blocking(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> 
 
 
 async def list_objects(
-    api: k8s.ApiClient,
+    api: rest.ApiClient,
     *,
     plural: str,
     namespace: str,
@@ -93,11 +91,11 @@ async def list_objects(
             return items
 
 
-async def get_aianalysis(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+async def get_aianalysis(api: rest.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
     return await get(api, namespace, resources.AIANALYSIS_PLURAL, name)
 
 
-async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) -> dict[str, Any] | None:
+async def create(api: rest.ApiClient, body: Mapping[str, Any], *, plural: str) -> dict[str, Any] | None:
     """The product's one create: ``body`` (namespaced when its metadata names a namespace; of any
     named API group — ``batch/v1`` Jobs too — its ``apiVersion`` says which, ours by default) as
     created, or None when one of that name exists (the name is the idempotency key)."""
@@ -114,7 +112,7 @@ async def create(api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str) ->
 
 
 async def write_status(
-    api: k8s.ApiClient,
+    api: rest.ApiClient,
     *,
     namespace: str,
     plural: str,
@@ -134,7 +132,7 @@ async def write_status(
 
 
 async def write_status_at(
-    api: k8s.ApiClient, body: Mapping[str, Any], *, plural: str, fields: Mapping[str, Any]
+    api: rest.ApiClient, body: Mapping[str, Any], *, plural: str, fields: Mapping[str, Any]
 ) -> Written:
     """:func:`write_status` onto the object ``body`` as the caller read it — its uid, its
     resourceVersion and its status — so no read is needed before the write."""
@@ -147,7 +145,7 @@ async def write_status_at(
 
 
 def write_status_blocking(
-    api: k8s.ApiClient,
+    api: rest.ApiClient,
     *,
     namespace: str,
     plural: str,
@@ -194,7 +192,7 @@ def write_status_blocking(
     return Written.OK, version if isinstance(version, str) else None
 
 
-def _method(api: k8s.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
+def _method(api: rest.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
     """``verb`` (get, create, patch) of a custom object — namespaced (``namespace`` bound) or
     cluster-scoped — taking ``(group, version, plural, …)`` either way, as a plain REST call (no
     typed API class: see :mod:`aianalysis.kube.rest`). No request timeout, as before."""

@@ -11,8 +11,6 @@ import dataclasses
 import enum
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
 
@@ -35,7 +33,7 @@ def _path(namespace: str, name: str | None = None) -> str:
     return rest.path("api", "v1", "namespaces", namespace, "configmaps", *([name] if name else []))
 
 
-async def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Record:
+async def read(api: rest.ApiClient, *, namespace: str, name: str) -> Record:
     """The record as the API server has it (empty, without a version, when there is none)."""
     found: Any = await kube_errors.call(
         f"reading ConfigMap {namespace}/{name}",
@@ -52,7 +50,13 @@ async def read(api: k8s.ApiClient, *, namespace: str, name: str) -> Record:
 
 
 async def write(
-    api: k8s.ApiClient, *, namespace: str, name: str, data: dict[str, str], at: Record, labels: dict[str, str]
+    api: rest.ApiClient,
+    *,
+    namespace: str,
+    name: str,
+    data: dict[str, str],
+    at: Record,
+    labels: dict[str, str],
 ) -> Saved:
     """``data`` as the record, if the record is still as read in ``at`` (created when ``at`` had
     none); :attr:`Saved.CONFLICT` when another writer came first."""

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import urllib3
-from kubernetes import client
 
 from aianalysis import errors, resources
 from aianalysis.kube import api_reader, reader, rest
@@ -21,9 +20,7 @@ POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", 
 TIMEOUT_SECONDS = 15.0
 
 
-async def read(
-    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
-) -> dict[str, Any] | None:
+async def read(api: rest.ApiClient, *, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
     """The target as the API server has it; None when it does not exist. A kind the reader cannot
     read (or may not) raises :class:`reader.Unavailable`."""
     try:
@@ -33,7 +30,7 @@ async def read(
 
 
 async def pods_of(
-    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
+    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
 ) -> list[dict[str, Any]] | None:
     """The Pods whose health is the target's (a Pod: itself); None for kinds that run no Pods."""
     if namespace is None:
@@ -52,20 +49,20 @@ async def pods_of(
 
 
 async def labels(
-    api: client.ApiClient, *, kind: str, name: str, namespace: str | None
+    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
 ) -> dict[str, str] | None:
     """An object's labels (None when it does not exist)."""
     found = await read(api, kind=kind, name=name, namespace=namespace)
     return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
 
 
-async def namespace_labels(api: client.ApiClient, namespace: str) -> dict[str, str]:
+async def namespace_labels(api: rest.ApiClient, namespace: str) -> dict[str, str]:
     """The labels of a namespace (empty when it cannot be read: the guard then sees no opt-in)."""
 
     def call() -> dict[str, str]:
         try:
             ns = rest.get_json(api, rest.path("api", "v1", "namespaces", namespace), timeout=TIMEOUT_SECONDS)
-        except client.ApiException as exc:
+        except rest.ApiError as exc:
             if exc.status in (403, 404):
                 return {}
             raise errors.ClusterError(f"reading namespace {namespace}: {exc.status} {exc.reason}") from exc
@@ -78,7 +75,7 @@ async def namespace_labels(api: client.ApiClient, namespace: str) -> dict[str, s
     return await asyncio.to_thread(call)
 
 
-async def executions(api: client.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:
+async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:
     """WorkflowExecutions of one namespace, or of all (``namespace`` None)."""
     G, V, P = resources.GROUP, resources.VERSION, resources.WORKFLOWEXECUTION_PLURAL
     url_path = (
@@ -90,7 +87,7 @@ async def executions(api: client.ApiClient, *, namespace: str | None) -> list[di
     def call() -> bytes:
         try:
             return rest.get_bytes(api, url_path, timeout=TIMEOUT_SECONDS)
-        except client.ApiException as exc:
+        except rest.ApiError as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
             ) from exc
@@ -103,13 +100,13 @@ async def executions(api: client.ApiClient, *, namespace: str | None) -> list[di
     return list(found.get("items") or [])
 
 
-async def server_time(api: client.ApiClient) -> datetime.datetime:
+async def server_time(api: rest.ApiClient) -> datetime.datetime:
     """The API server's clock (the ``Date`` header of a cheap request; one-second resolution)."""
 
     def call() -> str:
         try:
             response = rest.request(api, "GET", "/version", timeout=TIMEOUT_SECONDS)
-        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except (rest.ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
             raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
         return str(response.headers.get("Date") or "")
 

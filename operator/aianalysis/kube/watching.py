@@ -15,8 +15,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from kubernetes import client as k8s
-
 from aianalysis import resources
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
@@ -32,7 +30,12 @@ class Page:
 
 
 def pages(
-    api: k8s.ApiClient, *, plural: str, page_size: int, namespace: str = "", field_selector: str | None = None
+    api: rest.ApiClient,
+    *,
+    plural: str,
+    page_size: int,
+    namespace: str = "",
+    field_selector: str | None = None,
 ) -> Iterator[Page]:
     """Every object of ``plural`` (this API group; in ``namespace``, or all of them) that matches
     ``field_selector``, one page at a time."""
@@ -50,7 +53,7 @@ def pages(
 
 
 def watch(
-    api: k8s.ApiClient,
+    api: rest.ApiClient,
     *,
     plural: str,
     resource_version: str,
@@ -76,7 +79,7 @@ def watch(
             obj = event.get("object") or {}
             version = (obj.get("metadata") or {}).get("resourceVersion") or version
             yield event["type"], obj, version
-    except (k8s.ApiException, *kube_errors.UNREACHABLE) as exc:
+    except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
         raise kube_errors.classify(exc, what=f"watching {plural}") from exc
 
 

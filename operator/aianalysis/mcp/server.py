@@ -203,4 +203,4 @@ def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
         yield index
     finally:
         sync.stop()
-        api.close()  # type: ignore[no-untyped-call]  # kubernetes is untyped
+        api.close()

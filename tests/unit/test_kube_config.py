@@ -1,0 +1,302 @@
+"""Where the API server is and who we are to it: kubeconfig, in-cluster, and the TLS they feed."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import ssl
+import stat
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from aianalysis.kube import config, rest
+
+SERVER = "https://k8s.example:6443"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.kube/config of the machine
+
+
+def kubeconfig(
+    user: dict[str, Any], *, cluster: dict[str, Any] | None = None, **context: Any
+) -> dict[str, Any]:
+    return {
+        "current-context": "ctx",
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", **context}}],
+        "clusters": [{"name": "c", "cluster": cluster or {"server": SERVER}}],
+        "users": [{"name": "u", "user": user}],
+    }
+
+
+def write(path: Path, content: dict[str, Any]) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(content))
+    return str(path)
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_a_token_user_gives_the_server_the_ca_beside_the_kubeconfig_and_the_context_namespace(
+    tmp_path: Path,
+) -> None:
+    cluster = {
+        "server": SERVER + "/",
+        "certificate-authority": "pki/ca.crt",
+        "tls-server-name": "api.internal",
+    }
+    path = write(
+        tmp_path / "kube" / "config", kubeconfig({"token": "s3cret"}, cluster=cluster, namespace="team")
+    )
+
+    conn = config.from_kubeconfig(path)
+
+    assert (conn.server, conn.ca_file) == (SERVER, str(tmp_path / "kube" / "pki" / "ca.crt"))
+    assert (conn.authorization(), conn.namespace, conn.tls_server_name) == (
+        "Bearer s3cret",
+        "team",
+        "api.internal",
+    )
+    assert (conn.insecure, conn.cert_file, conn.key_file) == (False, None, None)
+    assert config.current_namespace(path) == "team"
+
+
+def test_basic_auth_is_a_basic_header(tmp_path: Path) -> None:
+    conn = config.from_kubeconfig(
+        write(tmp_path / "config", kubeconfig({"username": "ann", "password": "pw"}))
+    )
+    assert conn.authorization() == "Basic " + b64("ann:pw")
+
+
+def test_kubeconfig_files_merge_first_wins_and_relative_paths_are_read_beside_their_own_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = kubeconfig({"token": "first-user"}, namespace="from-first")
+    first["contexts"][0]["context"]["user"] = "only-in-second"
+    first["clusters"][0]["cluster"] = {"server": "https://first:6443"}
+    second = kubeconfig({"tokenFile": "token"}, namespace="from-second")
+    second["current-context"] = "other"
+    second["clusters"][0]["cluster"] = {"server": "https://second:6443"}
+    second["users"][0]["name"] = "only-in-second"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "token").write_text("second-token\n")
+    paths = [write(tmp_path / "a" / "config", first), write(tmp_path / "b" / "config", second)]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(tmp_path / "absent"), *paths]))
+
+    conn = config.load()
+
+    assert (conn.server, conn.namespace) == ("https://first:6443", "from-first")
+    assert conn.authorization() == "Bearer second-token"
+    assert config.current_namespace() == "from-first"
+
+
+def test_a_token_file_is_read_again_once_it_is_a_minute_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(config, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    token = tmp_path / "token"
+    conn = config.from_kubeconfig(write(tmp_path / "config", kubeconfig({"tokenFile": str(token)})))
+    with pytest.raises(config.ConfigError, match="cannot read the token file"):
+        conn.authorization()
+    token.write_text("one\n")
+    assert conn.authorization() == "Bearer one"
+
+    token.write_text("two")
+    now[0] += config.TOKEN_REREAD_SECONDS - 1
+    assert conn.authorization() == "Bearer one"
+    now[0] += 1
+    assert conn.authorization() == "Bearer two"
+
+    token.unlink()  # the kubelet is replacing it: the last token stays
+    now[0] += config.TOKEN_REREAD_SECONDS
+    assert conn.authorization() == "Bearer two"
+
+
+def self_signed(name: str) -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
+
+
+def test_certificate_data_goes_to_private_files_that_the_tls_context_loads(tmp_path: Path) -> None:
+    cert, key = self_signed("me")
+    ca, _ = self_signed("cluster-ca")
+    user = {"client-certificate-data": b64(cert), "client-key-data": b64(key)}
+    cluster = {"server": SERVER, "certificate-authority-data": b64(ca), "tls-server-name": "api.internal"}
+    conn = config.from_kubeconfig(write(tmp_path / "config", kubeconfig(user, cluster=cluster)))
+
+    assert conn.cert_file and conn.key_file and conn.authorization() is None and conn.ca_data == ca
+    assert (Path(conn.cert_file).read_text(), Path(conn.key_file).read_text()) == (cert, key)
+    for written in (conn.cert_file, conn.key_file):
+        assert stat.S_IMODE(os.stat(written).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(Path(conn.key_file).parent).st_mode) == 0o700
+
+    with rest.ApiClient(conn, pool_size=1) as api:
+        options = api._pool.connection_pool_kw
+        assert options["server_hostname"] == "api.internal"
+        assert options["ssl_context"].verify_mode == ssl.CERT_REQUIRED
+        subjects = [c["subject"] for c in options["ssl_context"].get_ca_certs()]
+        assert subjects == [((("commonName", "cluster-ca"),),)]
+
+    _, other_key = self_signed("someone-else")
+    mismatched = config.from_kubeconfig(
+        write(tmp_path / "other", kubeconfig({**user, "client-key-data": b64(other_key)}, cluster=cluster))
+    )
+    with pytest.raises(ssl.SSLError):  # the chain really is loaded: a key not matching is refused
+        rest.ApiClient(mismatched, pool_size=1)
+
+
+PLUGIN = """#!/bin/sh
+set -eu
+echo run >> "$RUNS"
+printf '%s' "$KUBERNETES_EXEC_INFO" > "$RUNS.info"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+printf '"status":{"token":"tok-%s","expirationTimestamp":"%s"}}' "$(wc -l < "$RUNS" | tr -d ' ')" "$EXPIRES"
+"""
+
+
+def exec_connection(tmp_path: Path, script: str, expires: datetime.datetime) -> config.Connection:
+    plugin = tmp_path / "kube" / "plugin.sh"
+    plugin.parent.mkdir()
+    plugin.write_text(script)
+    plugin.chmod(0o700)
+    stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+    spec = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": "./plugin.sh",  # beside the kubeconfig, not the working directory
+        "env": [{"name": "RUNS", "value": str(tmp_path / "runs")}, {"name": "EXPIRES", "value": stamp}],
+        "provideClusterInfo": True,
+    }
+    return config.from_kubeconfig(write(tmp_path / "kube" / "config", kubeconfig({"exec": spec})))
+
+
+def runs(tmp_path: Path) -> int:
+    return len((tmp_path / "runs").read_text().splitlines())
+
+
+def test_an_exec_plugin_gets_its_env_and_exec_info_and_is_not_run_again_before_expiry(tmp_path: Path) -> None:
+    conn = exec_connection(
+        tmp_path, PLUGIN, datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    )
+
+    assert [conn.authorization(), conn.authorization(), runs(tmp_path)] == ["Bearer tok-1", "Bearer tok-1", 1]
+    info = json.loads((tmp_path / "runs.info").read_text())
+    assert (info["kind"], info["apiVersion"]) == ("ExecCredential", "client.authentication.k8s.io/v1")
+    assert (info["spec"]["interactive"], info["spec"]["cluster"]["server"]) == (False, SERVER)
+
+
+def test_an_expired_exec_credential_is_fetched_again_on_the_next_call(tmp_path: Path) -> None:
+    conn = exec_connection(
+        tmp_path, PLUGIN, datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
+    )
+
+    assert runs(tmp_path) == 1
+    assert [conn.authorization(), conn.authorization(), runs(tmp_path)] == ["Bearer tok-2", "Bearer tok-3", 3]
+
+
+def test_a_failing_exec_plugin_names_its_exit_code_and_stderr(tmp_path: Path) -> None:
+    failing = "#!/bin/sh\necho 'noise' >&2\necho 'login required: run sso login' >&2\nexit 3\n"
+    with pytest.raises(config.ConfigError, match=r"exited 3: noise\nlogin required: run sso login$"):
+        exec_connection(tmp_path, failing, datetime.datetime.now(datetime.UTC))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda c: c["users"][0].update(user={"auth-provider": {"name": "oidc"}}),
+            "'oidc'.*exec credential plugin",
+        ),
+        (lambda c: c.pop("current-context"), "sets no current-context"),
+        (lambda c: c.update({"current-context": "gone"}), "current-context 'gone' is not among its contexts"),
+        (
+            lambda c: c["contexts"][0]["context"].update(cluster="nowhere"),
+            "cluster 'nowhere', which is not in",
+        ),
+        (lambda c: c["clusters"][0].update(cluster={}), "names no server"),
+    ],
+)
+def test_an_unusable_kubeconfig_says_why(tmp_path: Path, change: Any, message: str) -> None:
+    content = kubeconfig({"token": "t"})
+    change(content)
+    with pytest.raises(config.ConfigError, match=message):
+        config.from_kubeconfig(write(tmp_path / "config", content))
+
+
+def test_missing_or_broken_kubeconfigs_say_why_and_the_namespace_falls_back_to_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(config.ConfigError, match=f"kubeconfig {tmp_path / 'absent'} does not exist"):
+        config.from_kubeconfig(str(tmp_path / "absent"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    with pytest.raises(config.ConfigError, match="no kubeconfig"):
+        config.load()
+    assert config.current_namespace() == "default"
+    (tmp_path / "broken").write_text("contexts: [\n")
+    with pytest.raises(config.ConfigError, match="is not YAML"):
+        config.from_kubeconfig(str(tmp_path / "broken"))
+    assert config.current_namespace(write(tmp_path / "plain", kubeconfig({}))) == "default"
+
+
+@pytest.mark.parametrize(
+    ("host", "server"), [("10.0.0.1", "https://10.0.0.1:443"), ("fd00::1", "https://[fd00::1]:443")]
+)
+def test_in_cluster_reads_the_service_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, server: str
+) -> None:
+    with pytest.raises(config.ConfigError, match="KUBERNETES_SERVICE_HOST"):
+        config.in_cluster(tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    (tmp_path / "token").write_text("sa-token\n")
+    assert config.in_cluster(tmp_path).namespace == "default"  # no namespace file
+    (tmp_path / "namespace").write_text("ops\n")
+
+    conn = config.in_cluster(tmp_path)
+
+    assert (conn.server, conn.namespace, conn.ca_file) == (server, "ops", str(tmp_path / "ca.crt"))
+    assert conn.authorization() == "Bearer sa-token"
+
+
+def test_load_prefers_an_explicit_kubeconfig_even_in_a_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "token").write_text("sa-token")
+    monkeypatch.setattr(config, "SERVICE_ACCOUNT", tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setenv("KUBECONFIG", write(tmp_path / "env-config", kubeconfig({"token": "t"})))
+
+    assert config.load(write(tmp_path / "config", kubeconfig({"token": "t"}))).server == SERVER
+    assert config.load().server == "https://10.0.0.1:443"  # in a Pod, $KUBECONFIG is not read
