@@ -81,7 +81,7 @@ def _catalog_point(size: int, queries: int) -> dict[str, Any]:
     gc.collect()
     before = _rss_kib()
     found = catalog_mod.Catalog()
-    admitted = gate.Gate(catalog=found, reporter=gate.ReadOnlyReporter())
+    admitted = gate.AdmissionGate(catalog=found, reporter=gate.ReadOnlyReporter())
     started = time.perf_counter()
     vocabulary, specs = catalog_search.spec_stream(size)
     for name, spec in specs:

@@ -67,3 +67,11 @@ def test_the_operator_entrypoint_loads_no_typed_kubernetes_api(entrypoint_module
     models = [m for m in entrypoint_modules if m.startswith("kubernetes.client.models.")]
     assert api == []
     assert len(models) <= 5, models
+
+
+def test_the_operator_starts_where_the_kubernetes_client_is_not_installed() -> None:
+    """As in the image: the runtime lock has no ``kubernetes`` (kube/ speaks REST over urllib3, and
+    kopf imports the client only when it is there). Here it is installed, so it is made unimportable."""
+    modules = loaded_modules("import sys\nsys.modules['kubernetes'] = None\n" + LOADED_BY_THE_ENTRYPOINT)
+    assert "aianalysis.controller.handlers" in modules and "aianalysis.kube.rest" in modules
+    assert [m for m in modules if m.startswith("kubernetes.")] == []
