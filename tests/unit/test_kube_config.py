@@ -12,6 +12,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import kopf
 import pytest
 import yaml
 from cryptography import x509
@@ -19,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from aianalysis import kube
 from aianalysis.kube import config, rest
 
 SERVER = "https://k8s.example:6443"
@@ -300,3 +302,26 @@ def test_load_prefers_an_explicit_kubeconfig_even_in_a_pod(
 
     assert config.load(write(tmp_path / "config", kubeconfig({"token": "t"}))).server == SERVER
     assert config.load().server == "https://10.0.0.1:443"  # in a Pod, $KUBECONFIG is not read
+
+
+def test_kopf_logs_in_with_the_operators_own_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kopf's ``on.login`` handler builds its ConnectionInfo from ``kube.login_fields()``: a tokenFile
+    (which kopf's built-in kubeconfig login ignores), the CA data and a client certificate reach it."""
+    cert, key = self_signed("me")
+    ca, _ = self_signed("cluster-ca")
+    (tmp_path / "token").write_text("from-file\n")
+    user = {"tokenFile": "token", "client-certificate-data": b64(cert), "client-key-data": b64(key)}
+    cluster = {"server": SERVER, "certificate-authority-data": b64(ca)}
+    monkeypatch.setenv(
+        "KUBECONFIG", write(tmp_path / "config", kubeconfig(user, cluster=cluster, namespace="ops"))
+    )
+
+    info = kopf.ConnectionInfo(**kube.login_fields())
+
+    assert (info.server, info.default_namespace) == (SERVER, "ops")
+    assert info.as_http_headers() == {"Authorization": "Bearer from-file"}
+    context = info.as_ssl_context()  # loads the client chain: a wrong key would raise
+    assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "cluster-ca"),),)]
+    assert context.verify_mode == ssl.CERT_REQUIRED

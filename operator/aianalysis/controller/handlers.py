@@ -62,6 +62,12 @@ class _NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
+@kopf.on.login()
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """kopf connects with the operator's own credentials (``kube.config``), not its built-in guess."""
+    return kopf.ConnectionInfo(**kube.login_fields())
+
+
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Idempotent: kopf retries a failed startup, and a retry neither re-binds ports nor opens a

@@ -27,6 +27,12 @@ OURS = {"app.kubernetes.io/managed-by": plan.MANAGED_BY}
 log = logging.getLogger(__name__)
 
 
+@kopf.on.login()
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """kopf connects with the operator's own credentials (``kube.config``), not its built-in guess."""
+    return kopf.ConnectionInfo(**kube.login_fields())
+
+
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config = settings_mod.from_env()

@@ -12,7 +12,15 @@ from aianalysis.kube.client import (
     ApiClient,
     api_client,
     current_namespace,
+    login_fields,
     server_version,
 )
 
-__all__ = ["CONNECTION_POOL_SIZE", "ApiClient", "api_client", "current_namespace", "server_version"]
+__all__ = [
+    "CONNECTION_POOL_SIZE",
+    "ApiClient",
+    "api_client",
+    "current_namespace",
+    "login_fields",
+    "server_version",
+]

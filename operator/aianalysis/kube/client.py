@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aianalysis import errors
 from aianalysis.kube import config, rest
 
@@ -20,6 +22,29 @@ def api_client(kubeconfig: str | None = None) -> rest.ApiClient:
         return rest.ApiClient(config.load(kubeconfig), pool_size=CONNECTION_POOL_SIZE)
     except (config.ConfigError, OSError, ValueError) as exc:
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
+
+
+def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
+    """The same credentials for kopf's own API connection, as ``kopf.ConnectionInfo``'s fields (an
+    ``on.login`` handler builds it): one source for the whole process, so an exec plugin, a
+    ``tokenFile`` or a client certificate works for kopf too. Its token is the current one; kopf
+    asks again after a 401."""
+    try:
+        connection = config.load(kubeconfig)
+        scheme, _, token = (connection.authorization() or "").partition(" ")
+    except (config.ConfigError, OSError) as exc:
+        raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
+    return {
+        "server": connection.server,
+        "ca_path": connection.ca_file,
+        "ca_data": connection.ca_data,
+        "insecure": connection.insecure or None,
+        "scheme": scheme or None,
+        "token": token or None,
+        "certificate_path": connection.cert_file,
+        "private_key_path": connection.key_file,
+        "default_namespace": connection.namespace,
+    }
 
 
 def current_namespace(kubeconfig: str | None = None) -> str:
