@@ -43,7 +43,7 @@ FULL: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 1000},
     "overhead": {"count": 500, "concurrency": 16, "rounds": 3},
     "concurrency": {"count": 100, "caps": [10, 25], "delay": 2.0},
-    "memory": {"workflows": 10_000, "analyses": [100, 1000, 5000]},
+    "memory": {"workflows": 10_000, "analyses": [100, 1000, 5000], "repeats": 2, "repeat_size": 1000},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
     "growth": {"sizes": [1000, 10_000, 50_000], "queries": 300},
 }
@@ -51,7 +51,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "search": {"sizes": [100, 1000, 10_000], "queries": 200},
     "overhead": {"count": 100, "concurrency": 16, "rounds": 1},
     "concurrency": {"count": 40, "caps": [10], "delay": 1.0},
-    "memory": {"workflows": 2000, "analyses": [100, 200]},
+    "memory": {"workflows": 2000, "analyses": [100, 200], "repeats": 1, "repeat_size": 200},
     "storm": {"deployments": 20, "pods": 5, "repeats": 10},
     "growth": {"sizes": [1000, 10_000], "queries": 100},
 }

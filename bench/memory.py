@@ -30,8 +30,18 @@ def _workflow_bodies(size: int) -> list[dict[str, Any]]:
     ]
 
 
-def run(cluster: harness.Cluster, *, workflows: int, analyses: list[int], log_dir: Path) -> dict[str, Any]:
-    """``analyses`` are cumulative steps (e.g. 100, 1,000, 5,000): RSS is read at each."""
+def run(
+    cluster: harness.Cluster,
+    *,
+    workflows: int,
+    analyses: list[int],
+    log_dir: Path,
+    repeats: int = 0,
+    repeat_size: int = 1000,
+) -> dict[str, Any]:
+    """``analyses`` are cumulative steps (e.g. 100, 1,000, 5,000): RSS is read at each. Then
+    ``repeats`` more bursts of ``repeat_size`` (each in a namespace of its own): a growth there would
+    be what finished analyses keep; none means the steps' growth is a burst's high-water mark."""
     offline = {"AIANALYSIS_PROVIDER": "offline"}
     existing = cluster.count(harness.RW)
     with harness.Operator(cluster, env=offline, log_dir=log_dir) as operator:
@@ -72,7 +82,31 @@ def run(cluster: harness.Cluster, *, workflows: int, analyses: list[int], log_di
                     }
                 )
                 done = total
-    at_goal = next((step for step in steps if step["analyses"] >= 1000), steps[-1])
+        for _ in range(repeats):
+            again = cluster.namespace("mem")
+            with harness.TerminalWatch(cluster, again) as watcher_again:
+                bodies = [
+                    workload.analysis_body(n, signals=signals, name_prefix="mem")
+                    for n in range(done, done + repeat_size)
+                ]
+                began = time.monotonic()
+                cluster.create_all(bodies, namespace=again, threads=16)
+                watcher_again.wait(repeat_size, timeout=900 + repeat_size * 0.5)
+                took = time.monotonic() - began
+            time.sleep(1.0)
+            done += repeat_size
+            rss = harness.memory_kib(operator.pid)
+            steps.append(
+                {
+                    "analyses": done,
+                    "rss_mib": round(rss["VmRSS"] / MIB, 1),
+                    "hwm_mib": round(rss["VmHWM"] / MIB, 1),
+                    "per_second": round(repeat_size / took, 1),
+                    "repeat": True,
+                }
+            )
+    cumulative = [step for step in steps if not step.get("repeat")]
+    at_goal = next((step for step in cumulative if step["analyses"] >= 1000), cumulative[-1])
     after_catalog = round(loaded["VmRSS"] / MIB, 1)
     return {
         "workflows": catalog_size,
@@ -86,7 +120,9 @@ def run(cluster: harness.Cluster, *, workflows: int, analyses: list[int], log_di
         "rss_end_mib": at_goal["rss_mib"],
         "hwm_mib": at_goal["hwm_mib"],
         "steps": steps,
-        "kib_per_analysis": round((steps[-1]["rss_mib"] - after_catalog) * MIB / steps[-1]["analyses"], 1),
+        "kib_per_analysis": round(
+            (cumulative[-1]["rss_mib"] - after_catalog) * MIB / cumulative[-1]["analyses"], 1
+        ),
         "phases": sorted(set(watcher.phases.values())),
         "goal_max_mib": 150,
         "goal_idle_max_mib": 90,

@@ -63,8 +63,9 @@ def table(results: dict[str, Any]) -> str:
             + (f"; {mem['kib_per_analysis']} KiB per analysis" if "kib_per_analysis" in mem else "")
         )
         for step in mem.get("steps", []):
+            again = " (another burst, after the steps)" if step.get("repeat") else ""
             details.append(
-                f"  {step['analyses']:>6,} analyses: RSS {step['rss_mib']:.0f} MiB, "
+                f"  {step['analyses']:>6,} analyses{again}: RSS {step['rss_mib']:.0f} MiB, "
                 f"peak {step['hwm_mib']:.0f} MiB, {step['per_second']:.1f} analyses/s in this step"
             )
     if "storm" in results:
