@@ -4,6 +4,7 @@ the demo, without Docker. ``python -m aianalysis_dev.devcluster`` starts one for
 from aianalysis_dev.devcluster._base import Cluster, DevClusterError, apply_crds
 from aianalysis_dev.devcluster._binaries import K8S_VERSION, Binaries, find_binaries
 from aianalysis_dev.devcluster._cluster import ADMIN, DevCluster
+from aianalysis_dev.devcluster._config import make_client_ca, sign_client_certificate
 from aianalysis_dev.devcluster._existing import ExistingCluster
 
 __all__ = [
@@ -16,4 +17,6 @@ __all__ = [
     "ExistingCluster",
     "apply_crds",
     "find_binaries",
+    "make_client_ca",
+    "sign_client_certificate",
 ]

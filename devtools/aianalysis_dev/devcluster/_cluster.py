@@ -225,6 +225,14 @@ class DevCluster:
             raise errors.ConfigError("openssl is needed to create the service-account key; install it")
         key = self.data_dir / "sa.key"
         subprocess.run([openssl, "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+        # A CA the API server trusts for client certificates (kubeadm's, kind's and minikube's
+        # kubeconfigs authenticate that way): ``client_certificate`` signs with it.
+        _config.make_client_ca(self.data_dir)
+
+    def client_certificate(self, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
+        """A client certificate and key for ``user`` in ``groups`` (the certificate's CN and O), signed
+        by the CA the API server trusts; written beside the cluster's other files."""
+        return _config.sign_client_certificate(self.data_dir, user=user, groups=groups)
 
     def _etcd_argv(self, port: int, peer_port: int) -> list[str]:
         client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{peer_port}"
@@ -245,6 +253,7 @@ class DevCluster:
             f"--service-account-key-file={directory / 'sa.key'}",
             f"--service-account-signing-key-file={directory / 'sa.key'}",
             f"--token-auth-file={directory / 'tokens.csv'}", "--authorization-mode=RBAC",
+            f"--client-ca-file={directory / 'client-ca.crt'}",
             "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
         ]  # fmt: skip
 

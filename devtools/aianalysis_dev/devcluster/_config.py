@@ -1,4 +1,5 @@
-"""Files and addresses a dev control plane needs: kubeconfig, token file, ports, advertise address."""
+"""Files and addresses a dev control plane needs: kubeconfig, token file, client certificates, ports,
+advertise address."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ import csv
 import dataclasses
 import fcntl
 import io
+import re
+import shutil
 import socket
 import struct
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+
+from aianalysis import errors as _errors
 
 CONTEXT = "aianalysis-dev"
 ADVERTISE_FALLBACK = "192.0.2.1"
@@ -91,3 +97,39 @@ def log_tail(path: Path, *, lines: int = 25) -> str:
     except FileNotFoundError:
         return f"(no {path.name})"
     return f"--- last lines of {path.name} ---\n" + "\n".join(text.splitlines()[-lines:])
+
+
+def make_client_ca(directory: Path) -> None:
+    """``client-ca.key`` and ``client-ca.crt`` in ``directory``: a CA for client certificates."""
+    subprocess.run(
+        [_openssl(), "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(directory / "client-ca.key"), "-out", str(directory / "client-ca.crt"), "-days", "2",
+         "-subj", f"/CN={directory.name}-client-ca"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def sign_client_certificate(directory: Path, *, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
+    """A certificate and key for ``user`` in ``groups`` (CN and O), signed by ``directory``'s client
+    CA (:func:`make_client_ca`), written there."""
+    stem = directory / f"client-{re.sub(r'[^A-Za-z0-9_.-]', '_', user)}"
+    key, request, cert = stem.with_suffix(".key"), stem.with_suffix(".csr"), stem.with_suffix(".crt")
+    subject = f"/CN={user}" + "".join(f"/O={group}" for group in groups)
+    subprocess.run(
+        [_openssl(), "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(request), "-subj", subject],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        [_openssl(), "x509", "-req", "-in", str(request), "-CA", str(directory / "client-ca.crt"),
+         "-CAkey", str(directory / "client-ca.key"), "-CAcreateserial", "-days", "1", "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _openssl() -> str:
+    found = shutil.which("openssl")
+    if found is None:
+        raise _errors.ConfigError("openssl is needed to create the dev cluster's keys; install it")
+    return found
