@@ -1,9 +1,10 @@
 """Soak: the operator process against a local API server and the scripted Messages API (loopback
-only), with LLM faults and operator kills, bounded in size and time. Prints, per analysis, how many
-LLM conversations it took (``status.attempt``) and whether every analysis ended with a valid
-selection or a clear reason.
+only), with LLM faults, operator kills and API-server restarts, bounded in size and time. Prints,
+per analysis, how many LLM conversations it took (``status.attempt``) and whether every analysis
+ended with a valid selection or a clear reason.
 
     AIANALYSIS_K8S_BIN=... .venv/bin/python hack/soak.py [--analyses 60] [--kills 5] [--faults 0.3]
+        [--apiserver-restarts 2]
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from tests.e2e.conftest import OperatorProcess  # noqa: E402
 from tests.support import messages_server as ms  # noqa: E402
 from tests.support.fake_llm import GoodLLM  # noqa: E402
 
-from aianalysis import catalog, devcluster  # noqa: E402
+from aianalysis import catalog  # noqa: E402
+from aianalysis_dev import devcluster  # noqa: E402
 
 INCIDENTS = sorted((ROOT / "examples" / "incidents").glob("*.yaml"))
 
@@ -56,6 +58,7 @@ def main() -> int:
     parser.add_argument("--analyses", type=int, default=60)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--faults", type=float, default=0.3)
+    parser.add_argument("--apiserver-restarts", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=8)
@@ -74,6 +77,7 @@ def main() -> int:
             "AIANALYSIS_ANTHROPIC_BASE_URL": llm.base_url,
             "AIANALYSIS_LLM_MAX_RETRIES": "1",
             "AIANALYSIS_MAX_CONCURRENT_ANALYSES": str(args.concurrency),
+            "AIANALYSIS_CROSS_NAMESPACE": f"{namespace}=*",  # the example incidents name their own
         }
         logs = Path(tempfile.mkdtemp(prefix="soak-"))
         operator = OperatorProcess(
@@ -87,16 +91,22 @@ def main() -> int:
             doc = yaml.safe_load(INCIDENTS[number % len(INCIDENTS)].read_text())
             doc["metadata"] = {"name": f"soak-{number:03d}"}
             cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(doc))
-        deadline, kills = time.monotonic() + args.timeout, 0
+        deadline, kills, restarts = time.monotonic() + args.timeout, 0, 0
+        schedule = ["kill"] * args.kills + ["restart"] * args.apiserver_restarts
+        rng.shuffle(schedule)
         while time.monotonic() < deadline:
             items = json.loads(cluster.kubectl("get", "aia", "-n", namespace, "-o", "json").stdout)["items"]
             done = [i for i in items if (i.get("status") or {}).get("phase") in ("Completed", "Failed")]
             if len(done) == args.analyses:
                 break
-            if kills < args.kills:
-                operator.kill()
-                kills += 1
-                operator.start()
+            if schedule:
+                if schedule.pop() == "kill":
+                    operator.kill()
+                    kills += 1
+                    operator.start()
+                else:
+                    cluster.restart_apiserver()
+                    restarts += 1
             time.sleep(rng.uniform(0.5, 1.5))
         operator.stop()
     attempts = collections.Counter((i.get("status") or {}).get("attempt") for i in items)
@@ -114,6 +124,7 @@ def main() -> int:
                 "analyses": args.analyses,
                 "terminal": len(done),
                 "operator_kills": kills,
+                "apiserver_restarts": restarts,
                 "llm_requests": len(llm.requests),
                 "llm_faults": dict(policy.faults),
                 "conversations_per_analysis": {str(k): v for k, v in sorted(attempts.items(), key=str)},

@@ -57,6 +57,7 @@ class DevCluster:
         self._lock: IO[str] | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._port = 0
+        self._etcd_port = 0
         self._users = {ADMIN: _config.User(ADMIN, secrets.token_hex(16), ("system:masters",))}
         for name, groups in (users or {}).items():
             self.add_user(name, groups)
@@ -101,6 +102,15 @@ class DevCluster:
             self._lock.close()
             self._lock = None
         _processes.unregister(self.stop)
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port, data and certificates (etcd
+        keeps running): what clients see when a control plane is upgraded or its Pod restarts —
+        connections reset, then refused, watches ended. Returns once it is ready again."""
+        name = "kube-apiserver"
+        _processes.terminate(self._procs[name], grace_s=self.stop_grace_s)
+        self._procs[name] = _processes.spawn(self._apiserver_argv(self._etcd_port), log=self._log(name))
+        self._wait_ready()
 
     # --- users and clients -----------------------------------------------------------------------
 
@@ -179,6 +189,7 @@ class DevCluster:
         self._lock = _processes.claim(self._dir)
         etcd_port, peer_port, self._port = _config.free_ports(3)
         self._write_auth_files()
+        self._etcd_port = etcd_port
         argvs = {
             "kube-apiserver": self._apiserver_argv(etcd_port),
             "etcd": self._etcd_argv(etcd_port, peer_port),
