@@ -20,8 +20,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from aianalysis import kube
+from aianalysis import errors, kube
 from aianalysis.kube import config, rest
+from aianalysis.kube import errors as kube_errors
 
 SERVER = "https://k8s.example:6443"
 
@@ -325,3 +326,16 @@ def test_kopf_logs_in_with_the_operators_own_credentials(
     context = info.as_ssl_context()  # loads the client chain: a wrong key would raise
     assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "cluster-ca"),),)]
     assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_credentials_that_cannot_be_had_for_a_request_are_a_retryable_cluster_error(tmp_path: Path) -> None:
+    """A token file missing when a request is made (the kubelet replacing it at start) reaches the
+    caller as the project's retryable ClusterError, like an unreachable API server — not as an
+    exception of kube/'s own."""
+    path = write(tmp_path / "config", kubeconfig({"tokenFile": str(tmp_path / "not-yet")}))
+    with (
+        rest.ApiClient(config.from_kubeconfig(path), pool_size=1) as api,
+        pytest.raises(errors.ClusterError, match="no credentials for the API server") as raised,
+    ):
+        kube_errors.blocking("reading the version", rest.get_json, api, "/version", timeout=1)
+    assert raised.value.retryable

@@ -21,6 +21,7 @@ import atexit
 import base64
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import shutil
@@ -230,17 +231,19 @@ def _decoded(data: str) -> str:
         raise ConfigError(f"kubeconfig data is not base64 PEM: {exc}") from exc
 
 
-_PRIVATE_DIR: list[str] = []
-
-
 def _private_file(content: str, *, suffix: str) -> str:
-    if not _PRIVATE_DIR:
-        _PRIVATE_DIR.append(tempfile.mkdtemp(prefix="aianalysis-kube-"))  # mode 0700
-        atexit.register(shutil.rmtree, _PRIVATE_DIR[0], True)
-    descriptor, name = tempfile.mkstemp(suffix=suffix, dir=_PRIVATE_DIR[0])
+    descriptor, name = tempfile.mkstemp(suffix=suffix, dir=_private_dir())
     with os.fdopen(descriptor, "w") as out:
         out.write(content)
     return name
+
+
+@functools.cache
+def _private_dir() -> str:
+    """One per process, mode 0700, removed at exit."""
+    made = tempfile.mkdtemp(prefix="aianalysis-kube-")
+    atexit.register(shutil.rmtree, made, True)
+    return made
 
 
 # ---- tokens that change --------------------------------------------------------------------

@@ -37,14 +37,11 @@ class ApiError(Exception):
     """A non-2xx answer: the HTTP ``status``, its ``reason`` and the ``body`` (the API server's
     ``Status`` as bytes, when it sent one)."""
 
-    def __init__(
-        self, *, status: int, reason: str, body: bytes | None = None, headers: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, *, status: int, reason: str, body: bytes | None = None) -> None:
         super().__init__(f"({status}) {reason}")
         self.status = status
         self.reason = reason
         self.body = body
-        self.headers = dict(headers or {})
 
 
 class ApiClient:
@@ -190,9 +187,7 @@ def watch_lines(
 
 
 def _error(response: urllib3.BaseHTTPResponse) -> ApiError:
-    return ApiError(
-        status=response.status, reason=response.reason or "", body=response.data, headers=response.headers
-    )
+    return ApiError(status=response.status, reason=response.reason or "", body=response.data)
 
 
 def _event(line: bytes) -> dict[str, Any]:

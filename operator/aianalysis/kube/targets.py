@@ -10,10 +10,9 @@ import email.utils
 import json
 from typing import Any
 
-import urllib3
-
 from aianalysis import errors, resources
 from aianalysis.kube import api_reader, reader, rest
+from aianalysis.kube import errors as kube_errors
 
 #: Kinds whose health is the health of their Pods.
 POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
@@ -66,7 +65,7 @@ async def namespace_labels(api: rest.ApiClient, namespace: str) -> dict[str, str
             if exc.status in (403, 404):
                 return {}
             raise errors.ClusterError(f"reading namespace {namespace}: {exc.status} {exc.reason}") from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except kube_errors.UNREACHABLE as exc:
             raise errors.ClusterError(
                 f"reading namespace {namespace}: unreachable ({type(exc).__name__})"
             ) from exc
@@ -91,7 +90,7 @@ async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict
             raise errors.ClusterError(
                 f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
             ) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except kube_errors.UNREACHABLE as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: unreachable ({type(exc).__name__})"
             ) from exc
@@ -106,7 +105,7 @@ async def server_time(api: rest.ApiClient) -> datetime.datetime:
     def call() -> str:
         try:
             response = rest.request(api, "GET", "/version", timeout=TIMEOUT_SECONDS)
-        except (rest.ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
+        except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
             raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
         return str(response.headers.get("Date") or "")
 
