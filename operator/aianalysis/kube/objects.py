@@ -16,7 +16,7 @@ import dataclasses
 import enum
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import errors, metrics, resources
@@ -61,9 +61,9 @@ async def get(api: rest.ApiClient, namespace: str, plural: str, name: str) -> di
 def get_blocking(api: rest.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
     what = f"reading {plural} {_where(namespace, name)}"
-    read = _method(api, "get", namespace=namespace)
+    url_path = _path(resources.GROUP, resources.VERSION, plural, namespace=namespace, name=name)
     found: Any = kube_errors.blocking(
-        what, read, resources.GROUP, resources.VERSION, plural, name, none_on=kube_errors.NOT_FOUND
+        what, rest.get_json, api, url_path, timeout=None, none_on=kube_errors.NOT_FOUND
     )
     return None if found is None else dict(found)
 
@@ -77,7 +77,7 @@ async def list_objects(
     page_size: int = 500,
 ) -> list[dict[str, Any]]:
     """Every object of ``plural`` in ``namespace`` (matching ``label_selector``), page by page."""
-    url_path = rest.path("apis", resources.GROUP, resources.VERSION, "namespaces", namespace, plural)
+    url_path = _path(resources.GROUP, resources.VERSION, plural, namespace=namespace)
     items: list[dict[str, Any]] = []
     token: str | None = None
     while True:
@@ -104,9 +104,9 @@ async def create(api: rest.ApiClient, body: Mapping[str, Any], *, plural: str) -
     meta = body.get("metadata") or {}
     namespace = meta.get("namespace") or ""
     what = f"creating {plural} {_where(namespace, meta.get('name'))}"
-    create = _method(api, "create", namespace=namespace)
+    url_path = _path(group, version, plural, namespace=namespace)
     created: Any = await kube_errors.call(
-        what, create, group, version, plural, dict(body), none_on=kube_errors.CONFLICT
+        what, rest.send_json, api, "POST", url_path, dict(body), timeout=None, none_on=kube_errors.CONFLICT
     )
     return None if created is None else dict(created)
 
@@ -173,10 +173,12 @@ def write_status_blocking(
     ops.extend(status_operations(current, fields))
     what = f"status write of {plural} {_where(namespace, name)}"
     try:
-        patch = _method(api, "patch", namespace=namespace, subresource="_status")
+        url_path = (
+            _path(resources.GROUP, resources.VERSION, plural, namespace=namespace, name=name) + "/status"
+        )
         answer = kube_errors.blocking(
-            what, patch, resources.GROUP, resources.VERSION, plural, name, ops,
-            _content_type="application/json-patch+json",
+            what, rest.send_json, api, "PATCH", url_path, ops,
+            content_type="application/json-patch+json", timeout=None,
         )  # fmt: skip
     except errors.ClusterRejectedError as exc:
         if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
@@ -192,27 +194,11 @@ def write_status_blocking(
     return Written.OK, version if isinstance(version, str) else None
 
 
-def _method(api: rest.ApiClient, verb: str, *, namespace: str, subresource: str = "") -> Callable[..., Any]:
-    """``verb`` (get, create, patch) of a custom object — namespaced (``namespace`` bound) or
-    cluster-scoped — taking ``(group, version, plural, …)`` either way, as a plain REST call (no
-    typed API class: see :mod:`aianalysis.kube.rest`). No request timeout, as before."""
+def _path(group: str, version: str, plural: str, *, namespace: str, name: str = "") -> str:
+    """A custom object's (or its collection's) URL path; ``namespace`` empty: cluster-scoped. Plain
+    REST calls, no request timeout (see :mod:`aianalysis.kube.rest`)."""
     where = ("namespaces", namespace) if namespace else ()
-
-    def call(group: str, version: str, plural: str, *args: Any, _content_type: str | None = None) -> Any:
-        collection = ("apis", group, version, *where, plural)
-        if verb == "create":
-            (body,) = args
-            return rest.send_json(api, "POST", rest.path(*collection), body, timeout=None)
-        name, *more = args
-        url_path = rest.path(*collection, name) + ("/status" if subresource == "_status" else "")
-        if verb == "get":
-            return rest.get_json(api, url_path, timeout=None)
-        assert verb == "patch", verb
-        (body,) = more
-        kind = _content_type or "application/merge-patch+json"
-        return rest.send_json(api, "PATCH", url_path, body, content_type=kind, timeout=None)
-
-    return call
+    return rest.path("apis", group, version, *where, plural, *((name,) if name else ()))
 
 
 def _where(namespace: str, name: object) -> str:
