@@ -24,7 +24,6 @@ from typing import IO, Any, NoReturn
 import httpx
 import kubernetes
 
-from aianalysis import errors
 from aianalysis_dev.devcluster import _base, _binaries, _config, _processes
 
 ADMIN = "admin"
@@ -231,11 +230,10 @@ class DevCluster:
 
     def _write_auth_files(self) -> None:
         (self.data_dir / "tokens.csv").write_text(_config.tokens_csv(list(self._users.values())))
-        openssl = shutil.which("openssl")
-        if openssl is None:
-            raise errors.ConfigError("openssl is needed to create the service-account key; install it")
         key = self.data_dir / "sa.key"
-        subprocess.run([openssl, "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+        subprocess.run(
+            [_config.openssl(), "genrsa", "-out", str(key), "2048"], check=True, capture_output=True
+        )
         # A CA the API server trusts for client certificates (kubeadm's, kind's and minikube's
         # kubeconfigs authenticate that way): ``client_certificate`` signs with it.
         _config.make_client_ca(self.data_dir)

@@ -102,7 +102,7 @@ def log_tail(path: Path, *, lines: int = 25) -> str:
 def make_client_ca(directory: Path) -> None:
     """``client-ca.key`` and ``client-ca.crt`` in ``directory``: a CA for client certificates."""
     subprocess.run(
-        [_openssl(), "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        [openssl(), "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
          "-keyout", str(directory / "client-ca.key"), "-out", str(directory / "client-ca.crt"), "-days", "2",
          "-subj", f"/CN={directory.name}-client-ca"],
         check=True, capture_output=True,
@@ -116,19 +116,20 @@ def sign_client_certificate(directory: Path, *, user: str, groups: Sequence[str]
     key, request, cert = stem.with_suffix(".key"), stem.with_suffix(".csr"), stem.with_suffix(".crt")
     subject = f"/CN={user}" + "".join(f"/O={group}" for group in groups)
     subprocess.run(
-        [_openssl(), "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        [openssl(), "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
          "-keyout", str(key), "-out", str(request), "-subj", subject],
         check=True, capture_output=True,
     )  # fmt: skip
     subprocess.run(
-        [_openssl(), "x509", "-req", "-in", str(request), "-CA", str(directory / "client-ca.crt"),
+        [openssl(), "x509", "-req", "-in", str(request), "-CA", str(directory / "client-ca.crt"),
          "-CAkey", str(directory / "client-ca.key"), "-CAcreateserial", "-days", "1", "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
     return cert, key
 
 
-def _openssl() -> str:
+def openssl() -> str:
+    """The openssl command, which makes the dev cluster's keys and certificates."""
     found = shutil.which("openssl")
     if found is None:
         raise _errors.ConfigError("openssl is needed to create the dev cluster's keys; install it")
