@@ -100,6 +100,14 @@ async def until(check: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
+async def task_ended(task: asyncio.Task[None], what: str) -> None:
+    """Returns once ``task`` ended and its done callbacks ran — the workers' bookkeeping among them,
+    which was added before ``asyncio.wait``'s own (polling ``task.done`` could look in between)."""
+    done, _ = await asyncio.wait([task], timeout=30.0 + handlers.LEFT_GRACE_SECONDS)
+    if not done:
+        raise AssertionError(f"timed out waiting for {what}")
+
+
 async def follow(runtime: runtime_mod.Runtime, namespace: str) -> Seen:
     seen = Seen(runtime)
     await runtime.follow_analyses(namespaces=[namespace], on_seen=seen.on_seen, on_left=seen.on_left)
@@ -140,7 +148,7 @@ async def test_a_deleted_in_flight_analysis_has_its_task_cancelled(
     task = runtime.workers._tasks[uid]
 
     custom(runtime).delete_namespaced_custom_object(G, V, namespace, AIA, "deleted")
-    await until(task.done, "its task to end")
+    await task_ended(task, "its task to end")
 
     assert task.cancelled(), "cancelled while it still waited for a slot, not ended by itself"
     assert "deleted" in seen.left
@@ -170,7 +178,7 @@ async def test_an_analysis_ended_by_another_writer_is_not_analysed_again(
 
     assert not task.done(), "not cancelled: the object still exists"
     runtime.semaphore.release()
-    await until(task.done, "its task to end")
+    await task_ended(task, "its task to end")
     after = read(runtime, namespace, "ended")
 
     assert not task.cancelled()
