@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import answer, tools, validation
-from aianalysis.analysis.llm import base, make_provider, offline
+from aianalysis.analysis import answer, conversation, tools, validation
+from aianalysis.analysis.llm import make_provider, offline
 from aianalysis.evaluation import runner, scenario
 from aianalysis.evaluation.cluster import InMemoryCluster
 
@@ -116,7 +116,7 @@ class RecordingToolbox:
 
 
 def verdict(
-    submission: base.Submission,
+    submission: conversation.Submission,
     *,
     index: catalog.Catalog,
     toolbox: RecordingToolbox,
@@ -143,7 +143,7 @@ def converse(
     return conversation, toolbox
 
 
-def selected(submission: base.Submission) -> dict[str, Any]:
+def selected(submission: conversation.Submission) -> dict[str, Any]:
     assert submission.raw is not None
     chosen = submission.raw["selected_workflow"]
     assert isinstance(chosen, dict)

@@ -11,12 +11,15 @@ the SDK's platform clients), ``openai`` (OpenAI-compatible Chat Completions, see
 from __future__ import annotations
 
 from aianalysis import settings as settings_module
-from aianalysis.analysis.llm import base, offline
-from aianalysis.analysis.llm.base import Provider, RequestRecord, Submission
+from aianalysis.analysis import conversation
+from aianalysis.analysis.conversation import Provider, RequestRecord, Submission
+from aianalysis.analysis.llm import offline
 
 
 def make_provider(
-    settings: settings_module.Settings, *, on_request: base.RequestObserver = base.ignore_request
+    settings: settings_module.Settings,
+    *,
+    on_request: conversation.RequestObserver = conversation.ignore_request,
 ) -> Provider:
     """The provider ``settings.provider`` names; call once per process and ``aclose()`` it at exit."""
     # Imported on demand: the SDKs take over a second to import and offline runs never need them.

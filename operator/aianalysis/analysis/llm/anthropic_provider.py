@@ -20,8 +20,8 @@ import httpx2
 from anthropic import types as atypes
 
 from aianalysis import errors, resources, settings
-from aianalysis.analysis import answer
-from aianalysis.analysis.llm import base, model_check, retry_after, sdk_loop
+from aianalysis.analysis import answer, conversation
+from aianalysis.analysis.llm import model_check, retry_after, sdk_loop
 
 if TYPE_CHECKING:
     from anthropic.lib.bedrock import AsyncAnthropicBedrock
@@ -104,7 +104,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         await self._client.models.retrieve(self.model)
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> AnthropicConversation:
         """A conversation about ``spec``; the incident is already in ``prompt``."""
         return AnthropicConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
@@ -170,7 +170,12 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
     """The tool loop of one analysis over the Messages API (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, provider: AnthropicProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self,
+        provider: AnthropicProvider,
+        system: str,
+        prompt: str,
+        toolbox: conversation.Tools,
+        max_steps: int,
     ) -> None:
         super().__init__(provider=provider.name, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
@@ -194,7 +199,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             blocks.append({"type": "text", "text": text})
         return blocks
 
-    async def _loop(self) -> base.Submission:
+    async def _loop(self) -> conversation.Submission:
         while self._steps < self._max_steps:
             self._steps += 1
             message = await self._provider.create(
@@ -208,9 +213,9 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             submission = await self._absorb(message)
             if submission is not None:
                 return submission
-        return base.Submission(raw=None, exhausted=True)
+        return conversation.Submission(raw=None, exhausted=True)
 
-    async def _absorb(self, message: atypes.Message) -> base.Submission | None:
+    async def _absorb(self, message: atypes.Message) -> conversation.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
         calls = [block for block in message.content if block.type == "tool_use"]
         submits = [call for call in calls if call.name == answer.SUBMIT_TOOL_NAME]
@@ -223,11 +228,11 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
                 for call in others
             ]
             self._submit_id = submits[0].id if submits else None
-            return base.Submission(
+            return conversation.Submission(
                 raw=dict(submits[0].input) if submits else None, truncated=True, prose=prose or None
             )
         if not calls:
-            return base.Submission(raw=None, prose=prose)
+            return conversation.Submission(raw=None, prose=prose)
         results = await self._run(others)
         if not submits:
             self._messages.append({"role": "user", "content": list(results)})
@@ -237,7 +242,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             for call in submits[1:]
         ]
         self._owed, self._submit_id = [*results, *extra], submits[0].id
-        return base.Submission(raw=dict(submits[0].input))
+        return conversation.Submission(raw=dict(submits[0].input))
 
     async def _run(self, calls: list[atypes.ToolUseBlock]) -> list[atypes.ToolResultBlockParam]:
         """Execute the turn's tool calls concurrently (investigation reads are independent)."""
@@ -248,7 +253,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
         ]
 
 
-def tool_params(toolbox: base.Tools) -> list[atypes.ToolParam]:
+def tool_params(toolbox: conversation.Tools) -> list[atypes.ToolParam]:
     """The toolbox's tools plus the submit tool; the cache breakpoint on the last tool caches
     every tool definition (they precede the system prompt in the cache prefix)."""
     tools = [cast(atypes.ToolParam, dict(definition)) for definition in toolbox.definitions()]
@@ -268,10 +273,10 @@ def _submit_tool() -> atypes.ToolParam:
     }
 
 
-def usage_of(message: atypes.Message) -> base.UsageCounter:
+def usage_of(message: atypes.Message) -> conversation.UsageCounter:
     """The tokens one response billed."""
     usage = message.usage
-    return base.UsageCounter(
+    return conversation.UsageCounter(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_input_tokens or 0,

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from aianalysis import catalog, resources
-from aianalysis.analysis.llm import analyzers, base, evidence
+from aianalysis.analysis import conversation
+from aianalysis.analysis.llm import analyzers, evidence
 
 PROVIDER_NAME = "offline"
 MODEL_NAME = "offline-analyzers-v2"
@@ -117,7 +118,7 @@ class OfflineProvider:
         self._rules = tuple(analyzers.RULES if rules is None else rules)
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> OfflineConversation:
         """The prompts are ignored: this provider reads the structured spec and the cluster."""
         return OfflineConversation(toolbox=toolbox, spec=spec, rules=self._rules)
@@ -134,7 +135,7 @@ class OfflineConversation:
     def __init__(
         self,
         *,
-        toolbox: base.Tools,
+        toolbox: conversation.Tools,
         spec: resources.AIAnalysisSpec,
         rules: Sequence[analyzers.Rule] = analyzers.RULES,
     ) -> None:
@@ -147,7 +148,7 @@ class OfflineConversation:
         self._findings: list[analyzers.Finding] = []
         self._cursor = 0
         self._last: dict[str, Any] | None = None
-        self._counter = base.UsageCounter()
+        self._counter = conversation.UsageCounter()
         self._note = ""
         self._top: str | None = None
         self._plan_made: Plan | None = None
@@ -164,24 +165,24 @@ class OfflineConversation:
     def finding(self) -> analyzers.Finding | None:
         return self._findings[0] if self._findings else None
 
-    async def answer(self) -> base.Submission:
+    async def answer(self) -> conversation.Submission:
         if self._queue is None:
             await self._investigate()
             finding = self.finding
             if finding is not None and finding.decline:
                 self._queue = []
                 self._last = build_declined(self._spec, finding, others=self._findings[1:])
-                return base.Submission(raw=self._last)
+                return conversation.Submission(raw=self._last)
             hits = await self._by_fit(await self._search(finding), finding)
             self._top = hits[0].workflow_id if hits else None
             self._queue = rank(hits, recovery=self._spec.recovery, supported=_supported(finding))
         return await self._submit_next()
 
-    async def correct(self, errors: list[str]) -> base.Submission:
+    async def correct(self, errors: list[str]) -> conversation.Submission:
         """Only the rule codes are read: a parameters-only rejection keeps the best-ranked choice
         (re-submitted as is); any other moves on to the next eligible candidate."""
         if self._last is not None and rules(errors) <= PARAMETER_RULES:
-            return base.Submission(raw=self._last)
+            return conversation.Submission(raw=self._last)
         if SCOPE_RULE in rules(errors) and self._plan_made is not None:
             # The same workflow on the next object it may act on (a Node nothing in the
             # namespace names → the workload), with the same evidence values.
@@ -191,7 +192,7 @@ class OfflineConversation:
             if plan is not None:
                 return await self._submit(plan)
         if self._queue == [] and self._last is not None:
-            return base.Submission(raw=self._last)
+            return conversation.Submission(raw=self._last)
         return await self.answer()
 
     async def _investigate(self) -> None:
@@ -201,15 +202,15 @@ class OfflineConversation:
         self._chain = _chain_with(investigation.chain, self._evidence)
         self._findings = analyzers.analyze(self._evidence, self._rules) if self._evidence.cluster else []
 
-    async def _submit_next(self) -> base.Submission:
+    async def _submit_next(self) -> conversation.Submission:
         plan = await self._choose()
         if plan is not None:
             return await self._submit(plan)
         if self._last is None:
             self._last = build_empty_answer(self._spec, finding=self.finding, note=self._note)
-        return base.Submission(raw=self._last)
+        return conversation.Submission(raw=self._last)
 
-    async def _submit(self, plan: Plan) -> base.Submission:
+    async def _submit(self, plan: Plan) -> conversation.Submission:
         self._plan_made = plan
         self._last = build_answer(
             plan,
@@ -219,7 +220,7 @@ class OfflineConversation:
             evidence=self._evidence,
             backed=plan.hit.workflow_id == self._top,
         )
-        return base.Submission(raw=self._last)
+        return conversation.Submission(raw=self._last)
 
     async def _choose(self) -> Plan | None:
         queue = self._queue or []

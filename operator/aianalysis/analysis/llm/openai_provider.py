@@ -27,8 +27,8 @@ import openai
 from openai.types import chat as otypes
 
 from aianalysis import errors, resources, settings
-from aianalysis.analysis import answer
-from aianalysis.analysis.llm import anthropic_provider, base, model_check, retry_after, sdk_loop
+from aianalysis.analysis import answer, conversation
+from aianalysis.analysis.llm import anthropic_provider, model_check, retry_after, sdk_loop
 
 PROVIDER_NAME = "openai"
 NO_KEY = "unused"
@@ -60,7 +60,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         )
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> OpenAIConversation:
         return OpenAIConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
 
@@ -119,7 +119,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
     """The tool loop of one analysis over Chat Completions (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, provider: OpenAIProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self, provider: OpenAIProvider, system: str, prompt: str, toolbox: conversation.Tools, max_steps: int
     ) -> None:
         super().__init__(provider=PROVIDER_NAME, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
@@ -137,7 +137,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         else:
             self._messages.append({"role": "user", "content": text})
 
-    async def _loop(self) -> base.Submission:
+    async def _loop(self) -> conversation.Submission:
         while self._steps < self._max_steps:
             self._steps += 1
             completion = await self._provider.create(
@@ -145,15 +145,15 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             )
             self._account(usage_of(completion), completion.model)
             if not completion.choices:
-                return base.Submission(raw=None, prose="(the endpoint returned no choices)")
+                return conversation.Submission(raw=None, prose="(the endpoint returned no choices)")
             choice = completion.choices[0]
             self._messages.append(_assistant_param(choice.message))
             submission = await self._absorb(choice)
             if submission is not None:
                 return submission
-        return base.Submission(raw=None, exhausted=True)
+        return conversation.Submission(raw=None, exhausted=True)
 
-    async def _absorb(self, choice: Any) -> base.Submission | None:
+    async def _absorb(self, choice: Any) -> conversation.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
         message: otypes.ChatCompletionMessage = choice.message
         calls = [call for call in message.tool_calls or [] if call.type == "function"]
@@ -167,9 +167,9 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             ]
             self._submit_id = submits[0].id if submits else None
             raw, _ = arguments(submits[0].function.arguments) if submits else (None, None)
-            return base.Submission(raw=raw, truncated=True, prose=prose)
+            return conversation.Submission(raw=raw, truncated=True, prose=prose)
         if not calls:
-            return base.Submission(raw=None, prose=prose)
+            return conversation.Submission(raw=None, prose=prose)
         results = await self._run(others)
         if not submits:
             self._messages.extend(results)
@@ -182,7 +182,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         ]
         self._owed, self._submit_id = [*results, *extra], submits[0].id
         raw, problem = arguments(submits[0].function.arguments)
-        return base.Submission(raw=raw, malformed=problem)
+        return conversation.Submission(raw=raw, malformed=problem)
 
     async def _run(self, calls: list[Any]) -> list[otypes.ChatCompletionToolMessageParam]:
         """Execute the turn's tool calls concurrently; unreadable arguments are that call's error."""
@@ -203,7 +203,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         ]
 
 
-def tool_params(toolbox: base.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
+def tool_params(toolbox: conversation.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
     """The toolbox's tools plus the submit tool, as function tools (same schemas as Anthropic's)."""
     definitions = [d for d in toolbox.definitions() if d["name"] != answer.SUBMIT_TOOL_NAME]
     submit = {
@@ -238,14 +238,14 @@ def arguments(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def usage_of(completion: otypes.ChatCompletion) -> base.UsageCounter:
+def usage_of(completion: otypes.ChatCompletion) -> conversation.UsageCounter:
     """Billed tokens; ``prompt_tokens`` includes cached ones, reported apart as cache reads."""
     usage = completion.usage
     if usage is None:
-        return base.UsageCounter()
+        return conversation.UsageCounter()
     details = usage.prompt_tokens_details
     cached = (details.cached_tokens or 0) if details is not None else 0
-    return base.UsageCounter(
+    return conversation.UsageCounter(
         input_tokens=max(0, usage.prompt_tokens - cached),
         output_tokens=usage.completion_tokens,
         cache_read_tokens=cached,
