@@ -559,22 +559,6 @@ def test_a_stale_attachment_without_an_attach_error_proves_nothing() -> None:
     )
 
 
-def test_volume_attachment_rows_are_read_from_a_listing_table() -> None:
-    text = (
-        "VolumeAttachment objects (cluster-scoped): 2 shown:\n"
-        "<untrusted-data source=list>\n"
-        "NAME  ATTACHER  PV  NODE  ATTACHED  AGE\n"
-        "csi-1  ebs.csi.aws.com  pvc-1  n9  true  2d\n"
-        "csi-2  ebs.csi.aws.com  pvc-2  n1  false  5m\n"
-        "</untrusted-data>"
-    )
-    rows = evidence.table_rows(text)
-    assert [(r["PV"], r["NODE"], r["ATTACHED"]) for r in rows] == [
-        ("pvc-1", "n9", "true"),
-        ("pvc-2", "n1", "false"),
-    ]
-
-
 @pytest.mark.parametrize(
     ("used", "share", "target"),
     [(30000, 100, "5Gi"), (2000, 95, "211Mi"), (2000, 80, None), (2000, 0, None), (None, None, None)],
@@ -756,24 +740,6 @@ def test_references_list_what_a_pod_needs_to_start_but_not_optional_ones() -> No
     ]
 
 
-def test_events_are_read_back_from_the_list_events_tool_lines() -> None:
-    text = (
-        "2 event(s) about Pod shop/api-1, oldest first (the most recent 2 shown):\n"
-        '<untrusted-data source="events:Pod/api-1">\n'
-        "2026-11-20T10:00:00Z Warning FailedScheduling (x3, default-scheduler): 0/2 nodes are available\n"
-        "2026-11-20T10:01:00Z Normal Pulled (x1, kubelet): Successfully pulled &quot;api:1&quot;\n"
-        "</untrusted-data>"
-    )
-
-    events = evidence.parse_events(text, kind="Pod", name="api-1")
-
-    assert [(e.type, e.reason, e.count) for e in events] == [
-        ("Warning", "FailedScheduling", 3),
-        ("Normal", "Pulled", 1),
-    ]
-    assert events[1].message == 'Successfully pulled "api:1"'
-
-
 def test_a_configuration_error_after_a_template_change_is_blamed_on_the_rollout() -> None:
     changed = a.Rollout(
         revision=4,
@@ -797,20 +763,6 @@ def test_crash_logs_without_a_configuration_error_or_without_a_configmap_prove_n
 
     assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(quiet))
     assert all(f.rule != "crashloop-configuration-error" for f in a.analyze(no_config))
-
-
-def test_listing_tables_give_the_object_names() -> None:
-    text = (
-        '3 Node(s):\n<untrusted-data label="list:Node">\nNAME STATUS TAINTS AGE\n'
-        "cp-1 Ready node-role.kubernetes.io/control-plane:NoSchedule 3d\n"
-        "worker-1 Ready maintenance:NoSchedule 3d\n"
-        "</untrusted-data>"
-    )
-    namespaced = '<untrusted-data label="x">\nNAMESPACE NAME READY\nshop api-1 1/1\n</untrusted-data>'
-
-    assert evidence.table_names(text) == ["cp-1", "worker-1"]
-    assert evidence.table_names(namespaced) == ["api-1"]
-    assert evidence.table_names("no fence here") == []
 
 
 def test_gitops_marks_are_argo_cd_and_flux_ones() -> None:

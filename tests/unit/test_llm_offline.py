@@ -109,10 +109,11 @@ class RecordingToolbox:
         result = await self.box.call(name, arguments)
         if name != "search_workflow_catalog" or self._order is None or result.is_error:
             return result
-        payload = json.loads(result.text)
+        assert isinstance(result.data, tools.CatalogResult)
         order = self._order
-        payload["workflows"].sort(key=lambda hit: order.index(hit["workflow_id"]))
-        return tools.ToolResult(json.dumps(payload))
+        payload = dict(result.data.payload)
+        payload["workflows"] = sorted(payload["workflows"], key=lambda hit: order.index(hit["workflow_id"]))
+        return tools.ToolResult(json.dumps(payload), data=tools.CatalogResult(payload=payload))
 
 
 def verdict(

@@ -32,14 +32,12 @@ unreadable object is simply not evidence.
 from __future__ import annotations
 
 import datetime
-import html
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-import yaml
-
 from aianalysis import resources
+from aianalysis.analysis import conversation, tools
 from aianalysis.analysis.llm import analyzers
 
 MAX_PODS = 6
@@ -67,30 +65,11 @@ ATTACH_EVENTS = frozenset({"FailedAttachVolume", "FailedMount"})
 #: Rows asked of a listing tool for cluster-wide kinds (VolumeAttachments).
 MAX_LISTED = 100
 _VOLUME_NAMED = re.compile(r'volume "([a-z0-9][-a-z0-9.]*)"')
-_EVENT_LINE = re.compile(r"^\S+ (?P<type>\S+) (?P<reason>\S+) \(x(?P<count>\d+), [^)]*\): (?P<message>.*)$")
 _REPLICASET_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{6,10}-[a-z0-9]{5}$")
 _ORDINAL_POD = re.compile(r"^(?P<owner>[a-z0-9][-a-z0-9.]*?)-[0-9]+$")
 _TEMPLATE_FIELDS = ("image", "command", "args", "env", "envFrom", "resources", "volumeMounts")
 
-Call = Callable[[str, dict[str, Any]], Awaitable["Outcome"]]
-
-
-class Outcome:
-    """One tool answer: its text and whether the tool reported an error."""
-
-    __slots__ = ("is_error", "text")
-
-    def __init__(self, text: str, *, is_error: bool) -> None:
-        self.text = text
-        self.is_error = is_error
-
-    @property
-    def not_found(self) -> bool:
-        return self.is_error and "not found" in self.text
-
-    def document(self) -> Any:
-        """The fenced YAML document (get_resource, list_pods_of_owner), or None."""
-        return None if self.is_error else fenced_yaml(self.text)
+Call = Callable[[str, dict[str, Any]], Awaitable[conversation.ToolOutcome]]
 
 
 class Investigation:
@@ -179,17 +158,27 @@ class Investigation:
 
     async def _get(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
         outcome = await self._call("get_resource", _where(kind, name, namespace))
-        self.cluster = self.cluster or not outcome.is_error or outcome.not_found
-        found = outcome.document()
-        return found if isinstance(found, dict) else None
+        self.cluster = self.cluster or not outcome.is_error or isinstance(outcome.data, tools.Absent)
+        return outcome.data.body if isinstance(outcome.data, tools.ObjectResult) else None
 
     async def _lookup(self, kind: str, name: str, namespace: str | None) -> tuple[bool | None, Any]:
         """Whether it exists (True/False when the cluster said so, None when it could not tell),
         and the object as read."""
         outcome = await self._call("get_resource", _where(kind, name, namespace))
-        if outcome.not_found:
+        if isinstance(outcome.data, tools.Absent):
             return False, None
-        return (None, None) if outcome.is_error else (True, outcome.document())
+        if isinstance(outcome.data, tools.ObjectResult):
+            return True, outcome.data.body
+        return None, None
+
+    async def _list(self, arguments: dict[str, Any]) -> list[str] | None:
+        """The names a listing tool returned, in its order (None: no listing tool, or it failed)."""
+        if self._list_tool is None:
+            return None
+        outcome = await self._call(self._list_tool, arguments)
+        if not isinstance(outcome.data, tools.ListResult):
+            return None
+        return [_name(item) for item in outcome.data.items]
 
     async def _replaced_pod_owner(self, name: str, namespace: str | None) -> dict[str, Any] | None:
         """The workload a vanished Pod's name says it belonged to, when it exists."""
@@ -213,13 +202,10 @@ class Investigation:
             or not any(p.phase == "Running" and not p.healthy for p in facts)
         ):
             return []
-        outcome = await self._call(self._list_tool, {"kind": "NetworkPolicy", "namespace": namespace})
-        if outcome.is_error:
+        listed = await self._list({"kind": "NetworkPolicy", "namespace": namespace})
+        if listed is None:
             return []
-        found = [
-            await self._get("NetworkPolicy", name, namespace)
-            for name in table_names(outcome.text)[:MAX_REFERENCES]
-        ]
+        found = [await self._get("NetworkPolicy", name, namespace) for name in listed[:MAX_REFERENCES]]
         return [network_policy_facts(n) for n in found if n is not None]
 
     async def _certificates(
@@ -235,11 +221,11 @@ class Investigation:
         }
         if self._list_tool is None or not namespace or not mounted:
             return []
-        outcome = await self._call(self._list_tool, {"kind": "Certificate", "namespace": namespace})
-        if outcome.is_error:
+        listed = await self._list({"kind": "Certificate", "namespace": namespace})
+        if listed is None:
             return []
         found: list[analyzers.Certificate] = []
-        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+        for name in listed[:MAX_REFERENCES]:
             cert = await self._get("Certificate", name, namespace)
             spec = (cert or {}).get("spec") or {}
             if cert is None or spec.get("secretName") not in mounted:
@@ -272,10 +258,10 @@ class Investigation:
         unhealthy = any(not pod_facts(p).healthy for p in pods)
         if self._list_tool is None or not namespace or account in (None, "default") or not unhealthy:
             return None
-        outcome = await self._call(self._list_tool, {"kind": "RoleBinding", "namespace": namespace})
-        if outcome.is_error:
+        listed = await self._list({"kind": "RoleBinding", "namespace": namespace})
+        if listed is None:
             return None
-        for name in table_names(outcome.text)[:MAX_REFERENCES]:
+        for name in listed[:MAX_REFERENCES]:
             binding = await self._get("RoleBinding", name, namespace)
             for subject in (binding or {}).get("subjects") or ():
                 if (
@@ -285,7 +271,7 @@ class Investigation:
                     and subject.get("namespace", namespace) == namespace
                 ):
                     return True
-        return False if len(table_names(outcome.text)) <= MAX_REFERENCES else None
+        return False if len(listed) <= MAX_REFERENCES else None
 
     async def _cpu_of_requests(
         self, pods: Sequence[Mapping[str, Any]], namespace: str | None
@@ -298,9 +284,9 @@ class Investigation:
         outcome = await self._call(
             TOP_TOOL, {"resource": "pods", "namespace": namespace, "sort_by": "cpu", "limit": 50}
         )
-        if outcome.is_error:
+        if not isinstance(outcome.data, tools.UsageResult):
             return ()
-        used = {row[0]: _int(row[1]) for row in (line.split() for line in fenced_lines(outcome.text)) if row}
+        used = {row.name: round(row.cpu * 1000) for row in outcome.data.rows}
         shares: list[int] = []
         for pod in pods:
             name = str((pod.get("metadata") or {}).get("name"))
@@ -333,12 +319,12 @@ class Investigation:
             or not namespace
         ):
             return ()
-        outcome = await self._call(self._list_tool, {"kind": "Job", "namespace": namespace})
-        if outcome.is_error:
+        listed = await self._list({"kind": "Job", "namespace": namespace})
+        if listed is None:
             return ()
         name = str((workload_obj.get("metadata") or {}).get("name"))
         reasons: list[str] = []
-        for job_name in table_names(outcome.text)[:MAX_JOBS]:
+        for job_name in listed[:MAX_JOBS]:
             job = await self._get("Job", job_name, namespace)
             owner = controller_of(job, namespace=namespace)
             if job is not None and owner is not None and (owner.kind, owner.name) == ("CronJob", name):
@@ -354,12 +340,10 @@ class Investigation:
         if incident.get("kind") != "PersistentVolumeClaim" or self._list_tool is None or not namespace:
             return []
         claim = str((incident.get("metadata") or {}).get("name"))
-        outcome = await self._call(
-            self._list_tool, {"kind": "Pod", "namespace": namespace, "limit": MAX_LISTED}
-        )
-        if outcome.is_error:
+        listed = await self._list({"kind": "Pod", "namespace": namespace, "limit": MAX_LISTED})
+        if listed is None:
             return []
-        named = [n for n in table_names(outcome.text) if claim.endswith(f"-{n}")]
+        named = [n for n in listed if claim.endswith(f"-{n}")]
         found: list[analyzers.ClaimUser] = []
         for name in named[:MAX_REFERENCES]:
             pod = await self._get("Pod", name, namespace)
@@ -389,14 +373,15 @@ class Investigation:
         if not self._top or not pressed:
             return []
         outcome = await self._call(TOP_TOOL, {"resource": "nodes", "sort_by": "memory", "limit": MAX_LISTED})
-        if outcome.is_error:
+        if not isinstance(outcome.data, tools.UsageResult):
             return []
-        found = []
-        for row in table_rows(outcome.text):
-            used, share = _int(row.get("MEMORY(Mi)")), _int(str(row.get("MEMORY%", "")).rstrip("%"))
-            if row.get("NAME") in pressed and used is not None and share is not None:
-                found.append(analyzers.NodeUsage(name=row["NAME"], memory_mi=used, memory_percent=share))
-        return found
+        return [
+            analyzers.NodeUsage(
+                name=row.name, memory_mi=round(row.memory / 2**20), memory_percent=round(row.memory_share)
+            )
+            for row in outcome.data.rows
+            if row.name in pressed and row.memory_share is not None
+        ]
 
     async def _attachments(
         self, pods: Sequence[Mapping[str, Any]], events: Sequence[analyzers.Event]
@@ -413,12 +398,14 @@ class Investigation:
         if not wanted:
             return []
         outcome = await self._call(self._list_tool, {"kind": "VolumeAttachment", "limit": MAX_LISTED})
-        if outcome.is_error:
+        if not isinstance(outcome.data, tools.ListResult):
             return []
         found: list[analyzers.Attachment] = []
         nodes: dict[str, tuple[bool | None, str | None]] = {}
-        for row in table_rows(outcome.text):
-            volume, node = row.get("PV", ""), row.get("NODE", "")
+        for attachment in outcome.data.items:
+            spec = attachment.get("spec") or {}
+            volume = str((spec.get("source") or {}).get("persistentVolumeName") or "")
+            node = str(spec.get("nodeName") or "")
             if volume not in wanted or not node or node in own:
                 continue
             if node not in nodes and len(nodes) < MAX_NODES:
@@ -430,7 +417,7 @@ class Investigation:
                 analyzers.Attachment(
                     volume=volume,
                     node=node,
-                    attached=row.get("ATTACHED") == "true",
+                    attached=bool((attachment.get("status") or {}).get("attached")),
                     node_exists=exists,
                     node_ready=ready,
                 )
@@ -441,10 +428,10 @@ class Investigation:
         """The cluster's Nodes through a listing tool (none without one), a few read in full."""
         if self._list_tool is None:
             return []
-        outcome = await self._call(self._list_tool, {"kind": "Node"})
-        if outcome.is_error:
+        listed = await self._list({"kind": "Node"})
+        if listed is None:
             return []
-        found = [await self._get("Node", name, None) for name in table_names(outcome.text)[:MAX_NODES]]
+        found = [await self._get("Node", name, None) for name in listed[:MAX_NODES]]
         return [n for n in found if n is not None]
 
     async def _crash_logs(self, pods: Sequence[Mapping[str, Any]], namespace: str | None) -> tuple[str, ...]:
@@ -479,9 +466,8 @@ class Investigation:
                     "tail_lines": LOG_LINES,
                 },
             )
-            lines = [] if outcome.is_error else fenced_lines(outcome.text)
-            if lines:
-                return tuple(lines)
+            if isinstance(outcome.data, tools.LogsResult) and outcome.data.lines:
+                return outcome.data.lines
         return ()
 
     async def _scale_target(self, hpa: Mapping[str, Any], namespace: str | None) -> dict[str, Any] | None:
@@ -502,15 +488,14 @@ class Investigation:
     async def _pods(
         self, workload: resources.ResourceRef, namespace: str, *, keep: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        listed = (
-            await self._call(
-                "list_pods_of_owner", {"kind": workload.kind, "name": workload.name, "namespace": namespace}
-            )
-        ).document()
-        names = [str(p.get("name")) for p in listed or () if isinstance(p, dict) and p.get("name")]
+        outcome = await self._call(
+            "list_pods_of_owner", {"kind": workload.kind, "name": workload.name, "namespace": namespace}
+        )
+        listed = outcome.data.pods if isinstance(outcome.data, tools.PodsResult) else ()
+        settled = {_name(p): _settled(p) for p in listed if _name(p)}
         kept = {str((p.get("metadata") or {}).get("name")) for p in keep}
-        # Failing Pods first: the summary says which (waiting/terminated states, not Running).
-        names.sort(key=lambda n: (_summary_healthy(listed, n), n))
+        # Failing Pods first: those waiting, terminated or not Running.
+        names = sorted(settled, key=lambda n: (settled[n], n))
         pods = list(keep)
         for name in [n for n in names if n not in kept][: MAX_PODS - len(pods)]:
             pod = await self._get("Pod", name, namespace)
@@ -546,8 +531,13 @@ class Investigation:
         events: list[analyzers.Event] = []
         for kind, name, namespace in wanted:
             outcome = await self._call("list_events", _where(kind, name, namespace))
-            if not outcome.is_error:
-                events += parse_events(outcome.text, kind=kind, name=name)
+            if isinstance(outcome.data, tools.EventsResult):
+                events += [
+                    analyzers.Event(
+                        kind=kind, name=name, type=e.type, reason=e.reason, count=e.count, message=e.message
+                    )
+                    for e in outcome.data.events
+                ]
         return events
 
     async def _rollout(
@@ -869,28 +859,6 @@ def service_account(obj: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def table_names(text: str) -> list[str]:
-    """Object names from a listing tool's fenced table (``NAME ...`` header, one row each;
-    a ``NAMESPACE`` first column is skipped)."""
-    lines = [line.split() for line in fenced_lines(text) if line.strip()]
-    if not lines or not lines[0] or lines[0][0] not in ("NAME", "NAMESPACE"):
-        return []
-    column = 1 if lines[0][0] == "NAMESPACE" else 0
-    return [row[column] for row in lines[1:] if len(row) > column]
-
-
-def table_rows(text: str) -> list[dict[str, str]]:
-    """Rows of a listing tool's fenced table as ``{column: value}`` (columns split on two spaces,
-    as the tool writes them)."""
-    lines = [line for line in fenced_lines(text) if line.strip()]
-    if not lines:
-        return []
-    head = re.split(r"\s{2,}", lines[0].strip())
-    if head[0] not in ("NAME", "NAMESPACE"):
-        return []
-    return [dict(zip(head, re.split(r"\s{2,}", line.strip()), strict=False)) for line in lines[1:]]
-
-
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = obj.get("spec") or {}
     if obj.get("kind") == "CronJob":
@@ -941,54 +909,6 @@ def template_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[st
     return tuple(changes)
 
 
-def parse_events(text: str, *, kind: str, name: str) -> list[analyzers.Event]:
-    """Events from ``list_events``' fenced lines (``TIME TYPE REASON (xN, SOURCE): MESSAGE``)."""
-    out = []
-    for line in fenced_lines(text):
-        match = _EVENT_LINE.match(line)
-        if match:
-            out.append(
-                analyzers.Event(
-                    kind=kind,
-                    name=name,
-                    type=match["type"],
-                    reason=match["reason"],
-                    count=int(match["count"]),
-                    message=match["message"],
-                )
-            )
-    return out
-
-
-_INLINE_FENCE = re.compile(r"^<untrusted-data[^>]*>(?P<body>.*)</untrusted-data>$")
-
-
-def fenced_lines(text: str) -> list[str]:
-    """The lines inside the ``<untrusted-data>`` fence (a one-line body sits inline with its tags)."""
-    lines = text.splitlines()
-    inline = next((m for line in lines if (m := _INLINE_FENCE.match(line))), None)
-    if inline is not None:
-        return [html.unescape(inline["body"])]
-    opening = next((i for i, line in enumerate(lines) if line.startswith("<untrusted-data")), None)
-    closing = next(
-        (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("</untrusted-data>")), None
-    )
-    if opening is None or closing is None or closing <= opening:
-        return []
-    return [html.unescape(line) for line in lines[opening + 1 : closing]]
-
-
-def fenced_yaml(text: str) -> Any:
-    """The YAML document inside a tool's ``<untrusted-data>`` fence; None when it is not one."""
-    lines = fenced_lines(text)
-    if not lines:
-        return None
-    try:
-        return yaml.safe_load("\n".join(lines))
-    except yaml.YAMLError:
-        return None
-
-
 def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef | None:
     """The controlling owner of an object read from the cluster (else its first owner), if any."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None
@@ -1013,14 +933,20 @@ def _where(kind: str, name: str, namespace: str | None) -> dict[str, Any]:
     return {"kind": kind, "name": name} | ({"namespace": namespace} if namespace else {})
 
 
-def _summary_healthy(listed: Any, name: str) -> bool:
-    for item in listed or ():
-        if isinstance(item, dict) and item.get("name") == name:
-            states = " ".join(
-                str(c.get("state")) for c in item.get("containers") or () if isinstance(c, dict)
-            )
-            return item.get("phase") == "Running" and "waiting" not in states and "terminated" not in states
-    return True
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _settled(pod: Mapping[str, Any]) -> bool:
+    """Running, and no container of its spec waiting or terminated (its state's first entry)."""
+    status = pod.get("status") or {}
+    statuses = {s.get("name"): s for s in status.get("containerStatuses") or () if isinstance(s, dict)}
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        state = (statuses.get(container.get("name")) or {}).get("state") or {}
+        current = next((key for key, detail in state.items() if isinstance(detail, dict)), None)
+        if current in ("waiting", "terminated"):
+            return False
+    return status.get("phase") == "Running"
 
 
 def _restarting(pod: analyzers.Pod) -> bool:

@@ -25,13 +25,12 @@ how well the workflow matches it. Without evidence it is the catalog match score
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import conversation
+from aianalysis.analysis import conversation, tools
 from aianalysis.analysis.llm import analyzers, evidence
 
 PROVIDER_NAME = "offline"
@@ -307,19 +306,14 @@ class OfflineConversation:
             plan = dataclasses.replace(plan, hit=dataclasses.replace(hit, action_type=details["action_type"]))
         return dataclasses.replace(plan, target=target)
 
-    async def _tool(self, name: str, arguments: dict[str, Any]) -> evidence.Outcome:
+    async def _tool(self, name: str, arguments: dict[str, Any]) -> conversation.ToolOutcome:
         self._counter.tool_calls += 1
-        outcome = await self._toolbox.call(name, arguments)
-        return evidence.Outcome(outcome.text, is_error=outcome.is_error)
+        return await self._toolbox.call(name, arguments)
 
     async def _json(self, name: str, arguments: dict[str, Any]) -> Any:
+        """A catalog tool's answer, as the values its JSON text shows (None: it refused)."""
         outcome = await self._tool(name, arguments)
-        if outcome.is_error:
-            return None
-        try:
-            return json.loads(outcome.text)
-        except ValueError:
-            return None
+        return outcome.data.payload if isinstance(outcome.data, tools.CatalogResult) else None
 
 
 def _version(hit: Hit) -> dict[str, str]:
