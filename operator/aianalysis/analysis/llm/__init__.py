@@ -3,17 +3,17 @@
 ``make_provider(settings)`` returns the process-wide provider: ``anthropic`` (Claude through the
 SDK, see :mod:`aianalysis.analysis.llm.anthropic_provider`), ``bedrock`` / ``vertex`` (the same loop through
 the SDK's platform clients), ``openai`` (OpenAI-compatible Chat Completions, see
-:mod:`aianalysis.analysis.llm.openai_provider`) or ``offline`` (deterministic catalog ranking, see
-:mod:`aianalysis.analysis.llm.offline`). Callers depend on the :class:`Provider` and
-:class:`Conversation` protocols only. ``check_model(settings)`` is the startup model check.
+:mod:`aianalysis.analysis.llm.openai_provider`) or ``offline`` (deterministic: investigates, runs
+its rules, then picks from the catalog; a package of its own, :mod:`aianalysis.analysis.offline`).
+Callers depend on the :class:`Provider` and :class:`Conversation` protocols only.
+``check_model(settings)`` is the startup model check.
 """
 
 from __future__ import annotations
 
 from aianalysis import settings as settings_module
-from aianalysis.analysis import conversation
+from aianalysis.analysis import conversation, offline
 from aianalysis.analysis.conversation import Provider, RequestRecord, Submission
-from aianalysis.analysis.llm import offline
 
 
 def make_provider(
