@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -356,7 +357,7 @@ def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
 
 def with_llm(config: settings.Settings, **changes: Any) -> settings.Settings:
     """``config`` with fields of its ``llm`` group changed."""
-    return config.model_copy(update={"llm": config.llm.model_copy(update=changes)})
+    return dataclasses.replace(config, llm=config.llm.model_copy(update=changes))
 
 
 # ---- one retry-after cap for every provider ----------------------------------------------------

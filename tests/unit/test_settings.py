@@ -165,7 +165,7 @@ def test_overrides_beat_the_environment_and_are_validated_too() -> None:
 def test_the_api_key_never_shows_in_repr_or_errors() -> None:
     s = settings.from_env({"ANTHROPIC_API_KEY": KEY})
     assert KEY not in repr(s) and KEY not in str(s)
-    assert KEY not in s.model_dump_json() and KEY not in f"{s.llm.api_key}"
+    assert KEY not in s.llm.model_dump_json() and KEY not in f"{s.llm.api_key}"
     message = rejected({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_MAX_TOKENS": "0"})
     assert KEY not in message
 

@@ -3,7 +3,9 @@ validated by its own model, every problem in one :class:`errors.ConfigError`."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -12,10 +14,11 @@ from aianalysis.settings import _fields, _llm, _root
 
 def groups() -> Iterator[tuple[str, type[_fields.Group]]]:
     """Each group's name in ``Settings`` and its model, in the reference's order."""
-    for name, field in _root.Settings.model_fields.items():
-        model = field.annotation
-        assert isinstance(model, type) and issubclass(model, _fields.Group), name
-        yield name, model
+    hints = typing.get_type_hints(_root.Settings)
+    for field in dataclasses.fields(_root.Settings):
+        model = hints[field.name]
+        assert isinstance(model, type) and issubclass(model, _fields.Group), field.name
+        yield field.name, model
 
 
 def from_env(env: Mapping[str, str] | None = None, *, provider: str | None = None) -> _root.Settings:

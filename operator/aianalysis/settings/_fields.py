@@ -208,12 +208,14 @@ class Group(pydantic.BaseModel):
     def problems(cls, exc: pydantic.ValidationError, read_from: dict[str, str]) -> Iterator[str]:
         """Each error as a line naming the variable: the one a value was read from, else the first."""
         for error in exc.errors(include_url=False):
-            field = str(error["loc"][0]) if error["loc"] else None
-            if field is None:
-                yield error["msg"]
+            field = str(error["loc"][0]) if error["loc"] else ""
+            if field not in cls.model_fields:  # no field of ours: an unknown keyword in code
+                yield f"{cls.__name__}: {field}: {error['msg']}" if field else error["msg"]
                 continue
             name = read_from.get(field) or cls.env_name(field)
-            if error["type"] == UNREADABLE:
+            if error["type"] == UNREADABLE:  # the text as it was written, to show what reads wrong
                 yield f"{name}={error['input']!r} {error['msg']}"
-            else:  # a failed check; never the input of another error, which may be a secret
-                yield f"{name} {error['msg']}" if error["type"] == INVALID else f"{name}: {error['msg']}"
+            elif error["type"] == INVALID:
+                yield f"{name} {error['msg']}"
+            else:  # pydantic's own (a value of the wrong type, from code): never the input, maybe a secret
+                yield f"{name}: {error['msg']}"
