@@ -21,21 +21,21 @@ def make_provider(
     *,
     on_request: conversation.RequestObserver = conversation.ignore_request,
 ) -> Provider:
-    """The provider ``settings.provider`` names; call once per process and ``aclose()`` it at exit."""
+    """The provider ``settings.llm.provider`` names; call once per process and ``aclose()`` it at exit."""
     # Imported on demand: the SDKs take over a second to import and offline runs never need them.
-    if settings.provider == "anthropic":
+    if settings.llm.provider == "anthropic":
         from aianalysis.analysis.llm import anthropic_provider  # noqa: PLC0415
 
         return anthropic_provider.AnthropicProvider(settings, on_request=on_request)
-    if settings.provider == "bedrock":
+    if settings.llm.provider == "bedrock":
         from aianalysis.analysis.llm import bedrock_provider  # noqa: PLC0415
 
         return bedrock_provider.BedrockProvider(settings, on_request=on_request)
-    if settings.provider == "vertex":
+    if settings.llm.provider == "vertex":
         from aianalysis.analysis.llm import vertex_provider  # noqa: PLC0415
 
         return vertex_provider.VertexProvider(settings, on_request=on_request)
-    if settings.provider == "openai":
+    if settings.llm.provider == "openai":
         from aianalysis.analysis.llm import openai_provider  # noqa: PLC0415
 
         return openai_provider.OpenAIProvider(settings, on_request=on_request)
@@ -46,7 +46,7 @@ async def check_model(settings: settings_module.Settings) -> str | None:
     """Verify the configured model once (see :mod:`aianalysis.analysis.llm.model_check`): ``None`` when it
     answered or the check is off, a warning when the check could not tell, ``ConfigError`` when the
     platform says the model is unknown or retired."""
-    if not settings.model_check or settings.provider == "offline":
+    if not settings.llm.model_check or settings.llm.provider == "offline":
         return None
     provider = make_provider(settings)
     try:

@@ -3,7 +3,7 @@ accounting, and the one place where SDK failures become :mod:`aianalysis.errors`
 
 Retries are the SDK's: it backs off and retries 408, 409, 429 and every 5xx (529 overloaded
 included) and connection failures/timeouts, honouring ``retry-after``/``retry-after-ms``, up to
-``llm_max_retries`` times. What still fails afterwards is classified here, once.
+``settings.llm.max_retries`` times. What still fails afterwards is classified here, once.
 """
 
 from __future__ import annotations
@@ -59,16 +59,16 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
     def _credential(self, config: settings.Settings) -> str:
         """The secret this provider sends (kept out of every message), or "" when the platform's own
         credential chain signs the requests."""
-        if not config.api_key:
+        if not config.llm.api_key:
             raise errors.ConfigError("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
-        return config.api_key
+        return config.llm.api_key.get_secret_value()
 
     def _make_client(self, config: settings.Settings, http_client: httpx2.AsyncClient | None) -> Client:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
         return retry_after.Anthropic(
-            api_key=config.api_key,
-            base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
+            api_key=self._secret,
+            base_url=config.llm.anthropic_base_url or DEFAULT_BASE_URL,
             **sdk_loop.client_options(config, http_client),
         )
 
@@ -88,8 +88,8 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         failure = provider_error(
             err,
             secret=self._secret,
-            timeout_seconds=self._settings.llm_timeout_seconds,
-            max_retry_after_seconds=self._settings.provider_max_retry_after_seconds,
+            timeout_seconds=self._settings.llm.timeout_seconds,
+            max_retry_after_seconds=self._settings.llm.max_retry_after_seconds,
         )
         if isinstance(err, anthropic.APIStatusError) and err.api_message is None:
             body = err.body if isinstance(err.body, dict) else {}
@@ -107,7 +107,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> AnthropicConversation:
         """A conversation about ``spec``; the incident is already in ``prompt``."""
-        return AnthropicConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
+        return AnthropicConversation(self, system, prompt, toolbox, self._settings.analysis.max_tool_steps)
 
     async def create(
         self,
@@ -119,12 +119,12 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
     ) -> atypes.Message:
         """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``.
         A body that is not a Message (a proxy's page) is asked for again like the SDK retries a 5xx,
-        at most ``llm_max_retries`` times: the same request, not a new conversation."""
+        at most ``settings.llm.max_retries`` times: the same request, not a new conversation."""
 
         async def send() -> object:
             return await self._client.messages.create(
                 model=self.model,
-                max_tokens=self._settings.max_tokens,
+                max_tokens=self._settings.llm.max_tokens,
                 system=system,
                 tools=tools,
                 messages=messages,
@@ -133,11 +133,11 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
 
-        for retry in range(self._settings.llm_max_retries + 1):
+        for retry in range(self._settings.llm.max_retries + 1):
             try:
                 return await self._create_once(send)
             except errors.ProviderResponseError:
-                if retry == self._settings.llm_max_retries:
+                if retry == self._settings.llm.max_retries:
                     raise
             await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
         raise AssertionError("unreachable: the last try returns or raises")
@@ -157,7 +157,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
             failure = provider_error(
                 json.JSONDecodeError("not a Message", str(message)[:64], 0),
                 secret=self._secret,
-                timeout_seconds=self._settings.llm_timeout_seconds,
+                timeout_seconds=self._settings.llm.timeout_seconds,
             )
             self._report(started, "unavailable")
             raise failure

@@ -13,7 +13,7 @@ the Anthropic provider; what differs is the wire:
   (``prompt_tokens`` includes cached tokens, which are counted as cache reads, not input).
 
 Retries are the SDK's (408/409/429/5xx, connection failures, ``retry-after``), up to
-``llm_max_retries``; what still fails is classified here, once.
+``settings.llm.max_retries``; what still fails is classified here, once.
 """
 
 from __future__ import annotations
@@ -48,21 +48,22 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
     name = PROVIDER_NAME
 
     def _credential(self, config: settings.Settings) -> str:
-        return config.openai_api_key or ""
+        key = config.llm.openai_api_key
+        return key.get_secret_value() if key else ""
 
     def _make_client(
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> retry_after.OpenAI:
         return retry_after.OpenAI(
-            api_key=config.openai_api_key or NO_KEY,
-            base_url=config.openai_base_url,
+            api_key=self._secret or NO_KEY,
+            base_url=config.llm.openai_base_url,
             **sdk_loop.client_options(config, http_client),
         )
 
     def open(
         self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> OpenAIConversation:
-        return OpenAIConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
+        return OpenAIConversation(self, system, prompt, toolbox, self._settings.analysis.max_tool_steps)
 
     async def check_model(self) -> str | None:
         """Listing the models is free everywhere (vLLM, Ollama, LiteLLM serve ``GET /models``); a
@@ -71,7 +72,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
             page = await self._client.models.list()
         except openai.OpenAIError as err:
             failure = provider_error(
-                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+                err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             if isinstance(err, openai.APIStatusError) and err.status_code in (404, 405, 501):
                 return f"could not verify model {self.model!r}: the endpoint lists no models ({failure})"
@@ -85,7 +86,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         listed = ", ".join(sorted(served)[:10]) or "none"
         raise errors.ConfigError(
             f"model {self.model!r} is not served by provider 'openai' at {self._client.base_url} "
-            f"(it serves: {listed}); set {settings.env_name('model')} to one of them"
+            f"(it serves: {listed}); set {settings.Llm.env_name('model')} to one of them"
         )
 
     async def create(
@@ -103,11 +104,11 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
                 messages=messages,
                 tools=tools,
                 tool_choice=_FORCE_SUBMIT if force_submit else "auto",
-                max_tokens=self._settings.max_tokens,
+                max_tokens=self._settings.llm.max_tokens,
             )
         except openai.OpenAIError as err:
             failure = provider_error(
-                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+                err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             self._report(started, "unavailable" if failure.retryable else "error")
             raise failure from None

@@ -31,9 +31,9 @@ C = TypeVar("C", bound=_Client)
 def client_options(config: settings.Settings, http_client: httpx2.AsyncClient | None) -> dict[str, Any]:
     """The options every provider's client (:mod:`retry_after`) takes the same way."""
     return {
-        "max_retry_after_seconds": config.provider_max_retry_after_seconds,
-        "timeout": config.llm_timeout_seconds,
-        "max_retries": config.llm_max_retries,
+        "max_retry_after_seconds": config.llm.max_retry_after_seconds,
+        "timeout": config.llm.timeout_seconds,
+        "max_retries": config.llm.max_retries,
         "http_client": http_client,
     }
 
@@ -49,7 +49,7 @@ class ClientOwner(Generic[C]):
         http_client: httpx2.AsyncClient | None = None,
         on_request: conversation.RequestObserver = conversation.ignore_request,
     ) -> None:
-        self.model = config.model
+        self.model = config.llm.model
         self._settings = config
         self._secret = self._credential(config)
         self._on_request = on_request
