@@ -191,15 +191,17 @@ class ToolBox:
         try:
             return ToolResult(await self._handlers[name](args))
         except (_args.Refused, _promql.BadRequest) as exc:
-            return self._error(str(exc))
+            return self._error(str(exc))  # our words (and the LLM's own arguments)
         except _reader.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
-            return self._error(str(exc))
+            if isinstance(exc, _reader.NotFound):
+                return self._error(str(exc))  # our words: what was asked for, "not found"
+            return self._server_error(f"{self._source(spec)} refused this read:", exc)
         except errors.ClusterError as exc:
             self.cluster_read_failures += spec.investigates
-            source = "Prometheus" if spec.needs == "prometheus" else "the cluster"
-            return self._error(
-                f"reading {source} failed ({exc}); it may work later - continue with the evidence you have"
+            source = self._source(spec)
+            return self._server_error(
+                f"reading {source} failed; it may work later - continue with the evidence you have:", exc
             )
 
     def _call_limit(self, spec: _specs.Spec | None) -> int:
@@ -232,6 +234,17 @@ class ToolBox:
     def _error(self, message: str) -> ToolResult:
         self.errors += 1
         return ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True)
+
+    def _server_error(self, header: str, exc: Exception) -> ToolResult:
+        """An error whose words come (at least in part) from the API server, an admission webhook or
+        Prometheus: untrusted text, fenced under our own one-line header."""
+        self.errors += 1
+        text = _output.fenced(header, str(exc), label="error", max_chars=self._max_chars)
+        return ToolResult(text, is_error=True)
+
+    @staticmethod
+    def _source(spec: _specs.Spec) -> str:
+        return "Prometheus" if spec.needs == "prometheus" else "the cluster"
 
 
 def _problems(exc: pydantic.ValidationError) -> str:
