@@ -31,6 +31,7 @@ from aianalysis.analysis.tools import (
     _policy,
     _prom_tools,
     _promql,
+    _scope,
     _specs,
 )
 from aianalysis.kube import reader as _reader
@@ -138,7 +139,10 @@ class ToolBox:
         self._offered = TOOL_NAMES
         if metrics is not None:
             prom = _prom_tools.PrometheusTools(
-                source=metrics, max_chars=max_chars, max_series=limits.max_series
+                source=metrics,
+                tenancy=tenancy(spec, policy),
+                max_chars=max_chars,
+                max_series=limits.max_series,
             )
             self._handlers.update(
                 prometheus_query=prom.query,
@@ -245,6 +249,17 @@ class ToolBox:
     @staticmethod
     def _source(spec: _specs.Spec) -> str:
         return "Prometheus" if spec.needs == "prometheus" else "the cluster"
+
+
+def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _promql.Tenancy:
+    """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
+    cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
+    Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
+    info = _scope.kinds().get(spec.resource.kind.strip().casefold())
+    cluster = info is not None and not info.namespaced and info.kind != "Namespace"
+    return _promql.Tenancy(
+        namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace
+    )
 
 
 def _problems(exc: pydantic.ValidationError) -> str:
