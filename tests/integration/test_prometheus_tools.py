@@ -134,8 +134,11 @@ async def test_metric_names_label_values_alerts_and_rules(server: prometheus.Pro
 async def test_bad_promql_and_enormous_ranges_are_clear_errors(server: prometheus.Prometheus) -> None:
     toolbox = box(server.url)
     malformed = await toolbox.call("prometheus_query", {"query": "sum(rate(shop_requests_total[5m]"})
-    assert malformed.is_error and "Prometheus query rejected the request" in malformed.text
-    assert "parse error" in malformed.text
+    # Parsed (to be scoped) before it is sent: the parser's words, and Prometheus is not asked.
+    assert malformed.is_error and "not valid PromQL" in malformed.text
+    assert "unclosed left parenthesis" in malformed.text
+    rejected = await toolbox.call("prometheus_query", {"query": 'label_replace(up, "a", "b", "c", "[")'})
+    assert rejected.is_error and "Prometheus query rejected the request" in rejected.text
     enormous = await toolbox.call("prometheus_query_range", {"query": "up", "range": "30d"})
     assert enormous.is_error and "longer than the 7d allowed" in enormous.text
     dense = await toolbox.call("prometheus_query_range", {"query": "up", "range": "2d", "step": "1s"})
