@@ -65,7 +65,8 @@ def _shapes() -> list[tuple[str, str, list[str]]]:
     # ---- named in the issue
     add(
         "yaml-parent-key",
-        "spring:\n  datasource:\n    url: jdbc:postgresql://db:5432/shop\n    username: shop\n    password: {}\n",
+        "spring:\n  datasource:\n    url: jdbc:postgresql://db:5432/shop\n"
+        "    username: shop\n    password: {}\n",
         password(),
     )
     add("yaml-parent-key-direct", "database:\n  password: {}\n  pool: 10\n", password())
@@ -258,7 +259,8 @@ def _objects() -> list[tuple[str, dict[str, Any], list[str]]]:
                 "kind": "ConfigMap",
                 "metadata": {"name": "api-config", "namespace": "shop"},
                 "data": {
-                    "application.yml": f"server:\n  port: 8080\nspring:\n  datasource:\n    url: jdbc:mysql://db/shop\n    password: {app_yml}\n",
+                    "application.yml": "server:\n  port: 8080\nspring:\n  datasource:\n    url: jdbc:mysql://db/shop\n"
+                    f"    password: {app_yml}\n",
                 },
             },
             [app_yml],
