@@ -21,6 +21,7 @@ from typing import Any
 _RNG = random.Random(31)
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
+BASE32 = string.ascii_uppercase + "234567"  # AWS access key ids
 LOWER_DIGITS = string.ascii_lowercase + string.digits
 HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
@@ -114,9 +115,9 @@ def _shapes() -> list[tuple[str, str, list[str]]]:
     add("github-fine-grained", "github_pat_{}_{}", rand(ALNUM, 22), rand(ALNUM, 59))
     add("gitlab-pat", "CI_TOKEN glpat-{}", rand(URLSAFE, 20))
     # ---- clouds
-    add("aws-access-key", "AWS_ACCESS_KEY_ID=AKIA{}", rand(UPPER_DIGITS, 16))
+    add("aws-access-key", "AWS_ACCESS_KEY_ID=AKIA{}", rand(BASE32, 16))
     add("aws-secret-key", "AWS_SECRET_ACCESS_KEY={}", rand(B64, 40))
-    add("aws-key-in-log", "using credentials ASIA{} from the environment", rand(UPPER_DIGITS, 16))
+    add("aws-key-in-log", "using credentials ASIA{} from the environment", rand(BASE32, 16))
     add("gcp-api-key", "maps key AIza{}", rand(URLSAFE, 35))
     sa = {
         "type": "service_account",
@@ -130,7 +131,9 @@ def _shapes() -> list[tuple[str, str, list[str]]]:
         (
             "gcp-service-account-json",
             json.dumps(sa, indent=2),
-            [sa["private_key_id"], sa["private_key"].splitlines()[3]],
+            # The key itself, every line of it; private_key_id names the key (as an AWS key id
+            # or a kid does) and is kept, like the client id.
+            sa["private_key"].splitlines()[1:-1],
         )
     )
     add(

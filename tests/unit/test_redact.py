@@ -5,6 +5,7 @@ resourceVersions, image references) left alone."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from aianalysis.analysis import redact
+from aianalysis.analysis.redact import _gitleaks
 from aianalysis.kube import kinds as _kinds
 from tests.support import secret_shapes
 
@@ -195,3 +197,36 @@ def test_digests_uids_resource_versions_and_image_refs_are_evidence_not_secrets(
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if version:
             assert _redacted(obj)["metadata"]["resourceVersion"] == version
+
+
+# ---- the vendored rule set ---------------------------------------------------------------------
+
+
+def test_the_gitleaks_rules_are_the_ones_recorded_never_edited_by_hand() -> None:
+    """hack/refresh-gitleaks-rules.sh copies them and records their digest; an edit fails here."""
+    source = _gitleaks.source()
+    assert source["repository"] == "gitleaks/gitleaks" and len(source["commit"]) == 40
+    rules = _gitleaks.read(_gitleaks.RULES_FILE)
+    assert hashlib.sha256(rules).hexdigest() == source["sha256"]
+    assert "This file has been auto-generated" in rules.decode()[:200]
+    assert "MIT License" in _gitleaks.read("GITLEAKS-LICENSE").decode()
+
+
+def test_every_gitleaks_rule_runs_on_re2() -> None:
+    rules = _gitleaks.rules()
+    assert len(rules.rules) > 200
+    for rule in rules.rules:
+        assert rule.compiled.groups >= rule.secret_group, rule.id
+        for allowlist in rule.allowlists:
+            assert allowlist.compiled is not None
+
+
+def test_the_gitleaks_semantics_entropy_groups_and_allowlists() -> None:
+    rules = _gitleaks.rules()
+    # generic-api-key: a low-entropy value is not a secret, the secret is the group, not the match.
+    assert list(rules.spans("api_key = aaaaaaaaaaaa")) == []
+    text = "api_key = Zx81Qm2Lp0Vb7Ty4"
+    ((start, end),) = _gitleaks.merge(list(rules.spans(text)))
+    assert text[start:end] == "Zx81Qm2Lp0Vb7Ty4"
+    # The global allowlist: template placeholders are not secrets.
+    assert list(rules.spans("password = ${DB_PASSWORD}")) == []
