@@ -138,12 +138,14 @@ class PrometheusTools:
         return self._fenced(head + ":", "\n".join(lines), "rules")
 
     def _scoped(self, rule: dict[str, Any]) -> dict[str, Any] | None:
-        """The rule as this analysis may see it, or None: kept when its labels name a namespace it
-        may read (or none, for a cluster-scoped incident), or when one of its alerts is of such a
-        namespace — with only those alerts (as prom-label-proxy filters ``/api/v1/rules``)."""
-        alerts = [a for a in rule.get("alerts") or () if self._tenancy.admits(a.get("labels") or {})]
-        if self._tenancy.admits(rule.get("labels") or {}) or alerts:
-            return {**rule, "alerts": alerts}
+        """The rule as this analysis may see it, or None: kept when one of its alerts is of a
+        namespace the analysis may read (with only those alerts, as prom-label-proxy filters
+        ``/api/v1/rules``), or when nothing fires and its labels admit it (a namespace it may read;
+        none, for a cluster-scoped incident). A rule whose alerts are all another tenant's is theirs."""
+        alerts = rule.get("alerts") or ()
+        kept = [a for a in alerts if self._tenancy.admits(a.get("labels") or {})]
+        if kept or (not alerts and self._tenancy.admits(rule.get("labels") or {})):
+            return {**rule, "alerts": kept}
         return None
 
     # ---- plumbing -----------------------------------------------------------------------------
