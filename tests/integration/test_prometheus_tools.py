@@ -6,6 +6,7 @@ answers too much."""
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,13 @@ def server(
         yield running
 
 
-def box(url: str, *, spec: resources.AIAnalysisSpec = SPEC, **config: Any) -> tools.ToolBox:
+def box(
+    url: str, *, spec: resources.AIAnalysisSpec = SPEC, limits: tools.Limits | None = None, **config: Any
+) -> tools.ToolBox:
     client = tools.PrometheusClient(tools.PrometheusConfig(url=url, **config))
-    return tools.ToolBox(spec=spec, catalog=catalog.Catalog(), reader=None, max_chars=8000, metrics=client)
+    return tools.ToolBox(
+        spec=spec, catalog=catalog.Catalog(), reader=None, max_chars=8000, metrics=client, limits=limits
+    )
 
 
 async def test_prometheus_tools_are_offered_only_when_configured(server: prometheus.Prometheus) -> None:
@@ -222,3 +227,22 @@ async def test_a_node_incident_also_sees_cluster_level_series(server: prometheus
     # A namespaced incident does not: the node's series have no namespace label.
     namespaced = await box(server.url).call("prometheus_query", {"query": "node_load1"})
     assert "no data" in namespaced.text
+
+
+async def test_behind_prom_label_proxy_every_request_names_the_namespaces() -> None:
+    """With AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM the URL is a prom-label-proxy (-label=namespace),
+    which enforces the same scope from the query parameter (one per namespace); ours still runs."""
+    with prometheus.RecordingServer() as recorder:
+        limits = tools.Limits(namespaces=("monitoring",), prometheus_label_proxy_param="namespace")
+        toolbox = box(recorder.url, limits=limits)
+        await toolbox.call("prometheus_alerts", {})
+        await toolbox.call("prometheus_query", {"query": "up"})
+        plain = box(recorder.url)
+        await plain.call("prometheus_alerts", {})
+    alerts, query, unproxied = (urllib.parse.urlsplit(path) for path in recorder.paths)
+    assert urllib.parse.parse_qs(alerts.query) == {"namespace": ["shop", "monitoring"]}
+    sent = urllib.parse.parse_qs(query.query)
+    assert sent["namespace"] == ["shop", "monitoring"] and sent["query"] == [
+        'up{namespace=~"shop|monitoring"}'
+    ]
+    assert unproxied.query == ""

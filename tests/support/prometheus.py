@@ -155,11 +155,14 @@ class RecordingServer:
 
     def __init__(self) -> None:
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        """Each request's path with its query string."""
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 recorder.headers.append(dict(self.headers.items()))
+                recorder.paths.append(self.path)
                 body = b'{"status":"success","data":{"alerts":[]}}'
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
