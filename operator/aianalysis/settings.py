@@ -176,6 +176,13 @@ class Settings:
     prometheus_tenant: str | None = None
     """``X-Scope-OrgID`` header value for multi-tenant backends (Thanos, Cortex, Mimir)."""
 
+    prometheus_label_proxy_param: str | None = None
+    """When ``prometheus_url`` is a prom-label-proxy (``-label=namespace``), the name of the label it
+    enforces (``namespace``): every request of the Prometheus tools then carries it once per
+    namespace the analysis may read, and the proxy enforces that scope too (series without a
+    namespace label are then out of reach, also for cluster-scoped incidents). Unset: the tools'
+    own scoping alone."""
+
     prometheus_timeout_seconds: float = 10.0
     """Per-request timeout of a Prometheus call; a slower query is reported to the LLM as such."""
 
@@ -433,6 +440,9 @@ def _problems(s: Settings) -> list[str]:
         out.append(
             f"{env_name('tool_audit_max_records')} must be at most 100, not {s.tool_audit_max_records}"
         )
+    param = s.prometheus_label_proxy_param
+    if param is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", param):
+        out.append(f"{env_name('prometheus_label_proxy_param')} must be a label name, not {param!r}")
     if s.prometheus_url and not s.prometheus_url.startswith(("http://", "https://")):
         out.append(
             f"{env_name('prometheus_url')} must start with http:// or https://, not {s.prometheus_url!r}"

@@ -280,6 +280,7 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
             "AIANALYSIS_PROMETHEUS_URL": "https://thanos.monitoring.svc:9091",
             "AIANALYSIS_PROMETHEUS_TOKEN": "prom-secret-token",
             "AIANALYSIS_PROMETHEUS_TENANT": "team-a",
+            "AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM": "namespace",
             "AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS": "2.5",
             "AIANALYSIS_INVESTIGATION_NAMESPACES": "ingress-nginx, monitoring",
             "AIANALYSIS_INVESTIGATION_CUSTOM_GROUPS": "cert-manager.io,*.toolkit.fluxcd.io",
@@ -290,6 +291,8 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
         config.prometheus_url == "https://thanos.monitoring.svc:9091" and config.prometheus_tenant == "team-a"
     )
     assert config.prometheus_timeout_seconds == 2.5 and config.tool_output_budget_tokens == 12000
+    assert config.prometheus_label_proxy_param == "namespace"
+    assert settings.from_env({}).prometheus_label_proxy_param is None
     assert config.investigation_namespaces == ("ingress-nginx", "monitoring")
     assert config.investigation_custom_groups == ("cert-manager.io", "*.toolkit.fluxcd.io")
     assert "prom-secret-token" not in repr(config)
@@ -303,6 +306,7 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
         ("AIANALYSIS_TOOL_OUTPUT_BUDGET_TOKENS", "0", "must be at least 1"),
         ("AIANALYSIS_TOOL_AUDIT_MAX_RECORDS", "500", "must be at most 100"),
         ("AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS", "0", "must be positive"),
+        ("AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM", 'namespace"}', "must be a label name"),
     ],
 )
 def test_bad_investigation_settings_name_the_variable(variable: str, value: str, expected: str) -> None:

@@ -169,6 +169,7 @@ def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
         namespaces=settings.investigation_namespaces,
         custom_groups=settings.investigation_custom_groups,
         max_series=settings.prometheus_max_series,
+        prometheus_label_proxy_param=settings.prometheus_label_proxy_param,
     )
 
 

@@ -34,6 +34,7 @@ from aianalysis.analysis.tools import (
     _scope,
     _specs,
 )
+from aianalysis.kube import prometheus as _prometheus
 from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
@@ -55,6 +56,8 @@ class Limits:
     """Namespaces readable besides the incident's (``*`` = all)."""
     custom_groups: tuple[str, ...] = settings.DEFAULT_CUSTOM_GROUPS
     max_series: int = 20
+    prometheus_label_proxy_param: str | None = None
+    """The label a prom-label-proxy in front of Prometheus enforces (settings)."""
 
 
 TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _specs.SPECS if spec.needs != "prometheus")
@@ -138,9 +141,13 @@ class ToolBox:
             )
         self._offered = TOOL_NAMES
         if metrics is not None:
+            scoped = tenancy(spec, policy)
+            param = limits.prometheus_label_proxy_param
+            if param and isinstance(metrics, _prometheus.PrometheusClient) and not scoped.every:
+                metrics = metrics.with_params(tuple((param, ns) for ns in scoped.namespaces))
             prom = _prom_tools.PrometheusTools(
                 source=metrics,
-                tenancy=tenancy(spec, policy),
+                tenancy=scoped,
                 max_chars=max_chars,
                 max_series=limits.max_series,
             )
