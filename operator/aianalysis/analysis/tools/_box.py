@@ -207,7 +207,7 @@ class ToolBox:
             self.cluster_read_failures += spec.investigates
             if isinstance(exc, _reader.NotFound):
                 return self._error(str(exc))  # our words: what was asked for, "not found"
-            return self._server_error(f"{self._source(spec)} refused this read:", exc)
+            return self._server_error(f"{self._source(spec)} cannot give this:", exc)
         except errors.ClusterError as exc:
             self.cluster_read_failures += spec.investigates
             source = self._source(spec)
