@@ -84,9 +84,7 @@ SCENARIOS = [
 _FACT = re.compile(r"^- (Signal Type|Namespace|Resource): (.+)$", re.MULTILINE)
 
 
-def first_prompt(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+first_prompt = ms.first_prompt
 
 
 def target(body: dict[str, Any]) -> dict[str, str]:

@@ -299,9 +299,11 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
     result = await toolbox(k8s.KubernetesReader(api), namespace).call(
         "get_pod_logs", {"name": "web-5d8f-a", "previous": True}
     )
+    # The phase is the cluster's word: the explanation comes fenced under our one-line header.
     assert result == tools.ToolResult(
+        'the cluster cannot give this:\n<untrusted-data label="error">'
         f"Pod {namespace}/web-5d8f-a has no logs: it is not scheduled to a node (phase Pending). "
-        "Its events and conditions say why.",
+        "Its events and conditions say why.</untrusted-data>",
         is_error=True,
     )
     missing = await toolbox(k8s.KubernetesReader(api), namespace).call("get_pod_logs", {"name": "nope"})

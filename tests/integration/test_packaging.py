@@ -462,6 +462,7 @@ def test_prometheus_values_turn_on_the_prometheus_tools_with_token_ca_and_egress
         "prometheus": {
             "url": "https://thanos-query.monitoring.svc:9091",
             "tenant": "team-a",
+            "labelProxyParam": "namespace",
             "tokenSecret": {"name": "prometheus-reader", "key": "token"},
             "caConfigMap": {"name": "prometheus-ca"},
         },
@@ -485,6 +486,7 @@ def test_prometheus_values_turn_on_the_prometheus_tools_with_token_ca_and_egress
         config.investigation.namespaces == ("ingress-nginx",)
         and config.investigation.tool_output_budget_tokens == 12000
     )
+    assert config.prometheus.label_proxy_param == "namespace"
     pod = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert {"name": "prometheus-ca", "configMap": {"name": "prometheus-ca"}} in pod["volumes"]
     policy = next(o for o in objects if o["kind"] == "NetworkPolicy")["spec"]

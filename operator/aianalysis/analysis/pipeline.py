@@ -171,6 +171,7 @@ def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
         namespaces=settings.investigation.namespaces,
         custom_groups=settings.investigation.custom_groups,
         max_series=settings.prometheus.max_series,
+        prometheus_label_proxy_param=settings.prometheus.label_proxy_param,
     )
 
 

@@ -13,6 +13,7 @@ message; ``errors.ClusterError`` for what may pass (connection refused, timeout,
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import ssl
@@ -72,8 +73,17 @@ class PrometheusClient:
             trust_env=False,
         )
 
+        self._extra: tuple[tuple[str, str], ...] = ()
+
     def __repr__(self) -> str:
         return f"PrometheusClient({self._url})"
+
+    def with_params(self, params: tuple[tuple[str, str], ...]) -> PrometheusClient:
+        """A view sending ``params`` with every request (prom-label-proxy's label values), over the
+        same connection pool; closing stays the owner's job."""
+        view = copy.copy(self)
+        view._extra = params
+        return view
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -101,7 +111,10 @@ class PrometheusClient:
         what = f"Prometheus {endpoint}"
         try:
             async with self._http.stream(
-                "GET", f"{self._url}/api/v1/{endpoint}", params=params, headers=self._headers()
+                "GET",
+                f"{self._url}/api/v1/{endpoint}",
+                params=[*params.items(), *self._extra],
+                headers=self._headers(),
             ) as response:
                 body = await _read(response, limit=self._config.max_response_bytes, what=what)
         except httpx2.TimeoutException:

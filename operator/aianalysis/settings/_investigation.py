@@ -3,11 +3,14 @@ query."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import pydantic
 
 from aianalysis.settings import _fields as f
+
+_LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 DEFAULT_CUSTOM_GROUPS: tuple[str, ...] = (
     "cert-manager.io",  # Certificate, Issuer, ClusterIssuer, CertificateRequest
@@ -78,6 +81,17 @@ class Prometheus(f.Group):
 
     tenant: str | None = None
     """``X-Scope-OrgID`` header value for multi-tenant backends (Thanos, Cortex, Mimir)."""
+
+    label_proxy_param: Annotated[
+        str | None,
+        pydantic.AfterValidator(
+            f.Check("must be a label name", lambda name: _LABEL_NAME.fullmatch(name) is not None)
+        ),
+    ] = None
+    """When ``url`` is a prom-label-proxy (``-label=namespace``), the name of the label it enforces
+    (``namespace``): every request of the Prometheus tools then carries it once per namespace the
+    analysis may read, and the proxy enforces that scope too (series without a namespace label are
+    then out of reach, also for cluster-scoped incidents). Unset: the tools' own scoping alone."""
 
     timeout_seconds: f.Seconds = 10.0
     """Per-request timeout of a Prometheus call; a slower query is reported to the LLM as such."""

@@ -32,8 +32,10 @@ from aianalysis.analysis.tools import (
     _prom_tools,
     _promql,
     _results,
+    _scope,
     _specs,
 )
+from aianalysis.kube import prometheus as _prometheus
 from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
@@ -49,6 +51,8 @@ class Limits:
     """Namespaces readable besides the incident's (``*`` = all)."""
     custom_groups: tuple[str, ...] = settings.DEFAULT_CUSTOM_GROUPS
     max_series: int = 20
+    prometheus_label_proxy_param: str | None = None
+    """The label a prom-label-proxy in front of Prometheus enforces (settings)."""
 
 
 TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _specs.SPECS if spec.needs != "prometheus")
@@ -132,8 +136,15 @@ class ToolBox:
             )
         self._offered = TOOL_NAMES
         if metrics is not None:
+            scoped = tenancy(spec, policy)
+            param = limits.prometheus_label_proxy_param
+            if param and isinstance(metrics, _prometheus.PrometheusClient) and not scoped.every:
+                metrics = metrics.with_params(tuple((param, ns) for ns in scoped.namespaces))
             prom = _prom_tools.PrometheusTools(
-                source=metrics, max_chars=max_chars, max_series=limits.max_series
+                source=metrics,
+                tenancy=scoped,
+                max_chars=max_chars,
+                max_series=limits.max_series,
             )
             self._handlers.update(
                 prometheus_query=prom.query,
@@ -186,18 +197,18 @@ class ToolBox:
         try:
             answer = await self._handlers[name](args)
         except (_args.Refused, _promql.BadRequest) as exc:
-            return self._error(str(exc))
+            return self._error(str(exc))  # our words (and the LLM's own arguments)
         except _reader.NotFound as exc:
             self.cluster_read_failures += spec.investigates
             return self._error(str(exc), data=_results.Absent())
         except _reader.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
-            return self._error(str(exc))
+            return self._server_error(f"{self._source(spec)} cannot give this:", exc)
         except errors.ClusterError as exc:
             self.cluster_read_failures += spec.investigates
-            source = "Prometheus" if spec.needs == "prometheus" else "the cluster"
-            return self._error(
-                f"reading {source} failed ({exc}); it may work later - continue with the evidence you have"
+            source = self._source(spec)
+            return self._server_error(
+                f"reading {source} failed; it may work later - continue with the evidence you have:", exc
             )
         return answer if isinstance(answer, _results.ToolResult) else _results.ToolResult(answer)
 
@@ -231,6 +242,28 @@ class ToolBox:
     def _error(self, message: str, *, data: _results.Absent | None = None) -> _results.ToolResult:
         self.errors += 1
         return _results.ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True, data=data)
+
+    def _server_error(self, header: str, exc: Exception) -> _results.ToolResult:
+        """An error whose words come (at least in part) from the API server, an admission webhook or
+        Prometheus: untrusted text, fenced under our own one-line header."""
+        self.errors += 1
+        text = _output.fenced(header, str(exc), label="error", max_chars=self._max_chars)
+        return _results.ToolResult(text, is_error=True)
+
+    @staticmethod
+    def _source(spec: _specs.Spec) -> str:
+        return "Prometheus" if spec.needs == "prometheus" else "the cluster"
+
+
+def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _promql.Tenancy:
+    """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
+    cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
+    Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
+    info = _scope.kinds().get(spec.resource.kind.strip().casefold())
+    cluster = info is not None and not info.namespaced and info.kind != "Namespace"
+    return _promql.Tenancy(
+        namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace
+    )
 
 
 def _problems(exc: pydantic.ValidationError) -> str:
