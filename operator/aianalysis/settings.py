@@ -139,6 +139,18 @@ class Settings:
     leader_identity: str = ""
     """This replica's name in the Lease (default: the pod name from ``HOSTNAME``)."""
 
+    api_connect_timeout_seconds: float = 10.0
+    """Kubernetes API: one connection attempt (TCP connect and TLS handshake) gives up after this."""
+
+    api_request_timeout_seconds: float = 30.0
+    """Kubernetes API: the longest one call may take, its retries and their waits included (a watch:
+    its ``timeoutSeconds`` plus this); kopf's own calls get the same bound. A call to a server that
+    accepts and never answers ends after this with a retryable error."""
+
+    api_retry_after_max_seconds: float = 10.0
+    """Kubernetes API: the longest a ``Retry-After`` of a 429 or 503 is waited for before the call is
+    tried again (the server may ask for hours; the call's own bound still holds)."""
+
     tool_output_max_chars: int = 8000
     """Cap on the text one investigation tool returns to the LLM."""
 
@@ -426,6 +438,9 @@ def _problems(s: Settings) -> list[str]:
         "provider_max_retry_after_seconds",
         "catalog_sync_stale_seconds",
         "prometheus_timeout_seconds",
+        "api_connect_timeout_seconds",
+        "api_request_timeout_seconds",
+        "api_retry_after_max_seconds",
     ):
         if not getattr(s, name) > 0:
             out.append(f"{env_name(name)} must be positive, not {getattr(s, name)}")

@@ -165,7 +165,7 @@ def test_certificate_data_goes_to_private_files_that_the_tls_context_loads(tmp_p
         assert stat.S_IMODE(os.stat(written).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(Path(conn.key_file).parent).st_mode) == 0o700
 
-    with rest.ApiClient(conn, pool_size=1) as api:
+    with rest.ApiClient(conn, pool_size=1, timeouts=kube.client.timeouts()) as api:
         options = api._pool.connection_pool_kw
         assert options["server_hostname"] == "api.internal"
         assert options["ssl_context"].verify_mode == ssl.CERT_REQUIRED
@@ -177,7 +177,7 @@ def test_certificate_data_goes_to_private_files_that_the_tls_context_loads(tmp_p
         write(tmp_path / "other", kubeconfig({**user, "client-key-data": b64(other_key)}, cluster=cluster))
     )
     with pytest.raises(ssl.SSLError):  # the chain really is loaded: a key not matching is refused
-        rest.ApiClient(mismatched, pool_size=1)
+        rest.ApiClient(mismatched, pool_size=1, timeouts=kube.client.timeouts())
 
 
 PLUGIN = """#!/bin/sh
@@ -334,7 +334,7 @@ def test_credentials_that_cannot_be_had_for_a_request_are_a_retryable_cluster_er
     exception of kube/'s own."""
     path = write(tmp_path / "config", kubeconfig({"tokenFile": str(tmp_path / "not-yet")}))
     with (
-        rest.ApiClient(config.from_kubeconfig(path), pool_size=1) as api,
+        rest.ApiClient(config.from_kubeconfig(path), pool_size=1, timeouts=kube.client.timeouts()) as api,
         pytest.raises(errors.ClusterError, match="no credentials for the API server") as raised,
     ):
         kube_errors.blocking("reading the version", rest.get_json, api, "/version", timeout=1)

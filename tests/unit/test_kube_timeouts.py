@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import kopf
 import pytest
+from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import auth as kopf_auth
+from kopf._cogs.clients import watching as kopf_watching
+from kopf._cogs.structs import credentials as kopf_credentials
+from kopf._cogs.structs import references as kopf_references
 
-from aianalysis import errors, resources, settings
+from aianalysis import errors, kube, resources, settings
 from aianalysis.executor import preflight
 from aianalysis.kube import config, events, leases, objects, rest, watching
 from tests.support import hanging
@@ -62,8 +69,19 @@ def blocking(function: Callable[..., Any], *args: Any, **options: Any) -> Callab
 
 
 STATUS = {"phase": "Pending"}
-BODY = {"apiVersion": resources.API_VERSION, "kind": "AIAnalysis", "metadata": {"name": "x", "namespace": "ns"}}
+BODY = {
+    "apiVersion": resources.API_VERSION,
+    "kind": "AIAnalysis",
+    "metadata": {"name": "x", "namespace": "ns"},
+}
 ABOUT = {**BODY, "metadata": {**BODY["metadata"], "uid": "u"}}
+
+
+def watch(api: rest.ApiClient) -> Iterator[Any]:
+    return watching.watch(
+        api, plural=AIA, resource_version="1", timeout_seconds=WATCH_SECONDS, stopping=threading.Event()
+    )
+
 
 #: Each call family of kube/, how it is called, and the bound it promises: the client's request
 #: timeout, or a shorter one the call asks for (a watch: its ``timeoutSeconds`` plus the request
@@ -74,22 +92,14 @@ FAMILIES: dict[str, tuple[Callable[[rest.ApiClient], Callable[[], Awaitable[Any]
     "list pages": (lambda api: blocking(lambda: list(watching.pages(api, plural=AIA, page_size=5))), REQUEST),
     "create": (lambda api: lambda: objects.create(api, BODY, plural=AIA), REQUEST),
     "patch status": (
-        lambda api: lambda: objects.write_status(
-            api, namespace="ns", plural=AIA, name="x", uid="u", fields=STATUS, current=None
+        lambda api: (
+            lambda: objects.write_status(
+                api, namespace="ns", plural=AIA, name="x", uid="u", fields=STATUS, current=None
+            )
         ),
         REQUEST,
     ),
-    "watch": (
-        lambda api: blocking(
-            lambda: list(
-                watching.watch(
-                    api, plural=AIA, resource_version="1", timeout_seconds=WATCH_SECONDS,
-                    stopping=threading.Event(),
-                )
-            )
-        ),
-        WATCH_SECONDS + REQUEST,
-    ),  # fmt: skip
+    "watch": (lambda api: blocking(lambda: list(watch(api))), WATCH_SECONDS + REQUEST),
     "lease read": (
         lambda api: blocking(leases.read, api, namespace="ns", name="l"),
         min(leases.REQUEST_TIMEOUT_SECONDS, REQUEST),
@@ -209,3 +219,47 @@ async def test_an_executor_start_against_a_server_that_never_answers_gives_the_s
             bound = REQUEST  # the Lease's own 5 s is longer than this client's whole bound
             assert took <= bound + SLACK, f"lock namespace {lock_namespace!r}: {took:.1f}s"
             assert not lock.locked()
+
+
+async def test_kopfs_own_calls_are_bounded_by_the_same_settings(silent: hanging.Silent) -> None:
+    """The operator's startup hands kopf the same bounds (``kube.configure_kopf``): a request of
+    kopf's (a list, an Event) gives up after the request timeout, and its watch after the server's
+    ``timeoutSeconds`` plus the request timeout — not kopf's defaults (5 minutes; a watch only
+    when it has been silent for 70 s). kopf's client is driven here through its own modules; kopf
+    tries a failed request again on its own schedule (``error_backoffs``), each attempt so bounded."""
+    kopf_settings = kopf.OperatorSettings()
+    config_ = settings.Settings(
+        provider="offline", api_connect_timeout_seconds=CONNECT, api_request_timeout_seconds=REQUEST
+    )
+    kube.configure_kopf(kopf_settings, settings=config_, watch_seconds=WATCH_SECONDS)
+    kopf_settings.networking.error_backoffs = ()  # one attempt: kopf's retries repeat it, each as bounded
+    vault = kopf_credentials.Vault()
+    await vault.populate({"aianalysis": kopf.ConnectionInfo(server=silent.url)})
+    kopf_auth.vault_var.set(vault)
+    log = logging.getLogger(__name__)
+
+    async def one_request() -> Any:
+        try:
+            return await kopf_api.request("GET", "/api/v1/namespaces", settings=kopf_settings, logger=log)
+        except TimeoutError as exc:  # aiohttp's request timeout, as kopf lets it through
+            return exc
+
+    async def one_watch() -> Any:
+        pods = kopf_references.Resource("", "v1", "pods", namespaced=True)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        return [
+            event
+            async for event in kopf_watching.watch_objs(
+                settings=kopf_settings, resource=pods, namespace=None, operator_pause_waiter=waiter
+            )
+        ]
+
+    try:
+        took, outcome = await timed(one_request)
+        assert isinstance(outcome, TimeoutError)
+        assert took <= REQUEST + SLACK
+        took, outcome = await timed(one_watch)
+        assert outcome == []  # kopf ends the stream and watches again
+        assert took <= WATCH_SECONDS + REQUEST + SLACK
+    finally:
+        await vault.close()

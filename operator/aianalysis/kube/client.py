@@ -5,23 +5,56 @@ from __future__ import annotations
 from typing import Any
 
 from aianalysis import errors
+from aianalysis import settings as settings_mod
 from aianalysis.kube import config, rest
 
 ApiClient = rest.ApiClient
 """The type of the process' API client: other packages name it as ``kube.ApiClient``."""
+
+#: kopf's watches: the API server ends each after this (kopf then watches again from where it was).
+WATCH_SECONDS = 300
 
 #: Parallel status writes and investigation reads run in threads, each blocking call holding one
 #: connection while it waits.
 CONNECTION_POOL_SIZE = 32
 
 
-def api_client(kubeconfig: str | None = None) -> rest.ApiClient:
-    """The in-cluster service account's client, else the kubeconfig's; :class:`errors.ConfigError`
-    when there is neither."""
+def api_client(
+    kubeconfig: str | None = None, *, settings: settings_mod.Settings | None = None
+) -> rest.ApiClient:
+    """The in-cluster service account's client, else the kubeconfig's, its calls bounded by
+    ``settings`` (the defaults when None); :class:`errors.ConfigError` when there is neither."""
     try:
-        return rest.ApiClient(config.load(kubeconfig), pool_size=CONNECTION_POOL_SIZE)
+        return rest.ApiClient(
+            config.load(kubeconfig), pool_size=CONNECTION_POOL_SIZE, timeouts=timeouts(settings)
+        )
     except (config.ConfigError, OSError, ValueError) as exc:
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
+
+
+def timeouts(settings: settings_mod.Settings | None = None) -> rest.Timeouts:
+    """The bounds of every API call, from ``settings`` (the defaults when None)."""
+    s = settings or settings_mod.Settings()
+    return rest.Timeouts(
+        connect_seconds=s.api_connect_timeout_seconds,
+        request_seconds=s.api_request_timeout_seconds,
+        retry_after_max_seconds=s.api_retry_after_max_seconds,
+    )
+
+
+def configure_kopf(
+    kopf_settings: Any, *, settings: settings_mod.Settings, watch_seconds: int = WATCH_SECONDS
+) -> None:
+    """kopf's own API calls (its lists and watches, its Events) bounded as ours are: the connect
+    timeout per attempt, the request timeout per request, and each watch ended by the server after
+    ``watch_seconds`` and by kopf's client ``request_seconds`` later. ``kopf_settings`` is the
+    ``kopf.OperatorSettings`` a startup handler is given (only the handlers import kopf)."""
+    bounds = timeouts(settings)
+    kopf_settings.networking.connect_timeout = bounds.connect_seconds
+    kopf_settings.networking.request_timeout = bounds.request_seconds
+    kopf_settings.watching.connect_timeout = bounds.connect_seconds
+    kopf_settings.watching.server_timeout = watch_seconds
+    kopf_settings.watching.client_timeout = watch_seconds + bounds.request_seconds
 
 
 def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
