@@ -60,13 +60,15 @@ def configure_kopf(
 def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
     """The same credentials for kopf's own API connection, as ``kopf.ConnectionInfo``'s fields (an
     ``on.login`` handler builds it): one source for the whole process, so an exec plugin, a
-    ``tokenFile`` or a client certificate works for kopf too. Its token is the current one; kopf
-    asks again after a 401."""
+    ``tokenFile``, a client certificate or a proxy works for kopf too. Loaded afresh on each call:
+    kopf calls it at start, after a 401 and when ``expiration`` (an exec credential's) passed —
+    the refresh client-go does. A key held in memory goes to kopf as data (kopf writes it to a
+    temporary file only while it builds its TLS context)."""
     try:
-        connection = config.load(kubeconfig)
-        scheme, _, token = (connection.authorization() or "").partition(" ")
+        connection = config.load(kubeconfig).connection()
     except (config.ConfigError, OSError) as exc:
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
+    scheme, _, token = (connection.authorization or "").partition(" ")
     return {
         "server": connection.server,
         "ca_path": connection.ca_file,
@@ -75,13 +77,18 @@ def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
         "scheme": scheme or None,
         "token": token or None,
         "certificate_path": connection.cert_file,
+        "certificate_data": connection.cert_pem,
         "private_key_path": connection.key_file,
+        "private_key_data": connection.key_pem,
         "default_namespace": connection.namespace,
+        "proxy_url": connection.proxy_url,
+        "expiration": connection.expires,
     }
 
 
 def current_namespace(kubeconfig: str | None = None) -> str:
-    """The namespace of the kubeconfig's current context (``default`` when it names none)."""
+    """The namespace requests default to: the service account's in a Pod, else the kubeconfig's
+    current context's (``default`` when it names none)."""
     return config.current_namespace(kubeconfig)
 
 

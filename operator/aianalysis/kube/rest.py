@@ -1,11 +1,13 @@
 """The process' HTTP client of the API server: a method, a URL path, query options — the API
 server's JSON back exactly as it sent it.
 
-One urllib3 pool per client, TLS and credentials from :mod:`aianalysis.kube.config` (a rotated
-token is picked up as the kubelet writes it). The ``kubernetes`` Python client is not used: it
-brings requests, oauthlib, google-auth, websocket and pydantic-generated models (~25 MiB of RSS
-before any call; kopf also imports its models whenever it is installed), for a transport that
-is this module. A non-2xx answer raises :class:`ApiError`; connection failures are urllib3's or
+One urllib3 pool per client, TLS, proxy and credentials from :mod:`aianalysis.kube.config`'s
+:class:`~aianalysis.kube.config.Login` (a rotated token or certificate is picked up when it
+expires, and after a 401 the request is sent once more with credentials loaded again; a new
+certificate gets a new pool). The ``kubernetes`` Python client is not the transport: it brings
+requests, oauthlib, google-auth, websocket and pydantic-generated models (~25 MiB of RSS before any
+call; kopf also imports its models whenever it is installed) — outside a Pod only its kubeconfig
+loader is used, by ``config``. A non-2xx answer raises :class:`ApiError`; connection failures are urllib3's or
 the OS's (:class:`NoAnswer` when the call's time is up). :mod:`aianalysis.kube.errors` maps both.
 
 **Every call is bounded** (:class:`Timeouts`): a connect timeout per attempt, and one deadline for
@@ -24,7 +26,7 @@ import datetime
 import json
 import math
 import socket
-import ssl
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -97,6 +99,19 @@ def deadline(at: float) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    method: str
+    target: str
+    """The URL path and query."""
+    body: bytes | None
+    content_type: str | None
+    stream: bool
+    deadline: float
+    what: str
+    """What a :class:`NoAnswer` says."""
+
+
 class NoAnswer(TimeoutError):
     """The call's time was up before the API server answered (an ``OSError``: unreachable)."""
 
@@ -113,26 +128,48 @@ class ApiError(Exception):
 
 
 class ApiClient:
-    """The API server of ``connection``: a pool of up to ``pool_size`` connections, shared by the
-    threads that call it (each blocking call takes one), every call bounded by ``timeouts``. A
+    """The API server of ``login``: a pool of up to ``pool_size`` connections, shared by the
+    threads that call it (each blocking call takes one), every call bounded by ``timeouts``. A new
+    pool when the credentials' TLS material changes (an exec plugin's rotated certificate). A
     context manager that closes the pool."""
 
-    def __init__(self, connection: config_mod.Connection, *, pool_size: int, timeouts: Timeouts) -> None:
-        self.connection = connection
+    def __init__(
+        self, login: config_mod.Login | config_mod.Connection, *, pool_size: int, timeouts: Timeouts
+    ) -> None:
+        self.login = login if isinstance(login, config_mod.Login) else config_mod.Login.fixed(login)
         self.timeouts = timeouts
-        self._server = connection.server
-        options: dict[str, Any] = {"maxsize": pool_size, "socket_options": SOCKET_OPTIONS}
+        self._pool_size = pool_size
+        self._lock = threading.Lock()
+        first = self.login.current  # a TLS material that cannot load fails here, at start
+        self._transport, self._pool = first.transport, self._new_pool(first)
+
+    def _new_pool(self, connection: config_mod.Connection) -> urllib3.PoolManager:
+        options: dict[str, Any] = {"maxsize": self._pool_size, "socket_options": SOCKET_OPTIONS}
         if connection.server.startswith("https:"):
-            context = ssl.create_default_context(cafile=connection.ca_file, cadata=connection.ca_data)
-            if connection.insecure:
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            if connection.cert_file:
-                context.load_cert_chain(connection.cert_file, connection.key_file)
-            options["ssl_context"] = context
+            options["ssl_context"] = connection.ssl_context()
             if connection.tls_server_name:
                 options["server_hostname"] = connection.tls_server_name
-        self._pool = urllib3.PoolManager(num_pools=2, **options)
+        if not connection.proxy_url:
+            return urllib3.PoolManager(num_pools=2, **options)
+        if connection.proxy_url.startswith("socks"):
+            try:
+                from urllib3.contrib import socks  # noqa: PLC0415  # needs PySocks, only for a SOCKS proxy
+            except ImportError as exc:
+                raise config_mod.ConfigError(
+                    f"the proxy {connection.proxy_url} is a SOCKS proxy, which needs PySocks installed"
+                ) from exc
+            return socks.SOCKSProxyManager(connection.proxy_url, num_pools=2, **options)
+        return urllib3.ProxyManager(connection.proxy_url, num_pools=2, **options)
+
+    def _pool_for(self, connection: config_mod.Connection) -> urllib3.PoolManager:
+        """The pool made for ``connection``'s TLS material (made now if it changed: new
+        connections present the new certificate, the old ones are closed)."""
+        with self._lock:
+            if connection.transport != self._transport:
+                old, self._pool = self._pool, self._new_pool(connection)
+                self._transport = connection.transport
+                old.clear()
+            return self._pool
 
     def send(
         self,
@@ -147,53 +184,71 @@ class ApiClient:
     ) -> urllib3.BaseHTTPResponse:
         """One call, retried as :data:`RETRIES` says, within ``timeout`` seconds (at most the
         client's request timeout; a watch passes its own, longer one with ``stream``);
-        :class:`NoAnswer` when the time is up."""
+        :class:`NoAnswer` when the time is up. A 401 loads the credentials again and, if they
+        changed, sends the request once more with them (client-go's exec and token-file sources)."""
         limit = self.timeouts.request_seconds
         seconds = timeout if stream and timeout is not None else min(timeout or limit, limit)
         seconds = max(0.0, min(seconds, _DEADLINE.get() - time.monotonic()))
         deadline = time.monotonic() + seconds
-        headers = {"Accept": "application/json", "User-Agent": "aianalysis-operator"}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        authorization = self.connection.authorization()
-        if authorization:
-            headers["Authorization"] = authorization
         options = [
             (key, str(value).lower() if isinstance(value, bool) else str(value))
             for key, value in (query or {}).items()
             if value is not None
         ]
-        url = self._server + url_path + (f"?{urlencode(options)}" if options else "")
+        target = url_path + (f"?{urlencode(options)}" if options else "")
         what = f"{method} {url_path}: no answer within {seconds:g}s"
+        connection = self.login.connection(wait_seconds=seconds)
+        request = _Request(method, target, body, content_type, stream=stream, deadline=deadline, what=what)
+        response = self._attempts(connection, request)
+        if response.status != 401:
+            return response
+        fresh = self.login.refresh(connection, wait_seconds=deadline - time.monotonic())
+        if fresh.authorization == connection.authorization and fresh.transport == connection.transport:
+            return response  # the same credentials again: refused for good
+        response.drain_conn()
+        response.release_conn()
+        return self._attempts(fresh, request)
+
+    def _attempts(self, connection: config_mod.Connection, request: _Request) -> urllib3.BaseHTTPResponse:
+        pool = self._pool_for(connection)
+        headers = {"Accept": "application/json", "User-Agent": "aianalysis-operator"}
+        if request.content_type is not None:
+            headers["Content-Type"] = request.content_type
+        if connection.authorization:
+            headers["Authorization"] = connection.authorization
+        url = connection.server + request.target
+        method, deadline = request.method, request.deadline
         for attempt in range(RETRIES + 1):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise NoAnswer(what)
+                raise NoAnswer(request.what)
             try:
-                response = self._pool.request(
+                response = pool.request(
                     method,
                     url,
-                    body=body,
+                    body=request.body,
                     headers=headers,
                     timeout=urllib3.Timeout(connect=min(self.timeouts.connect_seconds, left), read=left),
-                    preload_content=not stream,
+                    preload_content=not request.stream,
                     retries=False,
                 )
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 unsent = isinstance(exc, urllib3.exceptions.ConnectTimeoutError)  # refused, or no handshake
-                if attempt == RETRIES or not (unsent or method in IDEMPOTENT):
-                    raise _timed_out(exc, what) from exc
                 wait = BACKOFF_SECONDS * 2**attempt
-                if time.monotonic() + wait >= deadline:
-                    raise _timed_out(exc, what) from exc
+                if (
+                    attempt == RETRIES
+                    or not (unsent or method in IDEMPOTENT)
+                    or time.monotonic() + wait >= deadline
+                ):
+                    raise _timed_out(exc, request.what) from exc
                 time.sleep(wait)
                 continue
-            wait = self._retry_after(method, response)
-            if wait is None or attempt == RETRIES or time.monotonic() + wait >= deadline:
+            wait_after = self._retry_after(method, response)
+            if wait_after is None or attempt == RETRIES or time.monotonic() + wait_after >= deadline:
                 return response
             response.drain_conn()
             response.release_conn()
-            time.sleep(wait)
+            time.sleep(wait_after)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _retry_after(self, method: str, response: urllib3.BaseHTTPResponse) -> float | None:
