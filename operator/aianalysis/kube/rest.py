@@ -163,9 +163,11 @@ class ApiClient:
 
     def _pool_for(self, connection: config_mod.Connection) -> urllib3.PoolManager:
         """The pool made for ``connection``'s TLS material (made now if it changed: new
-        connections present the new certificate, the old ones are closed)."""
+        connections present the new certificate, the old ones are closed). Only the login's
+        current credentials make a new pool: a request that began just before a rotation uses
+        the new one rather than turning the pool back."""
         with self._lock:
-            if connection.transport != self._transport:
+            if connection.transport != self._transport and connection is self.login.current:
                 old, self._pool = self._pool, self._new_pool(connection)
                 self._transport = connection.transport
                 old.clear()
