@@ -29,7 +29,7 @@ from kubernetes import config as k8s_config
 from kubernetes import watch
 
 from aianalysis import kube, resources
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, in_a_pod
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = ("Completed", "Failed")
@@ -141,34 +141,6 @@ class Cluster:
                 if any(marker.encode() in arg for arg in argv):
                     found[Path(argv[0].decode()).name] = int(proc.name)
         return found
-
-    def service_account(self, directory: Path) -> Path:
-        """``directory`` as a Pod's service account mount (token, ca.crt, namespace) of a
-        ServiceAccount bound to cluster-admin (the operator as the benches ran it before: admin)."""
-        name, namespace = "aianalysis-bench", "default"
-        with contextlib.suppress(k8s.ApiException):  # made by an earlier Operator of this cluster
-            self.core.create_namespaced_service_account(
-                namespace, k8s.V1ServiceAccount(metadata={"name": name})
-            )
-            subject = k8s.RbacV1Subject(kind="ServiceAccount", name=name, namespace=namespace)
-            k8s.RbacAuthorizationV1Api(self.typed).create_cluster_role_binding(
-                k8s.V1ClusterRoleBinding(
-                    metadata={"name": name},
-                    role_ref=k8s.V1RoleRef(
-                        api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="cluster-admin"
-                    ),
-                    subjects=[subject],
-                )
-            )
-        request = k8s.AuthenticationV1TokenRequest(
-            spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=86400)
-        )
-        token = self.core.create_namespaced_service_account_token(name, namespace, request).status.token
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "token").write_text(token)
-        (directory / "ca.crt").write_bytes(self.dev.ca_file.read_bytes())
-        (directory / "namespace").write_text(namespace)
-        return directory
 
     def namespace(self, prefix: str) -> str:
         """A fresh namespace (never deleted: without a controller-manager it would hang Terminating)."""
@@ -324,16 +296,8 @@ class TerminalWatch:
 OPERATOR_PYTHON = os.environ.get("AIANALYSIS_OPERATOR_PYTHON") or sys.executable
 """The interpreter the operator runs on: ``make bench`` gives one with the runtime dependencies
 alone, as the image installs them (the dev environment adds the typed ``kubernetes`` client, which
-kopf imports whenever it is installed: ~25 MiB more)."""
-
-IN_A_POD = (
-    "import pathlib, sys; from aianalysis.kube import config; "
-    "config.SERVICE_ACCOUNT = pathlib.Path(sys.argv[1]); "
-    "from aianalysis import cli; sys.exit(cli.main(['run']))"
-)
-"""``aianalysis run`` as in the image's Pod: the service account path (a kubeconfig outside a Pod
-needs the ``kubeconfig`` extra, which the image and ``OPERATOR_PYTHON`` do not have), its mount
-directory given by the benchmark."""
+kopf imports whenever it is installed: ~25 MiB more). The operator runs on it as in the image's
+Pod (``aianalysis_dev.in_a_pod``): a kubeconfig outside a Pod would need the ``kubeconfig`` extra."""
 
 
 def _python_env(extra: Mapping[str, str]) -> dict[str, str]:
@@ -347,11 +311,12 @@ class Operator:
 
     def __init__(self, cluster: Cluster, *, env: Mapping[str, str], log_dir: Path) -> None:
         self.health_port, self.metrics_port = free_port(), free_port()
-        self.service_account = cluster.service_account(log_dir / f"serviceaccount-{secrets.token_hex(3)}")
+        self.service_account = in_a_pod.mount(
+            cluster.dev, log_dir / f"serviceaccount-{secrets.token_hex(3)}", namespace="default"
+        )
         self.env = _python_env(
             {
-                "KUBERNETES_SERVICE_HOST": "127.0.0.1",
-                "KUBERNETES_SERVICE_PORT": cluster.dev.server.rsplit(":", 1)[1],
+                **in_a_pod.environment(cluster.dev),
                 "AIANALYSIS_METRICS_PORT": str(self.metrics_port),
                 "AIANALYSIS_HEALTH_PORT": str(self.health_port),
                 # The benches measure the operator, not the LLM budget that would stop a storm of
@@ -376,7 +341,7 @@ class Operator:
         self.started = time.monotonic()
         with self.log_file.open("wb") as sink:
             self.proc = subprocess.Popen(
-                [OPERATOR_PYTHON, "-c", IN_A_POD, str(self.service_account)],
+                in_a_pod.argv(OPERATOR_PYTHON, self.service_account, "run"),
                 env=self.env,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
