@@ -43,7 +43,7 @@ async def test_a_retried_startup_neither_rebinds_ports_nor_opens_second_clients(
     }.items():
         monkeypatch.setenv(key, value)
     real_client = kube.api_client
-    monkeypatch.setattr(kube, "api_client", lambda: real_client(str(cluster.kubeconfig)))
+    monkeypatch.setattr(kube, "api_client", lambda **options: real_client(str(cluster.kubeconfig), **options))
     real_load, calls = catalog_sync.CatalogSync.load, []
 
     def flaky_load(self: catalog_sync.CatalogSync) -> int:

@@ -17,6 +17,7 @@ from aianalysis import catalog, kube, resources
 from aianalysis import errors as tools_errors
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader as k8s
+from aianalysis.kube import client as kube_client
 from aianalysis.kube import config as kube_config
 from aianalysis.kube import rest as kube_rest
 from aianalysis_dev import devcluster
@@ -314,7 +315,7 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
 
 async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
     discard = kube_config.Connection(server="https://127.0.0.1:9")  # the discard port: connection refused
-    with kube_rest.ApiClient(discard, pool_size=1) as unreachable:
+    with kube_rest.ApiClient(discard, pool_size=1, timeouts=kube_client.timeouts()) as unreachable:
         reader = k8s.KubernetesReader(unreachable, timeout_seconds=2)
         with pytest.raises(tools_errors.ClusterError) as raised:
             await reader.get_object(kind="Node", name="n1", namespace=None)

@@ -29,7 +29,7 @@ import yaml
 import aianalysis
 from aianalysis import settings
 from aianalysis.kube import kinds as _kinds
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, in_a_pod
 from tests.e2e.conftest import OperatorProcess, wait_terminal
 
 pytestmark = pytest.mark.cluster
@@ -282,14 +282,18 @@ def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_s
         "-f", str(ROOT / "examples" / "catalog"),
     )  # fmt: skip
     program, *arguments = json.loads(runtime.args("ENTRYPOINT")[-1])
+    assert program == "aianalysis"  # the console script: aianalysis.cli:main, as the launcher calls it
+    # As in a Pod: the service account's token, CA and namespace (the image has no kubeconfig loader).
+    mount = in_a_pod.mount(cluster, tmp_path / "serviceaccount", namespace=namespace)
     operator = OperatorProcess(
         kubeconfig=cluster.kubeconfig,
         log_dir=tmp_path,
-        env={**runtime.env(), "AIANALYSIS_PROVIDER": "offline"},
+        env={**runtime.env(), **in_a_pod.environment(cluster), "AIANALYSIS_PROVIDER": "offline"},
         # as the chart runs it with watchNamespaces: other tests' analyses are not this one's business
-        argv=[str(image.venv / "bin" / program), *arguments, f"--namespace={namespace}"],
+        argv=in_a_pod.argv(image.python, mount, *arguments, f"--namespace={namespace}"),
     )
     operator.env.pop("PYTHONPATH", None)
+    operator.env.pop("KUBECONFIG", None)
     operator.start()  # waits for GET /healthz == 200
     try:
         cluster.kubectl(

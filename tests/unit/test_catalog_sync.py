@@ -11,6 +11,7 @@ import pytest
 
 from aianalysis import catalog, errors
 from aianalysis.catalog import sync as catalog_sync
+from aianalysis.kube import client as kube_client
 from aianalysis.kube import config as kube_config
 from aianalysis.kube import rest as kube_rest
 from aianalysis.kube import watching
@@ -33,7 +34,9 @@ def make() -> tuple[catalog_sync.CatalogSync, catalog.Catalog, list[int]]:
     found = catalog.Catalog()
     changes: list[int] = []
     sync = catalog_sync.CatalogSync(
-        api=kube_rest.ApiClient(kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1),
+        api=kube_rest.ApiClient(
+            kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1, timeouts=kube_client.timeouts()
+        ),
         catalog=found,
         on_change=lambda: changes.append(1),
     )

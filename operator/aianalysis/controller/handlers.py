@@ -75,7 +75,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     config = settings_mod.from_env()
     settings.persistence.diffbase_storage = _NoDiffBase()
     settings.posting.level = logging.WARNING
-    settings.watching.server_timeout = 300
+    kube.configure_kopf(settings, settings=config)  # kopf's calls bounded as ours are
     runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
     if runtime is None:
         # Every API call is a blocking one on a thread of the loop's default executor; its default
@@ -83,7 +83,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         asyncio.get_running_loop().set_default_executor(
             futures.ThreadPoolExecutor(kube.CONNECTION_POOL_SIZE, thread_name_prefix="aianalysis-io")
         )
-        runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
+        runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client(settings=config))
         metrics.serve(config.observability.metrics_port)
         await runtime.serve_health(config.observability.health_port)
     # With several replicas, only the Lease holder goes on; the others wait here (not ready).

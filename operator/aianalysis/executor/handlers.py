@@ -37,8 +37,8 @@ def login(**_: Any) -> kopf.ConnectionInfo:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config = settings_mod.from_env()
     settings.posting.level = logging.WARNING
-    settings.watching.server_timeout = 300
-    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
+    kube.configure_kopf(settings, settings=config)  # kopf's calls bounded as ours are
+    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client(settings=config))
     metrics.serve(config.observability.metrics_port)
     await memo.runtime.serve_health(config.observability.health_port)  # /healthz, /readyz: as the operator's
     await memo.runtime.learn_identity()  # approvedBy of autoExecute's approvals

@@ -61,7 +61,7 @@ def post(
     what = f"posting the {reason} Event of {about.get('kind')} {meta.get('name')}"
     url_path = rest.path("api", "v1", "namespaces", namespace, "events")
     try:
-        kube_errors.blocking(what, rest.send_json, api, "POST", url_path, event, timeout=None)
+        kube_errors.blocking(what, rest.send_json, api, "POST", url_path, event)
     except errors.AIAnalysisError as exc:
         log.warning("%s failed: %s", what, exc)
         return False

@@ -62,9 +62,7 @@ def get_blocking(api: rest.ApiClient, namespace: str, plural: str, name: str) ->
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
     what = f"reading {plural} {_where(namespace, name)}"
     url_path = _path(resources.GROUP, resources.VERSION, plural, namespace=namespace, name=name)
-    found: Any = kube_errors.blocking(
-        what, rest.get_json, api, url_path, timeout=None, none_on=kube_errors.NOT_FOUND
-    )
+    found: Any = kube_errors.blocking(what, rest.get_json, api, url_path, none_on=kube_errors.NOT_FOUND)
     return None if found is None else dict(found)
 
 
@@ -83,7 +81,7 @@ async def list_objects(
     while True:
         query = {"limit": page_size, "continue": token, "labelSelector": label_selector or None}
         page: Any = await kube_errors.call(
-            f"listing {plural} in {namespace}", rest.get_json, api, url_path, query=query, timeout=None
+            f"listing {plural} in {namespace}", rest.get_json, api, url_path, query=query
         )
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")
@@ -106,7 +104,7 @@ async def create(api: rest.ApiClient, body: Mapping[str, Any], *, plural: str) -
     what = f"creating {plural} {_where(namespace, meta.get('name'))}"
     url_path = _path(group, version, plural, namespace=namespace)
     created: Any = await kube_errors.call(
-        what, rest.send_json, api, "POST", url_path, dict(body), timeout=None, none_on=kube_errors.CONFLICT
+        what, rest.send_json, api, "POST", url_path, dict(body), none_on=kube_errors.CONFLICT
     )
     return None if created is None else dict(created)
 
@@ -178,7 +176,7 @@ def write_status_blocking(
         )
         answer = kube_errors.blocking(
             what, rest.send_json, api, "PATCH", url_path, ops,
-            content_type="application/json-patch+json", timeout=None,
+            content_type="application/json-patch+json",
         )  # fmt: skip
     except errors.ClusterRejectedError as exc:
         if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
@@ -196,7 +194,7 @@ def write_status_blocking(
 
 def _path(group: str, version: str, plural: str, *, namespace: str, name: str = "") -> str:
     """A custom object's (or its collection's) URL path; ``namespace`` empty: cluster-scoped. Plain
-    REST calls, no request timeout (see :mod:`aianalysis.kube.rest`)."""
+    REST calls, each bounded by the client's request timeout (see :mod:`aianalysis.kube.rest`)."""
     where = ("namespaces", namespace) if namespace else ()
     return rest.path("apis", group, version, *where, plural, *((name,) if name else ()))
 

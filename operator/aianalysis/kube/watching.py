@@ -43,9 +43,7 @@ def pages(
     token: str | None = None
     while True:
         query = {"limit": page_size, "continue": token, "fieldSelector": field_selector}
-        page: Any = kube_errors.blocking(
-            f"listing {plural}", rest.get_json, api, url_path, query=query, timeout=None
-        )
+        page: Any = kube_errors.blocking(f"listing {plural}", rest.get_json, api, url_path, query=query)
         yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
         token = page["metadata"].get("continue")
         if not token:
@@ -67,13 +65,12 @@ def watch(
     url_path = _collection(plural, namespace)
     query: rest.Query = {
         "resourceVersion": resource_version,
-        "timeoutSeconds": timeout_seconds,
         "allowWatchBookmarks": True,
         "fieldSelector": field_selector,
     }
     version: str | None = resource_version
     try:
-        for event in rest.watch_lines(api, url_path, query=query, timeout=None):
+        for event in rest.watch_lines(api, url_path, query=query, timeout_seconds=timeout_seconds):
             if stopping.is_set():
                 return
             obj = event.get("object") or {}

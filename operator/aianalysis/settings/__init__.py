@@ -16,7 +16,7 @@ from aianalysis.settings._executor import AutoExecute, Executor, Guards, Safety
 from aianalysis.settings._fields import Group, parse_duration
 from aianalysis.settings._investigation import DEFAULT_CUSTOM_GROUPS, Investigation, Prometheus
 from aianalysis.settings._llm import PROVIDERS, Analysis, Budget, Llm, Provider, Retries
-from aianalysis.settings._operator import Assessment, Catalog, Intake, Leadership, Mcp, Observability
+from aianalysis.settings._operator import Api, Assessment, Catalog, Intake, Leadership, Mcp, Observability
 from aianalysis.settings._reference import Entry, reference
 from aianalysis.settings._root import Settings
 
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_CUSTOM_GROUPS",
     "PROVIDERS",
     "Analysis",
+    "Api",
     "Assessment",
     "AutoExecute",
     "Budget",

@@ -126,6 +126,24 @@ class Observability(f.Group):
     """Port of kopf's liveness endpoint ``/healthz`` (0 disables it)."""
 
 
+class Api(f.Group):
+    """The Kubernetes API: how long one call may take (every process, kopf's own calls included)."""
+
+    env_prefix = f.PREFIX + "API_"
+
+    connect_timeout_seconds: f.Seconds = 10.0
+    """One connection attempt (TCP connect and TLS handshake) gives up after this."""
+
+    request_timeout_seconds: f.Seconds = 30.0
+    """The longest one call may take, its retries and their waits included (a watch: its
+    ``timeoutSeconds`` plus this); kopf's own calls get the same bound. A call to a server that
+    accepts and never answers ends after this with a retryable error."""
+
+    retry_after_max_seconds: f.Seconds = 10.0
+    """The longest a ``Retry-After`` of a 429 or 503 is waited for before the call is tried again
+    (the server may ask for hours; the call's own bound still holds)."""
+
+
 class Mcp(f.Group):
     """``aianalysis mcp``: the MCP server that lets an assistant read analyses and the catalog."""
 

@@ -42,6 +42,9 @@ class Settings:
     intake: _operator.Intake = dataclasses.field(default_factory=_operator.Intake)
     """The Alertmanager intake."""
 
+    api: _operator.Api = dataclasses.field(default_factory=_operator.Api)
+    """The Kubernetes API calls."""
+
     leadership: _operator.Leadership = dataclasses.field(default_factory=_operator.Leadership)
     """Leader election."""
 
