@@ -105,6 +105,32 @@ def test_custom_labels_match_exactly_and_wildcard_needs_the_label() -> None:
     assert eligible(None) == ["open"]
 
 
+def test_the_risk_tolerance_custom_label_is_the_incidents_risk_tolerance() -> None:
+    # Kubernaut's workflows for low- and high-tolerance teams carry it as a custom label.
+    found = catalog_of(
+        spec("for-careful-teams", customLabels={"risk_tolerance": "low"}),
+        spec("for-bold-teams", customLabels={"risk_tolerance": "high"}),
+    )
+
+    def eligible(incident: resources.BusinessContext, *, narrowed: str | None = None) -> list[str]:
+        query = catalog.SearchQuery(risk_tolerance=narrowed)
+        searched = sorted(hit.workflow_id for hit in found.search(query, business=incident))
+        shown = sorted(
+            w for w in ("for-careful-teams", "for-bold-teams") if found.eligible(w, business=incident)
+        )
+        assert searched == shown, "search and details must agree"
+        return searched
+
+    assert eligible(resources.BusinessContext()) == ["for-careful-teams"]  # the default tolerance: low
+    assert eligible(resources.BusinessContext(risk_tolerance="high")) == ["for-bold-teams"]
+    # A lower tolerance asked for by the search filters risk levels; it does not turn the incident
+    # into one of a careful team's (the validator would refuse what it showed).
+    assert eligible(resources.BusinessContext(risk_tolerance="high"), narrowed="low") == ["for-bold-teams"]
+    # A label the incident states itself is matched as stated.
+    stated = resources.BusinessContext(risk_tolerance="low", custom_labels={"risk_tolerance": "high"})
+    assert eligible(stated) == ["for-bold-teams"]
+
+
 def test_detected_labels_filter_search_by_the_targets_facts() -> None:
     found = catalog_of(spec("gitops-sync", detectedLabels={"gitOpsTool": "argocd"}), spec("open"))
     query = catalog.SearchQuery()
