@@ -9,8 +9,10 @@ the Nodes its Pods run on and the PVCs they mount, once per analysis) and this m
   cluster-scoped kind is ignored, and a missing apiVersion comes from the table.
 - **In scope**: the incident's resource; what the cluster shows it concerns (``related``, gathered
   by ``tools.gather_scope``: its owner chain both ways, its Pods' Nodes, what its Pods reference —
-  ConfigMaps, Secrets by name, PVCs, the ServiceAccount and its RoleBindings — and what selects or
-  scales them — Services, NetworkPolicies, PDBs, HPAs); an object in the incident's namespace the
+  ConfigMaps, Secrets by name, PVCs, the ServiceAccount and its RoleBindings, the Certificates that
+  issue those Secrets — what selects or scales them — Services, NetworkPolicies, PDBs, HPAs — and
+  what the incident's object and those Certificates reference: a ClusterIssuer the scope read
+  itself, whether or not the conversation did); an object in the incident's namespace the
   investigation tools returned in this conversation; a cluster-scoped object the tools returned
   that an object of the incident's namespace the tools returned references (a Certificate's
   ``issuerRef`` → its ClusterIssuer; any ``{kind, name}`` reference counts, see
