@@ -76,23 +76,9 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
+    checker = _Checker(spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader)
     for number in range(1, settings.max_validation_attempts + 1):
-        target = where.target(_affected(submission.raw))
-        # Off the event loop: catalog patterns run here (bounded in time, but not free).
-        verdict = await asyncio.to_thread(
-            validation.validate,
-            raw=submission.raw,
-            truncated=submission.truncated,
-            catalog=catalog,
-            seen=toolbox.seen,
-            business=spec.business_context,
-            recovery=spec.recovery,
-            prose=submission.prose,
-            scope=where,
-            returned=toolbox.returned,
-            facts=await facts.known(target, where=where, returned=toolbox.returned),
-            malformed=submission.malformed,
-        )
+        verdict = await checker.verdict(submission)
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))
         if verdict.valid or number == settings.max_validation_attempts:
@@ -210,6 +196,61 @@ class _Facts:
         if where.violation(target, returned=returned) is not None:
             return {}
         return {target.key: await self.of(target)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Checker:
+    """Validates each answer of one conversation (§4) with what the analysis read."""
+
+    spec: resources.AIAnalysisSpec
+    catalog: catalog_mod.Catalog
+    toolbox: tools.ToolBox
+    where: scope.Scope
+    facts: _Facts
+    reader: tools.ClusterReader | None
+
+    async def verdict(self, submission: llm.Submission) -> validation.Verdict:
+        """The verdict on ``submission``. An answer that names no target for a workflow that does not
+        act on the incident's resource gets the target inferred (``scope`` module rules) and is
+        validated again with it."""
+        affected = _affected(submission.raw)
+        verdict = await self._validate(submission, target=self.where.target(affected))
+        workflow = verdict.workflow
+        if (
+            workflow is None
+            or "component_mismatch" not in verdict.rules_failed
+            or scope.names_object(affected)
+        ):
+            return verdict
+        inferred = await tools.infer_target(
+            self.reader, self.where, components=workflow.spec.labels.component
+        )
+        return await self._validate(
+            submission, target=inferred.target or self.where.incident, inferred=inferred
+        )
+
+    async def _validate(
+        self, submission: llm.Submission, *, target: scope.ObjectRef, inferred: scope.Inference | None = None
+    ) -> validation.Verdict:
+        returned = self.toolbox.returned
+        read = {*returned, target.key} if inferred is not None else returned  # the inference read it
+        facts = await self.facts.known(target, where=self.where, returned=read)
+        # Off the event loop: catalog patterns run here (bounded in time, but not free).
+        return await asyncio.to_thread(
+            validation.validate,
+            raw=submission.raw,
+            truncated=submission.truncated,
+            catalog=self.catalog,
+            seen=self.toolbox.seen,
+            business=self.spec.business_context,
+            recovery=self.spec.recovery,
+            prose=submission.prose,
+            scope=self.where,
+            returned=returned,
+            facts=facts,
+            malformed=submission.malformed,
+            inferred=inferred,
+        )
 
 
 def _affected(raw: object) -> dict[str, object] | None:

@@ -21,7 +21,7 @@ from aianalysis.analysis.tools._box import (
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, infer_target, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
 from aianalysis.kube.reader import (
@@ -54,6 +54,7 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "infer_target",
     "redact_text",
     "selects",
     "target_kinds",

@@ -185,6 +185,47 @@ async def _selecting(
             _add(related, _ref(hpa, kind="HorizontalPodAutoscaler"))
 
 
+#: Objects Kubernetes makes in every namespace: never what a remediation of the namespace is about.
+_EVERY_NAMESPACE = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")})
+
+
+async def infer_target(
+    reader: _reader.ClusterReader | None, where: scope.Scope, *, components: Sequence[str] | None
+) -> scope.Inference:
+    """The candidates for the target of an answer that named none (``scope`` module rules): the
+    objects of the kinds ``components`` names that the incident concerns — those around it, or for
+    an incident about a whole Namespace, that namespace's (listed now, read-only)."""
+    wanted = _component_kinds(components)
+    found: dict[scope.Key, scope.ObjectRef] = {}
+    for key in where.related:
+        if key[0] in wanted:
+            found[key] = scope.ObjectRef(
+                kind=wanted[key[0]].kind,
+                name=key[2],
+                namespace=key[1] or None,
+                api_version=wanted[key[0]].api_version,
+            )
+    home = where.home
+    if reader is not None and home is not None and where.incident.kind == "Namespace":
+        for known in (k for k in wanted.values() if k.namespaced):
+            for obj in await _list(reader, known.kind, home):
+                ref = _ref(obj, kind=known.kind)
+                if (ref.kind, ref.name) not in _EVERY_NAMESPACE:
+                    found.setdefault(ref.key, ref)
+    return scope.Inference(
+        kinds=tuple(sorted({k.kind for k in wanted.values()})),
+        candidates=tuple(sorted(found.values(), key=lambda ref: ref.key)),
+    )
+
+
+def _component_kinds(components: Sequence[str] | None) -> dict[str, _kinds.Kind]:
+    """The kinds of the table a workflow's ``labels.component`` names (``*`` names none: any kind
+    fits, there is nothing to infer), by casefolded kind."""
+    named = (entry.strip().rpartition("/")[2] for entry in components or () if entry.strip() != "*")
+    found = (_kinds.lookup(kind) for kind in named if kind)
+    return {kind.kind.casefold(): kind for kind in found if kind is not None and kind.kind != "Namespace"}
+
+
 async def _certificates(reader: _reader.ClusterReader, namespace: str, related: dict[scope.Key, str]) -> None:
     """The Certificates issuing a Secret already in scope (cert-manager writes the Secret their
     ``secretName`` names), and what they reference."""
