@@ -25,7 +25,7 @@ import yaml
 
 from aianalysis import catalog, kube, resources
 from aianalysis import settings as settings_mod
-from aianalysis.analysis import pipeline, status
+from aianalysis.analysis import pipeline, scope, status
 from aianalysis.intake import mapping, payload
 from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
@@ -93,22 +93,22 @@ def incident(namespace: str, alert_labels: dict[str, str]) -> resources.AIAnalys
 
 
 def sre_script(answer: dict[str, Any], *, reads: list[list[str]]) -> list[ms.Step]:
-    """Kubernaut's discovery path, then the objects read, then the answer."""
+    """The objects read (the target last, unless left unknown), then Kubernaut's discovery path
+    (action types → search by action type → details; naming the target to the catalog tools when
+    the answer says so), then the answer."""
     workflow = CATALOG.get(answer["workflow"])
     assert workflow is not None and workflow.spec.action_type is not None
     target = answer["target"]
+    named = {k: v for k, v in target.items() if k in ("kind", "name", "namespace")}
+    read = [{"kind": k, "name": n} for k, n in reads] + ([named] if target["kind"] != UNKNOWN else [])
+    for_target = {"affected_resource": named} if answer.get("catalog_for_target") else {}
+    search = {"action_type": workflow.spec.action_type, "top_k": 10, **for_target}
     steps: list[ms.Step] = [
-        ms.reply_tools(ms.tool_use("list_action_types", {})),
-        ms.reply_tools(
-            ms.tool_use("search_workflow_catalog", {"action_type": workflow.spec.action_type, "top_k": 10})
-        ),
+        *(ms.reply_tools(ms.tool_use("get_resource", arguments)) for arguments in read),
+        ms.reply_tools(ms.tool_use("list_action_types", for_target)),
+        ms.reply_tools(ms.tool_use("search_workflow_catalog", search)),
         ms.reply_tools(ms.tool_use("get_workflow_details", {"workflow_id": answer["workflow"]})),
-        *(ms.reply_tools(ms.tool_use("get_resource", {"kind": k, "name": n})) for k, n in reads),
     ]
-    if target["kind"] != UNKNOWN:
-        steps.append(
-            ms.reply_tools(ms.tool_use("get_resource", {"kind": target["kind"], "name": target["name"]}))
-        )
     return [*steps, ms.submit(submission(answer["workflow"], answer.get("parameters") or {}, target))]
 
 
@@ -136,6 +136,8 @@ async def analyse(
     attempts: int,
     refused: bool = False,
 ) -> status.Decision:
+    scoped = scope.own_namespace(spec, namespace=namespace)  # as the reconciler does
+    assert not isinstance(scoped, str), scoped
     with ms.MessagesServer(*steps) as server:
         settings = settings_mod.Settings(
             provider="anthropic",
@@ -148,7 +150,7 @@ async def analyse(
         provider = pipeline.llm.make_provider(settings)
         try:
             decision = await pipeline.analyze(
-                spec,
+                scoped,
                 catalog=CATALOG,
                 provider=provider,
                 reader=k8s.KubernetesReader(api),
@@ -248,7 +250,7 @@ async def test_wrong_target_attacks_are_still_refused(
     }
 
     refused = [
-        await analyse(api, namespace, spec, sre_script(attack, reads=[]), attempts=1)
+        await analyse(api, namespace, spec, sre_script(attack, reads=[]), attempts=1, refused=True)
         for attack in (elsewhere, on_a_node, node_on_deployment)
     ]
 

@@ -250,6 +250,54 @@ async def test_list_action_types_counts_eligible_workflows_with_a_meaning() -> N
     assert counts["IncreaseMemoryLimits"] == 2
 
 
+async def test_the_catalog_is_filtered_for_the_target_the_llm_names() -> None:
+    """An incident about a Node: what decides GitOps-only workflows is the object to change, as the
+    validator will judge it, once the LLM names it (and only if it may be the target)."""
+    found = catalog_of(spec("revert", detectedLabels={"gitOpsTool": "*"}), spec("open"))
+    asked: list[dict[str, object]] = []
+
+    async def facts_of(affected: dict[str, object], returned: frozenset[Any]) -> catalog.TargetFacts | str:
+        del returned
+        asked.append(affected)
+        if affected["name"] == "elsewhere":
+            return "affected_resource Deployment other/elsewhere is outside the incident's namespace"
+        return catalog.TargetFacts(gitops_managed=True, gitops_tool="argocd")
+
+    box = tools.ToolBox(
+        spec=resources.AIAnalysisSpec.model_validate(
+            {"signal": {"type": "OOMKilled", "severity": "high"}, "resource": {"kind": "Node", "name": "w-1"}}
+        ),
+        catalog=found,
+        reader=None,
+        max_chars=20_000,
+        facts=catalog.TargetFacts(gitops_managed=False),
+        target_facts=facts_of,
+    )
+
+    async def offered(**arguments: Any) -> list[str]:
+        result = await box.call("search_workflow_catalog", arguments)
+        assert not result.is_error, result.text
+        return sorted(hit["workflow_id"] for hit in json.loads(result.text)["workflows"])
+
+    assert await offered() == ["open"]
+    refused = await box.call(
+        "search_workflow_catalog", {"affected_resource": {"kind": "Deployment", "name": "elsewhere"}}
+    )
+    assert refused.is_error and "outside the incident's namespace" in refused.text
+    assert await offered() == ["open"]  # a refused target changes nothing
+    ingest = {"kind": "Deployment", "name": "ingest", "namespace": "data"}
+    assert await offered(affected_resource=ingest) == ["open", "revert"]
+    assert not (await box.call("get_workflow_details", {"workflow_id": "revert"})).is_error  # kept
+    assert asked[-1] == ingest
+
+
+async def test_without_a_cluster_no_target_can_be_named_to_the_catalog() -> None:
+    result = await _box(catalog_of(spec("open"))).call(
+        "list_action_types", {"affected_resource": {"kind": "Deployment", "name": "api"}}
+    )
+    assert result.is_error and "no cluster is attached" in result.text
+
+
 async def test_details_show_guidance_system_filled_parameters_and_deprecation() -> None:
     found = catalog_of(
         spec(
