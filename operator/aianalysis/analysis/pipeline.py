@@ -53,6 +53,17 @@ async def analyze(
         history if history is not None else _none(),
     )
     facts = _Facts(reader, workload=where.workload)
+
+    async def facts_of(
+        affected: dict[str, object], returned: frozenset[scope.Key]
+    ) -> catalog_mod.TargetFacts | str:
+        """For the catalog tools: the facts on the target the LLM names, if it may be the target."""
+        target = where.target(affected)
+        why = where.violation(target, returned=returned)
+        if why is not None:
+            return f"affected_resource {why}: the catalog stays filtered for the previous target"
+        return await facts.of(target)
+
     toolbox = tools.ToolBox(
         spec=spec,
         catalog=catalog,
@@ -61,6 +72,7 @@ async def analyze(
         facts=await facts.of(where.incident),
         metrics=metrics,
         limits=tool_limits(settings),
+        target_facts=facts_of if reader is not None else None,
     )
     past = prompts.history_section(
         assessment_history.describe(history_read, now=now()) if history_read else []
