@@ -18,11 +18,12 @@ local clone (bare or not) at run time — nothing of it is copied into this repo
   incident's namespace and the object the recorded signal named (``pod``, ``deployment``...),
   mapped by the intake (``intake.mapping``), resolved to its workload (``intake.resolve``) with the
   namespace's business context, as the intake creates the AIAnalysis;
-- **the answer**: a scripted conversation walks Kubernaut's discovery path through our tools
-  (action types → search by the expected workflow's action type → details → read the object the
-  answer names) and submits the recorded workflow on the recorded remediation target with the
-  recorded parameters (those the system fills from the target left out), once: no correction
-  round. A target the recorded model left ``Unknown`` is submitted as such.
+- **the answer**: a scripted conversation reads the object the answer names (its RCA), then walks
+  Kubernaut's discovery path through our tools (action types → search by the expected workflow's
+  action type → details), naming that object to the catalog tools as ``affected_resource`` (asked
+  again without it when refused), and submits the recorded workflow on the recorded remediation
+  target with the recorded parameters (those the system fills from the target left out), once: no
+  correction round. A target the recorded model left ``Unknown`` is submitted as such.
 
 It prints one line per recorded analysis — accepted, or refused with the failed rules and the
 first error — and the total.
@@ -46,7 +47,7 @@ from typing import Any
 import yaml
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import pipeline
+from aianalysis.analysis import pipeline, scope
 from aianalysis.analysis.llm import base
 from aianalysis.catalog import importer
 from aianalysis.evaluation import cluster, scenario
@@ -383,18 +384,29 @@ class _Conversation:
         rec, index = self._provider._rec, self._provider._index
         first = index.get(rec.workflows[0])
         action = first.spec.action_type if first is not None else None
-        await self._call("list_action_types", {})
-        found = await self._call("search_workflow_catalog", {"action_type": action, "top_k": 10})
+        target = rec.target if scope.names_object(rec.target) else None
+        if target is not None:  # the RCA reads the object it blames, then looks for a remedy
+            await self._call("get_resource", target)
+        named = {"affected_resource": target} if target is not None else {}
+        await self._catalog("list_action_types", {}, named)
+        found = await self._catalog("search_workflow_catalog", {"action_type": action, "top_k": 10}, named)
         hits = [h.get("workflow_id") for h in _json(found).get("workflows") or ()]
         offered = [w for w in rec.workflows if w in hits]
         self._provider.offered = bool(offered)
         chosen = (offered or list(rec.workflows))[0]
         await self._call("get_workflow_details", {"workflow_id": chosen})
-        target = rec.target
-        if target is not None and target["kind"].casefold() != "unknown":
-            await self._call("get_resource", {"kind": target["kind"], "name": target["name"]})
         self._raw = _submission(chosen, rec)
         return base.Submission(raw=self._raw)
+
+    async def _catalog(self, name: str, arguments: dict[str, Any], named: dict[str, Any]) -> str:
+        """A catalog call for the named target; asked again without it when the tool refuses it (an
+        operator that takes no target for its catalog tools, or a target it may not be)."""
+        if named:
+            outcome = await self._toolbox.call(name, {**arguments, **named})
+            self._counter.tool_calls += 1
+            if not outcome.is_error:
+                return outcome.text
+        return await self._call(name, arguments)
 
     async def correct(self, errors: list[str]) -> base.Submission:
         del errors
@@ -470,6 +482,10 @@ async def _one(
     if isinstance(made, str):
         return Outcome(recorded=rec, accepted=False, offered=False, detail=made)
     spec, namespace = made
+    scoped = scope.own_namespace(spec, namespace=namespace)  # as the reconciler does
+    if isinstance(scoped, str):
+        return Outcome(recorded=rec, accepted=False, offered=False, detail=scoped)
+    spec = scoped
     provider = Scripted(index, rec)
     decision = await pipeline.analyze(
         spec, catalog=index, provider=provider, reader=reader, settings=config, namespace=namespace
@@ -523,7 +539,7 @@ def report(outcomes: Sequence[Outcome]) -> str:
     lines = []
     for o in outcomes:
         mark = "accepted" if o.accepted else "REFUSED " if o.replayable else "skipped "
-        offered = "" if o.accepted or o.offered else " [not offered by search]"
+        offered = "" if o.accepted or o.offered or not o.replayable else " [not offered by search]"
         lines.append(f"{mark} {o.recorded.name:58} {o.recorded.workflows[0]:34}{offered} {o.detail}")
     accepted = sum(o.accepted for o in outcomes)
     replayable = sum(o.replayable for o in outcomes)
