@@ -96,14 +96,8 @@ class Outcome:
 def records(mirror: kubernaut_eval.Mirror, by_bundle: Mapping[str, list[str]]) -> list[Recorded]:
     """Every recorded analysis with a signal, a namespace and a workflow of the catalog."""
     found = []
-    for path in sorted(
-        p for p in mirror.files if p.startswith("golden-transcripts/") and p.endswith(".json")
-    ):
-        try:
-            record = json.loads(mirror.show(path))
-        except ValueError:
-            continue
-        parsed = _recorded(record, by_bundle, name=Path(path).stem) if isinstance(record, dict) else None
+    for name, record in mirror.transcripts():
+        parsed = _recorded(record, by_bundle, name=name) if isinstance(record, dict) else None
         if parsed is not None and not parsed.namespace:
             # The audit shape records no namespace: the scenario's own.
             home = next((d for d in _manifests(mirror, parsed.folder) if d.get("kind") == "Namespace"), None)

@@ -165,22 +165,30 @@ async def analyse(
     return decision
 
 
-@pytest.mark.parametrize("scenario", ACCEPTED, ids=[s["name"] for s in ACCEPTED])
-@pytest.mark.usefixtures("cert_manager_kinds")
-async def test_the_answer_a_correct_sre_gives_is_accepted(
+async def played(
     api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
-) -> None:
+) -> tuple[dict[str, Any], status.Decision]:
+    """The scenario set up in ``namespace``, its alert through the intake, its answer played."""
     scenario = placed(scenario, namespace)
     set_up(cluster, namespace, scenario)
     answer = scenario["answer"]
-
     decision = await analyse(
         api,
         namespace,
         incident(namespace, scenario["alert"]),
         sre_script(answer, reads=answer.get("reads") or []),
         attempts=1,
+        refused="refused" in scenario,
     )
+    return answer, decision
+
+
+@pytest.mark.parametrize("scenario", ACCEPTED, ids=[s["name"] for s in ACCEPTED])
+@pytest.mark.usefixtures("cert_manager_kinds")
+async def test_the_answer_a_correct_sre_gives_is_accepted(
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
+) -> None:
+    answer, decision = await played(api, cluster, namespace, scenario)
 
     assert decision.selected is not None, decision.attempts[-1].errors if decision.attempts else decision
     assert decision.selected.workflow_id == answer["workflow"]
@@ -196,18 +204,7 @@ async def test_the_answer_a_correct_sre_gives_is_accepted(
 async def test_the_answer_the_rules_forbid_stays_refused(
     api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
 ) -> None:
-    scenario = placed(scenario, namespace)
-    set_up(cluster, namespace, scenario)
-    answer = scenario["answer"]
-
-    decision = await analyse(
-        api,
-        namespace,
-        incident(namespace, scenario["alert"]),
-        sre_script(answer, reads=answer.get("reads") or []),
-        attempts=1,
-        refused=True,
-    )
+    _, decision = await played(api, cluster, namespace, scenario)
 
     assert decision.selected is None
     assert decision.failed_rules == scenario["refused"], decision.attempts[-1].errors
