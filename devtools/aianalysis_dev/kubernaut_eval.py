@@ -76,6 +76,16 @@ class Mirror:
         listed = self._git("ls-tree", "-r", "--name-only", "HEAD")
         self.files = listed.split()
 
+    def transcripts(self) -> Iterator[tuple[str, Any]]:
+        """(name, parsed JSON) of every recorded analysis (``golden-transcripts/*.json``)."""
+        for path in sorted(
+            p for p in self.files if p.startswith("golden-transcripts/") and p.endswith(".json")
+        ):
+            try:
+                yield Path(path).stem, json.loads(self.show(path))
+            except ValueError:
+                continue
+
     def show(self, path: str) -> str:
         return self._git("show", f"HEAD:{path}")
 
@@ -118,14 +128,8 @@ def incidents(mirror: Mirror, by_bundle: dict[str, list[str]]) -> list[dict[str,
     """Scenario documents (``aianalysis eval`` format) from the recorded analyses."""
     out = []
     seen: set[str] = set()
-    for path in sorted(
-        p for p in mirror.files if p.startswith("golden-transcripts/") and p.endswith(".json")
-    ):
-        try:
-            record = json.loads(mirror.show(path))
-        except ValueError:
-            continue
-        doc = _scenario(mirror, record, by_bundle, name=Path(path).stem)
+    for name, record in mirror.transcripts():
+        doc = _scenario(mirror, record, by_bundle, name=name)
         if doc is not None and doc["name"] not in seen:
             seen.add(doc["name"])
             out.append(doc)

@@ -206,7 +206,7 @@ async def test_an_executor_start_against_a_server_that_never_answers_gives_the_s
     lock = asyncio.Lock()  # the runner's own start lock
     with client_of(silent.url) as api:
         for lock_namespace in ("ns", ""):  # the Lease across replicas; the process' lock alone
-            config_ = settings.Settings(provider="offline", executor_start_lock_namespace=lock_namespace)
+            config_ = settings.Settings(guards=settings.Guards(start_lock_namespace=lock_namespace))
 
             async def start(config_: settings.Settings = config_) -> Any:
                 async with lock:

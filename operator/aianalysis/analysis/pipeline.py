@@ -55,6 +55,17 @@ async def analyze(
         history if history is not None else _none(),
     )
     facts = _Facts(reader, workload=where.workload)
+
+    async def facts_of(
+        affected: dict[str, object], returned: frozenset[scope.Key]
+    ) -> catalog_mod.TargetFacts | str:
+        """For the catalog tools: the facts on the target the LLM names, if it may be the target."""
+        target = where.target(affected)
+        why = where.violation(target, returned=returned)
+        if why is not None:
+            return f"affected_resource {why}: the catalog stays filtered for the previous target"
+        return await facts.of(target)
+
     toolbox = tools.ToolBox(
         spec=spec,
         catalog=catalog,
@@ -63,6 +74,7 @@ async def analyze(
         facts=await facts.of(where.incident),
         metrics=metrics,
         limits=tool_limits(settings),
+        target_facts=facts_of if reader is not None else None,
     )
     past = prompts.history_section(
         assessment_history.describe(history_read, now=now()) if history_read else []
@@ -78,23 +90,9 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
+    checker = _Checker(spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader)
     for number in range(1, settings.analysis.max_validation_attempts + 1):
-        target = where.target(_affected(submission.raw))
-        # Off the event loop: catalog patterns run here (bounded in time, but not free).
-        verdict = await asyncio.to_thread(
-            validation.validate,
-            raw=submission.raw,
-            truncated=submission.truncated,
-            catalog=catalog,
-            seen=toolbox.seen,
-            business=spec.business_context,
-            recovery=spec.recovery,
-            prose=submission.prose,
-            scope=where,
-            returned=toolbox.returned,
-            facts=await facts.known(target, where=where, returned=toolbox.returned),
-            malformed=submission.malformed,
-        )
+        verdict = await checker.verdict(submission)
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))
         if verdict.valid or number == settings.analysis.max_validation_attempts:
@@ -213,6 +211,61 @@ class _Facts:
         if where.violation(target, returned=returned) is not None:
             return {}
         return {target.key: await self.of(target)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Checker:
+    """Validates each answer of one conversation (§4) with what the analysis read."""
+
+    spec: resources.AIAnalysisSpec
+    catalog: catalog_mod.Catalog
+    toolbox: tools.ToolBox
+    where: scope.Scope
+    facts: _Facts
+    reader: tools.ClusterReader | None
+
+    async def verdict(self, submission: llm.Submission) -> validation.Verdict:
+        """The verdict on ``submission``. An answer that names no target for a workflow that does not
+        act on the incident's resource gets the target inferred (``scope`` module rules) and is
+        validated again with it."""
+        affected = _affected(submission.raw)
+        verdict = await self._validate(submission, target=self.where.target(affected))
+        workflow = verdict.workflow
+        if (
+            workflow is None
+            or "component_mismatch" not in verdict.rules_failed
+            or scope.names_object(affected)
+        ):
+            return verdict
+        inferred = await tools.infer_target(
+            self.reader, self.where, components=workflow.spec.labels.component
+        )
+        return await self._validate(
+            submission, target=inferred.target or self.where.incident, inferred=inferred
+        )
+
+    async def _validate(
+        self, submission: llm.Submission, *, target: scope.ObjectRef, inferred: scope.Inference | None = None
+    ) -> validation.Verdict:
+        returned = self.toolbox.returned
+        read = {*returned, target.key} if inferred is not None else returned  # the inference read it
+        facts = await self.facts.known(target, where=self.where, returned=read)
+        # Off the event loop: catalog patterns run here (bounded in time, but not free).
+        return await asyncio.to_thread(
+            validation.validate,
+            raw=submission.raw,
+            truncated=submission.truncated,
+            catalog=self.catalog,
+            seen=self.toolbox.seen,
+            business=self.spec.business_context,
+            recovery=self.spec.recovery,
+            prose=submission.prose,
+            scope=self.where,
+            returned=returned,
+            facts=facts,
+            malformed=submission.malformed,
+            inferred=inferred,
+        )
 
 
 def _affected(raw: object) -> dict[str, object] | None:

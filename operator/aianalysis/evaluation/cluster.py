@@ -2,7 +2,7 @@
 LLM can investigate an incident without a cluster.
 
 It answers the way the API server would, as far as the investigation tools can tell: objects are
-copies (nothing the tools do leaks into the next run), a missing object is ``reader.NotFound``
+copies (nothing the tools do leaks into the next run), a missing object is a 404 (``reader.NotFound``)
 with the reader's wording, Events are matched on ``involvedObject``, pods of an owner are found
 through ``ownerReferences`` (Deployment → ReplicaSets → Pods, CronJob → Jobs → Pods), and a log
 request for a Pod with several containers needs the container name.

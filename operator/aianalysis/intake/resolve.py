@@ -63,13 +63,20 @@ class _Cached:
 class Resolver:
     def __init__(
         self,
-        api: kube.ApiClient,
+        api: kube.ApiClient | None = None,
         *,
+        cluster_reader: reader.ClusterReader | None = None,
         clock: Callable[[], float] = time.monotonic,
         prefixes: tuple[str, ...] = business.DEFAULT_PREFIXES,
         orphans_to_namespace: bool = True,
     ) -> None:
-        self._reader = api_reader.KubernetesReader(api)
+        """Reads through ``api``, or ``cluster_reader`` (any read-only reader answering a missing
+        object with a 404 as the API server does: the Kubernaut replay serves scenarios from memory)."""
+        if cluster_reader is None:
+            if api is None:
+                raise TypeError("Resolver needs an api client or a cluster reader")
+            cluster_reader = api_reader.KubernetesReader(api)
+        self._reader = cluster_reader
         self._orphans_to_namespace = orphans_to_namespace
         self._prefixes = prefixes
         self._clock = clock

@@ -37,7 +37,7 @@ from aianalysis.analysis.tools._results import (
     UsageResult,
     UsageRow,
 )
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, infer_target, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
 from aianalysis.kube.reader import (
@@ -82,6 +82,7 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "infer_target",
     "redact_text",
     "selects",
     "target_kinds",

@@ -40,6 +40,10 @@ from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
 
+FactsOf = Callable[[dict[str, object], frozenset[scope.Key]], Awaitable["catalog.TargetFacts | str"]]
+"""Facts detected on an object an answer names as its target (``affected_resource``, given what the
+tools returned so far), or why that object cannot be the target."""
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Limits:
@@ -84,8 +88,13 @@ class ToolBox:
         facts: catalog.TargetFacts | None = None,
         metrics: _reader.MetricsReader | None = None,
         limits: Limits | None = None,
+        target_facts: FactsOf | None = None,
     ) -> None:
+        """``facts``: detected on the incident's resource, filtering the catalog until the LLM names
+        its remediation target to a catalog tool (``affected_resource``); ``target_facts`` then
+        detects them on that object, or says why it cannot be the target (None: no cluster)."""
         limits = limits or Limits()
+        self._target_facts = target_facts
         self.seen: dict[str, set[str]] = {}
         self.returned: set[scope.Key] = set()
         self.calls = 0
@@ -222,10 +231,24 @@ class ToolBox:
         self._catalog.facts = facts
 
     async def _action_types(self, args: _args.ActionTypesArgs) -> _results.ToolResult:
+        await self._retarget(args.affected_resource)
         return self._catalog.action_types(args)
 
     async def _search(self, args: _args.SearchArgs) -> _results.ToolResult:
+        await self._retarget(args.affected_resource)
         return self._catalog.search(args)
+
+    async def _retarget(self, named: _args.TargetArg | None) -> None:
+        """The catalog filtered by the facts of the target the LLM names (kept for the next calls,
+        details included, until it names another): what the validator will check them against."""
+        if named is None:
+            return
+        if self._target_facts is None:
+            raise _args.Refused("no cluster is attached: leave affected_resource out of catalog searches")
+        found = await self._target_facts(named.model_dump(exclude_none=True), frozenset(self.returned))
+        if isinstance(found, str):
+            raise _args.Refused(found)
+        self.set_target_facts(found)
 
     async def _details(self, args: _args.DetailsArgs) -> _results.ToolResult:
         answer = self._catalog.details(args)

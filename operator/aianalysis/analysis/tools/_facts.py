@@ -14,7 +14,12 @@ fact                true when
 ``gitOpsTool``      Flux (``kustomize.toolkit.fluxcd.io/*``, ``helm.toolkit.fluxcd.io/*``,
                     ``fluxcd.io/sync-gc-mark``) markers on the chain or the template, else on the
                     namespace (Argo CD also ``argocd.argoproj.io/managed``, Flux also
-                    ``fluxcd.io/sync-status``); the tool is ``argocd`` or ``flux``
+                    ``fluxcd.io/sync-status``), else Argo CD's own record: an Application (any
+                    namespace) lists the target or a chain object among the resources it manages
+                    (``status.resources``; Argo CD 2's default tracking label
+                    ``app.kubernetes.io/instance`` is no marker: Helm writes it too), or, reporting
+                    none yet, deploys into the target's namespace on this cluster
+                    (``spec.destination``); the tool is ``argocd`` or ``flux``
 ``hpaEnabled``      the target IS a HorizontalPodAutoscaler, or an HPA's ``scaleTargetRef`` is in the chain
 ``pdbProtected``    the target IS a PodDisruptionBudget, or a PDB's selector selects the template's labels
 ``stateful``        a StatefulSet or PersistentVolumeClaim is in the chain, or the template mounts a PVC
@@ -60,6 +65,11 @@ _FLUX_PREFIXES = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/")
 _FLUX_MARKERS = ("fluxcd.io/sync-gc-mark",)
 _FLUX_NAMESPACE_MARKERS = (*_FLUX_MARKERS, "fluxcd.io/sync-status")
 _MESH_GROUPS = {"istio.io": "istio", "linkerd.io": "linkerd"}
+ARGO_APPLICATION = _kinds.Kind(
+    kind="Application", group="argoproj.io", version="v1alpha1", plural="applications", namespaced=True
+)
+MAX_APPLICATIONS = 500
+_IN_CLUSTER = ("https://kubernetes.default.svc", "https://kubernetes.default.svc/")
 
 JSON = Mapping[str, Any]
 
@@ -73,6 +83,7 @@ class Subject:
     namespace: JSON | None
     reader: _reader.ClusterReader
     _lists: dict[str, list[JSON] | None] = dataclasses.field(default_factory=dict)
+    _applications: list[JSON] | None = None
 
     @property
     def read(self) -> bool:
@@ -112,6 +123,20 @@ class Subject:
             self._lists[kind] = await list_in(self.reader, kind, self.home)
         return self._lists[kind]
 
+    async def applications(self) -> list[JSON]:
+        """Argo CD's Applications, in every namespace (none when Argo CD is not installed or they
+        cannot be listed: the markers alone decide then, as before)."""
+        if self._applications is None:
+            try:
+                page = await self.reader.list_page(
+                    kind=ARGO_APPLICATION, namespace=None, limit=MAX_APPLICATIONS
+                )
+            except (_reader.Unavailable, errors.ClusterError):
+                self._applications = []
+            else:
+                self._applications = list(page.items)
+        return self._applications
+
 
 Rule = Callable[[Subject], Awaitable[bool | str | None]]
 
@@ -133,7 +158,37 @@ async def _gitops_tool(subject: Subject) -> str | None:
     namespace = _tool(subject.namespace_markers(), argo=_ARGO_NAMESPACE_MARKERS, flux=_FLUX_NAMESPACE_MARKERS)
     if namespace is not None:
         return namespace
+    if await _argo_manages(subject):
+        return "argocd"
     return "" if subject.read else None
+
+
+async def _argo_manages(subject: Subject) -> bool:
+    """Whether an Argo CD Application says it manages the target (see the module table)."""
+    ours = {
+        (
+            str(o.get("kind")),
+            (o.get("metadata") or {}).get("namespace") or "",
+            (o.get("metadata") or {}).get("name"),
+        )
+        for o in subject.chain
+    }
+    ours.add((subject.target.kind, subject.target.namespace or "", subject.target.name))
+    for app in await subject.applications():
+        listed = (app.get("status") or {}).get("resources") or ()
+        if listed:
+            if any((r.get("kind"), r.get("namespace") or "", r.get("name")) in ours for r in listed):
+                return True
+        elif subject.home is not None and _deploys_into(app, subject.home):
+            return True
+    return False
+
+
+def _deploys_into(app: JSON, namespace: str) -> bool:
+    destination = (app.get("spec") or {}).get("destination") or {}
+    name, server = destination.get("name"), destination.get("server")
+    here = name == "in-cluster" if name else server in _IN_CLUSTER  # another cluster's is not ours
+    return here and destination.get("namespace") == namespace
 
 
 async def _hpa(subject: Subject) -> bool | None:

@@ -15,7 +15,13 @@ What the incident concerns (``Scope.related``), found from its resource:
 - what selects or scales it: Services and NetworkPolicies whose selector selects its Pods,
   PodDisruptionBudgets that select them, HPAs whose ``scaleTargetRef`` is in the chain;
 - when the incident's resource is itself a selector or a scaler (a PDB, an HPA, a Service, a
-  NetworkPolicy), the workloads it selects or scales, and what surrounds them as above.
+  NetworkPolicy), the workloads it selects or scales, and what surrounds them as above;
+- the cert-manager Certificates that issue a Secret the Pods reference (their ``secretName``);
+- what the incident's own object and those Certificates name in their spec (any ``{kind, name}``
+  reference of a kind in the table: a Certificate's ``issuerRef`` → its ClusterIssuer or Issuer,
+  a RoleBinding's Role), in the incident's namespace or cluster-scoped. Read here, by the scope
+  itself, so a cluster-scoped object the incident leads to is in scope whether or not the
+  conversation read the object that references it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _facts
+from aianalysis.analysis.tools import _cluster_tools, _facts
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
@@ -65,6 +71,10 @@ async def gather_scope(reader: _reader.ClusterReader | None, incident: resources
             starts.append([workload])
     for start in starts:
         await _surroundings(reader, start, related)
+    home = base.home
+    if chain and home is not None:
+        _referenced(chain[0], home, related)
+        await _certificates(reader, home, related)
     related.pop(base.incident.key, None)
     concerned = _workload(starts)
     return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
@@ -173,6 +183,73 @@ async def _selecting(
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
         if (ref.get("kind"), ref.get("name")) in owners:
             _add(related, _ref(hpa, kind="HorizontalPodAutoscaler"))
+
+
+#: Objects Kubernetes makes in every namespace: never what a remediation of the namespace is about.
+_EVERY_NAMESPACE = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")})
+
+
+async def infer_target(
+    reader: _reader.ClusterReader | None, where: scope.Scope, *, components: Sequence[str] | None
+) -> scope.Inference:
+    """The candidates for the target of an answer that named none (``scope`` module rules): the
+    objects of the kinds ``components`` names that the incident concerns — those around it, or for
+    an incident about a whole Namespace, that namespace's (listed now, read-only)."""
+    wanted = _component_kinds(components)
+    found: dict[scope.Key, scope.ObjectRef] = {}
+    for key in where.related:
+        if key[0] in wanted:
+            found[key] = scope.ObjectRef(
+                kind=wanted[key[0]].kind,
+                name=key[2],
+                namespace=key[1] or None,
+                api_version=wanted[key[0]].api_version,
+            )
+    home = where.home
+    if reader is not None and home is not None and where.incident.kind == "Namespace":
+        for known in (k for k in wanted.values() if k.namespaced):
+            for obj in await _list(reader, known.kind, home):
+                ref = _ref(obj, kind=known.kind)
+                if (ref.kind, ref.name) not in _EVERY_NAMESPACE:
+                    found.setdefault(ref.key, ref)
+    return scope.Inference(
+        kinds=tuple(sorted({k.kind for k in wanted.values()})),
+        candidates=tuple(sorted(found.values(), key=lambda ref: ref.key)),
+    )
+
+
+def _component_kinds(components: Sequence[str] | None) -> dict[str, _kinds.Kind]:
+    """The kinds of the table a workflow's ``labels.component`` names (``*`` names none: any kind
+    fits, there is nothing to infer), by casefolded kind."""
+    named = (entry.strip().rpartition("/")[2] for entry in components or () if entry.strip() != "*")
+    found = (_kinds.lookup(kind) for kind in named if kind)
+    return {kind.kind.casefold(): kind for kind in found if kind is not None and kind.kind != "Namespace"}
+
+
+async def _certificates(reader: _reader.ClusterReader, namespace: str, related: dict[scope.Key, str]) -> None:
+    """The Certificates issuing a Secret already in scope (cert-manager writes the Secret their
+    ``secretName`` names), and what they reference."""
+    secrets = {name for kind, where, name in related if kind == "secret" and where == namespace}
+    if not secrets:
+        return
+    for certificate in await _list(reader, "Certificate", namespace):
+        if (certificate.get("spec") or {}).get("secretName") in secrets:
+            _add(related, _ref(certificate, kind="Certificate"))
+            _referenced(certificate, namespace, related)
+
+
+def _referenced(obj: Mapping[str, Any], namespace: str, related: dict[scope.Key, str]) -> None:
+    """The objects of known kinds ``obj`` names in its spec: namespaced ones in ``obj``'s namespace
+    (a reference never leaves it), cluster-scoped ones as they are."""
+    for kind, name in _cluster_tools.references(obj)[:MAX_REFERENCES]:
+        known = _kinds.BY_KIND.get(kind)
+        if known is None or known.kind == "Namespace":
+            continue
+        where = namespace if known.namespaced else None
+        _add(
+            related,
+            scope.ObjectRef(kind=known.kind, name=name, namespace=where, api_version=known.api_version),
+        )
 
 
 async def _bindings(

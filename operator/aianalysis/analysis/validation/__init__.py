@@ -85,6 +85,7 @@ def validate(
     returned: Set[scope.Key] = frozenset(),
     facts: Mapping[scope.Key, catalog.TargetFacts] | None = None,
     malformed: str | None = None,
+    inferred: scope.Inference | None = None,
 ) -> Verdict:
     """Run every check on one submitted answer.
 
@@ -92,6 +93,9 @@ def validate(
     the catalog fit is checked. ``returned`` holds what the investigation tools returned, and
     ``facts`` the facts detected per target (a target without an entry has unknown facts).
     ``malformed`` says why a submit call's arguments were not a JSON object (then ``raw`` is None).
+    ``inferred``: the target the caller inferred because the answer named none (``scope`` module
+    rules); its one candidate is the target (read by the inference, so it counts as returned), and
+    without exactly one the component error says which the incident concerns.
     """
     errors: list[str] = [_answer.truncated_error()] if truncated else []
     if malformed is not None:
@@ -111,6 +115,10 @@ def validate(
     if scope is not None:
         affected = parsed.affected_resource
         target = scope.target(None if affected is None else affected.model_dump())
+        if inferred is not None and inferred.target is not None:
+            target = inferred.target
+            returned = {*returned, target.key}
+            warnings.append(_target.inferred_warning(inferred, target))
         out = _target.scope_error(target, where=scope, returned=frozenset(returned))
         errors.extend([out] if out else [])
         in_scope = scope.incident if out else target
@@ -124,6 +132,7 @@ def validate(
         recovery=recovery,
         target=target,
         facts=(facts or {}).get(target.key) if target is not None else None,
+        inferred=inferred,
     )
     return _verdict(
         [*errors, *selection.errors],

@@ -42,6 +42,7 @@ def check_selection(
     recovery: resources.RecoverySpec | None,
     target: scope.ObjectRef | None = None,
     facts: catalog.TargetFacts | None = None,
+    inferred: scope.Inference | None = None,
 ) -> Selection:
     unknown = _unknown_workflow_error(chosen.workflow_id, index=index, seen=seen)
     if unknown:
@@ -66,7 +67,7 @@ def check_selection(
     values: Mapping[str, object] = chosen.parameters
     warnings: list[str] = []
     if target is not None:
-        mismatch = _target.component_error(workflow.spec, target)
+        mismatch = _target.component_error(workflow.spec, target, inferred=inferred)
         errors.extend([mismatch] if mismatch else [])
         values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
     params = (
