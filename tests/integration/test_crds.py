@@ -793,7 +793,7 @@ def test_full_status_round_trips_through_the_status_subresource(kind: str, objec
 
 
 def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: Objects) -> None:
-    """The operator sends the whole status as a merge patch with explicit nulls (status.merge_patch):
+    """The operator sends the whole status as a merge patch with explicit nulls (``merge_patch()``):
     the fields it leaves unset must disappear, and nulls nested in lists must not be refused."""
     name = objects.name("null-patch")
     objects.apply(manifest("AIAnalysis", name, objects.namespace))

@@ -229,7 +229,9 @@ async def analyze_without_cluster(
     finally:
         await provider.aclose()
     now = resources.utcnow()
-    started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
+    started = resources.AIAnalysisStatus(
+        phase="Investigating", attempt=1, started_at=resources.timestamp(now)
+    )
     return status.completed(previous=started, decision=decision, now=now, generation=None)
 
 
@@ -246,7 +248,7 @@ def _attempt(
         workflow_id=workflow_id,
         valid=verdict.valid,
         errors=[e[:1024] for e in verdict.errors],
-        at=status.timestamp(at),
+        at=resources.timestamp(at),
     )
 
 

@@ -341,7 +341,7 @@ class _Run:
     async def _write(
         self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
     ) -> custom_objects.Written:
-        fields = status.merge_patch(new)
+        fields = new.merge_patch()
         written, version = await custom_objects.write_status(
             self.runtime.api,
             namespace=self.ref.namespace,

@@ -133,7 +133,7 @@ async def reconcile(
                 "verdict": "not_executed",
                 "reason": "DryRun",
                 "message": "dry run: no Job was created, nothing to assess",
-                "assessed_at": timeline.timestamp(now()),
+                "assessed_at": resources.timestamp(now()),
             }
         )
         await _Case(runtime, body, st, None).write(done)
@@ -142,7 +142,7 @@ async def reconcile(
     case = _Case(runtime, body, st, _target(body, spec))
     if current.phase is None:
         return await _start_window(case, current, spec, now=now())
-    due = timeline.parse_time(current.assess_after)
+    due = resources.parse_timestamp(current.assess_after)
     left = (due - now()).total_seconds() if due else 0.0
     if left > 0:
         return Wait(left)
@@ -162,7 +162,7 @@ async def _start_window(
         entry.spec.stabilization_window if entry else None,
         default_seconds=runtime.settings.assessment_window_seconds,
     )
-    ended = timeline.parse_time(st.completed_at) or now
+    ended = resources.parse_timestamp(st.completed_at) or now
     after = None
     if target is not None:
         try:
@@ -179,7 +179,7 @@ async def _start_window(
         update={
             "phase": "Stabilizing",
             "window_seconds": window,
-            "assess_after": timeline.timestamp(due),
+            "assess_after": resources.timestamp(due),
             "after_spec_hash": after,
             "reason": "Stabilizing",
             "message": f"assessing {window}s after the execution ended",
@@ -199,14 +199,9 @@ async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.d
             "score": verdict.score,
             "reason": verdict.reason,
             "message": verdict.message[:1024],
-            "assessed_at": timeline.timestamp(now),
+            "assessed_at": resources.timestamp(now),
             "current_spec_hash": seen.now if seen is not None else None,
-            "evidence": [
-                resources.AssessmentEvidence(
-                    check=e.check, result=e.result, detail=e.detail[:1024], score=e.score
-                )
-                for e in verdict.evidence
-            ],
+            "evidence": [e.model_copy(update={"detail": e.detail[:1024]}) for e in verdict.evidence],
         }
     )
     await case.write(final)
@@ -228,7 +223,7 @@ async def observe(
         return None
     settings = runtime.settings
     skew = (now - await targets.server_time(runtime.api)).total_seconds()
-    ended = timeline.parse_time(st.completed_at) or now
+    ended = resources.parse_timestamp(st.completed_at) or now
     try:
         found = await case.read_target(target)
     except reader.Unavailable as exc:
@@ -246,7 +241,7 @@ async def observe(
     client = runtime.metrics_reader  # the process' one Prometheus client (the tools' too)
     source = prometheus.ReaderSource(client) if client is not None else None
     before = current.before
-    started = timeline.parse_time(before.at) if before else None
+    started = resources.parse_timestamp(before.at) if before else None
     alert, alert_detail = await _alert(
         runtime, body, source, started=started, ended=ended, now=now, target=target
     )
@@ -281,8 +276,8 @@ async def _alert(
     intake = ((analysis or {}).get("status") or {}).get("intake") or {}
     alert_name = (((analysis or {}).get("spec") or {}).get("signal") or {}).get("alertName")
     if intake:
-        resolved = timeline.parse_time(intake.get("resolvedAt"))
-        seen = timeline.parse_time(intake.get("lastSeenAt"))
+        resolved = resources.parse_timestamp(intake.get("resolvedAt"))
+        seen = resources.parse_timestamp(intake.get("lastSeenAt"))
         if resolved and resolved > ended and (seen is None or seen <= resolved):
             return "resolved", f"the intake received the resolved notification at {intake.get('resolvedAt')}"
         if seen and seen > ended:
@@ -360,7 +355,7 @@ def _too_late(current: resources.Assessment, *, window: int, now: datetime.datet
             "verdict": "unknown",
             "reason": "NotObserved",
             "window_seconds": window,
-            "assessed_at": timeline.timestamp(now),
+            "assessed_at": resources.timestamp(now),
             "message": "the execution ended long before its window could be observed; not assessed",
         }
     )

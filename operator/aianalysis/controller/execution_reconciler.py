@@ -34,11 +34,16 @@ def needs_recovery(body: dict[str, Any]) -> bool:
     A status that cannot be read counts as needing a look: it is then reported once."""
     raw = body.get("status") or {}
     try:
-        st = resources.WorkflowExecutionStatus.parse_known(raw)
+        current = resources.WorkflowExecutionStatus.parse_known(raw)
     except pydantic.ValidationError:
         return isinstance(raw, dict) and raw.get("phase") == "Failed"
-    handled = any(c.type == RECOVERY_CONDITION for c in st.conditions or [])
-    return st.phase == "Failed" and not handled
+    return _unhandled(current)
+
+
+def _unhandled(current: resources.WorkflowExecutionStatus) -> bool:
+    return current.phase == "Failed" and not any(
+        c.type == RECOVERY_CONDITION for c in current.conditions or []
+    )
 
 
 async def drive(
@@ -73,17 +78,22 @@ async def drive(
 async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
     body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
-    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_recovery(body):
+    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
-    try:
-        resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    raw = body.get("status") or {}
+    try:  # the one parse of this pass: the decision and the write below take this model
+        current = resources.WorkflowExecutionStatus.parse_known(raw)
     except pydantic.ValidationError as exc:  # fail closed: reported once (per version), never in a loop
+        if not (isinstance(raw, dict) and raw.get("phase") == "Failed"):
+            return None
         metrics.UNREADABLE.labels(kind="WorkflowExecution").inc()
         return kit.Transition(
             type="Warning",
             reason="UnreadableStatus",
             message=f"no recovery started: the status cannot be read ({exc.errors()[0]['msg']})"[:1024],
         )
+    if not _unhandled(current):
+        return None
     ref_name = (body.get("spec") or {}).get("analysisRef")
     analysed = (
         await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
@@ -91,7 +101,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         else None
     )
     decided = recovery.decide(
-        execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
+        execution=body, status=current, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
     )
     now = resources.utcnow()
     if isinstance(decided, recovery.Create):
@@ -100,6 +110,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         await _write_execution(
             runtime,
             body,
+            current,
             now=now,
             condition_status="True",
             reason="RecoveryCreated",
@@ -117,6 +128,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         await _write_execution(
             runtime,
             body,
+            current,
             now=now,
             condition_status="False",
             reason="MaxRecoveryAttempts",
@@ -130,6 +142,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
     await _write_execution(
         runtime,
         body,
+        current,
         now=now,
         condition_status="False",
         reason=decided.reason,
@@ -162,7 +175,7 @@ async def _mark_analysis_given_up(
         plural=resources.AIANALYSIS_PLURAL,
         name=target.name,
         uid=target.uid,
-        fields=status.merge_patch(new),
+        fields=new.merge_patch(),
         current=analysed.get("status") or None,
     )
 
@@ -170,6 +183,7 @@ async def _mark_analysis_given_up(
 async def _write_execution(
     runtime: runtime_mod.Runtime,
     body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
     *,
     now: Any,
     condition_status: resources.ConditionStatus,
@@ -177,21 +191,19 @@ async def _write_execution(
     message: str,
     extra: dict[str, Any],
 ) -> None:
-    """Our condition merged into the conditions ``body`` holds, written only if ``body`` is still the
-    latest version (else :class:`errors.ClusterError`: the next try re-reads and merges again)."""
-    previous = [
-        c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") != RECOVERY_CONDITION
-    ]
-    condition = resources.Condition(
-        type=RECOVERY_CONDITION,
-        status=condition_status,
-        reason=reason,
-        message=message[:1024],
-        last_transition_time=status.timestamp(now),
-        observed_generation=body["metadata"].get("generation"),
+    """Our condition merged into the conditions ``body`` holds (``current``, its status as parsed),
+    written only if ``body`` is still the latest version (else :class:`errors.ClusterError`: the next
+    try re-reads and merges again)."""
+    condition = resources.condition(
+        RECOVERY_CONDITION,
+        condition_status,
+        reason,
+        message,
+        now=now,
+        generation=body["metadata"].get("generation"),
     )
-    patch = {**extra, "conditions": [*previous, condition.wire()]}
-    resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
+    conditions = resources.merged(current.conditions, condition)
+    patch = {**extra, "conditions": [c.wire() for c in conditions]}
     ref = custom_objects.Ref.of(body)
     plural = resources.WORKFLOWEXECUTION_PLURAL
     written = await custom_objects.write_status_at(runtime.api, body, plural=plural, fields=patch)

@@ -49,12 +49,19 @@ class Unusable:
 Decision = Create | GiveUp | Unusable
 
 
-def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Decision:
-    """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies)."""
+def decide(
+    *,
+    execution: dict[str, Any],
+    status: resources.WorkflowExecutionStatus,
+    analysis: dict[str, Any] | None,
+    max_attempts: int,
+) -> Decision:
+    """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies;
+    ``status`` is the execution's status as the caller parsed it)."""
     wfe_name = execution["metadata"]["name"]
+    failure = status.failure_details
     try:
         wfe_spec = resources.WorkflowExecutionSpec.model_validate(execution.get("spec") or {})
-        failure = resources.WorkflowExecutionStatus.parse_known(execution.get("status") or {}).failure_details
     except pydantic.ValidationError as exc:
         return Unusable(
             reason="InvalidExecution", message=f"{wfe_name} cannot be read: {exc.errors()[0]['msg']}"

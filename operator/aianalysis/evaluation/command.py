@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import llm, status
+from aianalysis.analysis import llm
 from aianalysis.evaluation import chart, progress, report, runner, scoring
 from aianalysis.evaluation import scenario as scenario_mod
 from aianalysis.evaluation import summary as summary_mod
@@ -91,7 +91,7 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
         catalog=[str(p) for p in options.catalog],
         scenarios=[str(p) for p in options.scenarios],
         repeat=options.repeat,
-        generated_at=status.timestamp(started),
+        generated_at=resources.timestamp(started),
     )
     summary = summary_mod.summarize(results, scenarios=scenarios)
     written = write(out, results, summary=summary, scenarios=scenarios, meta=meta, stderr=stderr)

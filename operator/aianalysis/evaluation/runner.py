@@ -102,6 +102,8 @@ async def run_one(
         )
     latency = timer() - started
     moment = now()
-    begun = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(moment))
+    begun = resources.AIAnalysisStatus(
+        phase="Investigating", attempt=1, started_at=resources.timestamp(moment)
+    )
     final = status.completed(previous=begun, decision=decision, now=moment, generation=None)
     return scoring.score(scenario, status=final, index=index, run=run, latency_seconds=latency)

@@ -16,7 +16,7 @@ from typing import Any
 
 from aianalysis import errors, resources
 from aianalysis import settings as settings_mod
-from aianalysis.assessment import fingerprint, timeline
+from aianalysis.assessment import fingerprint
 from aianalysis.executor import guards, startlock
 from aianalysis.kube import objects, reader, targets
 
@@ -123,7 +123,7 @@ async def _decide(
         except reader.Unavailable:
             found = None
     before = resources.AssessmentBaseline(
-        at=timeline.timestamp(now),
+        at=resources.timestamp(now),
         spec_hash=fingerprint.fingerprint(found) if found is not None else None,
         target_found=found is not None,
     )

@@ -21,7 +21,6 @@ import pydantic
 from aianalysis import catalog as catalog_mod
 from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
-from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
 from aianalysis.executor import admission, approval, guards, plan, preflight, reasons
@@ -306,7 +305,7 @@ async def _write(
             for c in new.conditions or []
         ]
         new = new.model_copy(update={"dry_run": True, "conditions": conditions})
-    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
+    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=new.merge_patch())
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
     if phase not in resources.EXECUTION_TERMINAL_PHASES:

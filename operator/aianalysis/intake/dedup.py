@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from aianalysis import errors, kube, metrics, resources
-from aianalysis.analysis import status
 from aianalysis.intake import mapping
 from aianalysis.kit import lru
 from aianalysis.kube import objects
@@ -316,19 +315,20 @@ class Tracker:
             reason=RESOLVED_REASON,
             message=message,
             observed_generation=meta.get("generation"),
-            completed_at=status.timestamp(now),
+            completed_at=resources.timestamp(now),
             needs_human_review=False,
             conditions=[
-                status.ready_condition(
-                    status="True",
-                    reason=RESOLVED_REASON,
-                    message=message,
+                resources.condition(
+                    resources.READY,
+                    "True",
+                    RESOLVED_REASON,
+                    message,
                     now=now,
                     generation=meta.get("generation"),
                 )
             ],
         )
-        written = await objects.write_status_at(self._api, body, plural=AIA, fields=status.merge_patch(ended))
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields=ended.merge_patch())
         if written is not objects.Written.OK:  # changed or gone since read: the caller reads again
             return False
         incident.ended_at, incident.cools_down = self._clock(), False

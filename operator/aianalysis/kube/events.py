@@ -9,7 +9,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from aianalysis import errors
+from aianalysis import errors, resources
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
 
@@ -34,7 +34,7 @@ def post(
     """Post an Event about the object ``about`` (blocking); False when it could not be posted."""
     meta = about.get("metadata") or {}
     namespace = meta.get("namespace") or CLUSTER_EVENTS_NAMESPACE
-    stamp = now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = resources.timestamp(now)
     event = {
         "apiVersion": "v1",
         "kind": "Event",

@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 from typing import Any
 
+from aianalysis import resources
 from aianalysis.kube import errors as kube_errors
 from aianalysis.kube import rest
 
@@ -47,8 +48,8 @@ def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
         name=name,
         holder_identity=spec.get("holderIdentity"),
         lease_duration_seconds=spec.get("leaseDurationSeconds"),
-        acquire_time=_time(spec.get("acquireTime")),
-        renew_time=_time(spec.get("renewTime")),
+        acquire_time=resources.parse_timestamp(spec.get("acquireTime")),
+        renew_time=resources.parse_timestamp(spec.get("renewTime")),
         lease_transitions=spec.get("leaseTransitions"),
         resource_version=(found.get("metadata") or {}).get("resourceVersion"),
     )
@@ -63,8 +64,8 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
     spec = {
         "holderIdentity": lease.holder_identity,
         "leaseDurationSeconds": lease.lease_duration_seconds,
-        "acquireTime": _stamp(lease.acquire_time),
-        "renewTime": _stamp(lease.renew_time),
+        "acquireTime": _micro_time(lease.acquire_time),
+        "renewTime": _micro_time(lease.renew_time),
         "leaseTransitions": lease.lease_transitions,
     }
     body = {
@@ -93,16 +94,6 @@ def _path(namespace: str, name: str | None = None) -> str:
     )
 
 
-def _time(text: object) -> datetime.datetime | None:
-    """A Lease's MicroTime (RFC 3339 with microseconds) as an aware datetime."""
-    if not isinstance(text, str) or not text:
-        return None
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _stamp(moment: datetime.datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _micro_time(moment: datetime.datetime | None) -> str | None:
+    """A Lease's MicroTime: RFC 3339 with microseconds."""
+    return None if moment is None else resources.timestamp(moment, microseconds=True)
