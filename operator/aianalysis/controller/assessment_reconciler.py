@@ -84,6 +84,10 @@ def needs_assessment(body: dict[str, Any]) -> bool:
         st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
     except pydantic.ValidationError:
         return False
+    return _unassessed(st)
+
+
+def _unassessed(st: resources.WorkflowExecutionStatus) -> bool:
     return st.phase == "Completed" and (st.assessment is None or st.assessment.phase not in DONE)
 
 
@@ -121,9 +125,14 @@ async def reconcile(
 ) -> kit.Transition | Wait | None:
     """One step of the timeline for ``ref`` (see the module docstring)."""
     body = await custom_objects.get(runtime.api, ref.namespace, WFE, ref.name)
-    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_assessment(body):
+    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
-    st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    try:  # the one parse of this step
+        st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    except pydantic.ValidationError:
+        return None
+    if not _unassessed(st):
+        return None
     spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
     current = st.assessment or resources.Assessment()
     if st.dry_run:

@@ -158,15 +158,10 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
 async def _mark_analysis_given_up(
     runtime: runtime_mod.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
 ) -> None:
-    """Through the status model, so ``reason`` and the ``Ready`` condition agree."""
-    try:
-        previous = resources.AIAnalysisStatus.parse_known(analysed.get("status") or {})
-    except pydantic.ValidationError:
-        metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
-        log.warning("AIAnalysis %s: status unreadable, not marked as given up", analysed["metadata"]["name"])
-        return
+    """Through the status model (as :func:`recovery.decide` parsed it), so ``reason`` and the
+    ``Ready`` condition agree."""
     new = status.recovery_given_up(
-        previous=previous, review_reason=decided.reason, message=decided.message, now=now
+        previous=decided.analysis_status, review_reason=decided.reason, message=decided.message, now=now
     )
     target = custom_objects.Ref.of(analysed)
     await custom_objects.write_status(

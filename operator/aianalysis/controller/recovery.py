@@ -36,6 +36,8 @@ class GiveUp:
     reason: resources.HumanReviewReason
     message: str
     attempt: int
+    analysis_status: resources.AIAnalysisStatus
+    """The status of the analysis whose workflow kept failing, as parsed here (it is marked too)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -93,6 +95,7 @@ def decide(
         return GiveUp(
             reason="max_recovery_attempts",
             attempt=attempt,
+            analysis_status=a_status,
             message=f"{attempt} attempts failed (limit: {max_attempts} recoveries); a person decides",
         )
     original = (a_spec.recovery.original_analysis_ref if a_spec.recovery else None) or analysis["metadata"][
