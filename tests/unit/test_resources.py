@@ -65,3 +65,30 @@ def test_a_merge_patch_nulls_what_is_unset_but_never_another_writers_field() -> 
     assert "intake" not in patch, "the intake's counters are the intake's to write"
     execution = resources.WorkflowExecutionStatus(phase="Running").merge_patch()
     assert execution["failureDetails"] is None and "phase" in execution
+
+
+def test_an_aianalysis_is_made_one_way_owned_by_the_execution_it_recovers_from() -> None:
+    spec = resources.AIAnalysisSpec(
+        signal=resources.Signal(type="OOMKilled", severity="high"),
+        resource=resources.ResourceRef(kind="Deployment", name="api", namespace="shop"),
+    )
+    alert = resources.new_aianalysis(name="a-1", namespace="shop", spec=spec, labels={"l": "v"})
+    assert alert == {
+        "apiVersion": "kubernaut.io/v1alpha1",
+        "kind": "AIAnalysis",
+        "metadata": {"name": "a-1", "namespace": "shop", "labels": {"l": "v"}},
+        "spec": spec.wire(),
+    }
+    failed = {"metadata": {"name": "exec-1", "uid": "u-1"}}
+    recovery = resources.new_aianalysis(
+        name="a-1-recovery-1",
+        namespace="shop",
+        spec=spec,
+        labels={},
+        annotations={"k": "v"},
+        execution=failed,
+    )
+    [owner] = recovery["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("WorkflowExecution", "exec-1", "u-1")
+    assert owner["controller"] is False and owner["blockOwnerDeletion"] is False
+    assert recovery["metadata"]["annotations"] == {"k": "v"}

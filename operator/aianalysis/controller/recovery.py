@@ -109,26 +109,13 @@ def decide(
             )
         }
     )
-    body = {
-        "apiVersion": resources.API_VERSION,
-        "kind": "AIAnalysis",
-        "metadata": {
-            "name": name,
-            "namespace": execution["metadata"]["namespace"],
-            "labels": {LABEL_ORIGINAL: original[:63], LABEL_ATTEMPT: str(attempt)},
-            "ownerReferences": [
-                {
-                    "apiVersion": resources.API_VERSION,
-                    "kind": "WorkflowExecution",
-                    "name": wfe_name,
-                    "uid": execution["metadata"]["uid"],
-                    "blockOwnerDeletion": False,
-                    "controller": False,
-                }
-            ],
-        },
-        "spec": spec.wire(),
-    }
+    body = resources.new_aianalysis(
+        name=name,
+        namespace=execution["metadata"]["namespace"],
+        spec=spec,
+        labels={LABEL_ORIGINAL: original[:63], LABEL_ATTEMPT: str(attempt)},
+        execution=execution,
+    )
     return Create(name=name, body=body, attempt=attempt)
 
 

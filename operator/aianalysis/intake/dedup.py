@@ -228,31 +228,28 @@ class Tracker:
         seq = incident.seq + 1
         key_hash = incident_hash(incident.key)
         name = analysis_name(incoming.workload, alert.signal.type, key_hash, seq)
-        body = {
-            "apiVersion": resources.API_VERSION,
-            "kind": "AIAnalysis",
-            "metadata": {
-                "name": name,
-                "namespace": incident.namespace,
-                "labels": {
-                    INCIDENT_LABEL: key_hash,
-                    FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
-                    ALERT_NAME_LABEL: mapping.label_value(alert.alert_name) or "none",
-                    SOURCE_LABEL: mapping.SOURCE,
-                },
-                "annotations": {KEY_ANNOTATION: incident.key},
+        spec = resources.AIAnalysisSpec(
+            signal=alert.signal,
+            resource=resources.ResourceRef(
+                kind=incoming.workload.kind,
+                name=incoming.workload.name,
+                namespace=incoming.workload.namespace,
+            ),
+            cluster=alert.cluster,
+            business_context=incoming.business,
+        )
+        body = resources.new_aianalysis(
+            name=name,
+            namespace=incident.namespace,
+            spec=spec,
+            labels={
+                INCIDENT_LABEL: key_hash,
+                FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
+                ALERT_NAME_LABEL: mapping.label_value(alert.alert_name) or "none",
+                SOURCE_LABEL: mapping.SOURCE,
             },
-            "spec": resources.AIAnalysisSpec(
-                signal=alert.signal,
-                resource=resources.ResourceRef(
-                    kind=incoming.workload.kind,
-                    name=incoming.workload.name,
-                    namespace=incoming.workload.namespace,
-                ),
-                cluster=alert.cluster,
-                business_context=incoming.business,
-            ).wire(),
-        }
+            annotations={KEY_ANNOTATION: incident.key},
+        )
         created = await objects.create(self._api, body, plural=AIA)
         if created is None:
             # Someone (an earlier life of this process) created it: adopt it as the open analysis.

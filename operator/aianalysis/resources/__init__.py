@@ -40,6 +40,7 @@ from aianalysis.resources.aianalysis import (
     Signal,
     ToolCallRecord,
     ValidationAttempt,
+    new_aianalysis,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -172,6 +173,7 @@ __all__ = [
     "condition",
     "merged",
     "never_ran",
+    "new_aianalysis",
     "parse_timestamp",
     "timestamp",
     "utcnow",

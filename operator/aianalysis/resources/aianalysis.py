@@ -3,11 +3,13 @@ what the analysis concluded (status)."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from aianalysis.resources.base import (
+    API_VERSION,
     HumanReviewReason,
     Model,
     ResourceRef,
@@ -246,3 +248,33 @@ class AIAnalysisStatus(Model):
     investigation: InvestigationAudit | None = None
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
+
+
+def new_aianalysis(
+    *,
+    name: str,
+    namespace: str,
+    spec: AIAnalysisSpec,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+    execution: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one way an AIAnalysis is made: the object to create (the intake's for an alert, the
+    operator's for a recovery). ``execution``: the failed WorkflowExecution a recovery analysis
+    answers, named as its owner — never its controller, and blocking nothing, so deleting the
+    execution may collect the analysis but never waits on it."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    if execution is not None:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "WorkflowExecution",
+                "name": execution["metadata"]["name"],
+                "uid": execution["metadata"]["uid"],
+                "blockOwnerDeletion": False,
+                "controller": False,
+            }
+        ]
+    return {"apiVersion": API_VERSION, "kind": "AIAnalysis", "metadata": metadata, "spec": spec.wire()}
