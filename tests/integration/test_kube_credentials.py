@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from aianalysis import errors, kube
-from aianalysis.kube import approvals
+from aianalysis.executor import server_facts
 from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
@@ -58,7 +58,7 @@ def test_a_client_certificate_in_files_beside_the_kubeconfig_authenticates(
         user={"client-certificate": "pki/me.crt", "client-key": "pki/me.key"},
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == "cert-admin"
+        assert server_facts.whoami(api) == "cert-admin"
         assert kube.server_version(api).startswith("v1.")
 
 
@@ -73,7 +73,7 @@ def test_a_client_certificate_and_the_ca_as_inline_data_authenticate(
         user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == "inline-user"
+        assert server_facts.whoami(api) == "inline-user"
 
 
 def test_a_certificate_the_api_server_does_not_trust_is_refused_as_unauthorized(
@@ -92,5 +92,5 @@ def test_a_certificate_the_api_server_does_not_trust_is_refused_as_unauthorized(
         user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
     with kube.api_client(path) as api, pytest.raises(errors.ClusterError) as refused:
-        approvals.whoami(api)
+        server_facts.whoami(api)
     assert refused.value.status == 401

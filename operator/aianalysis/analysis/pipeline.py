@@ -12,12 +12,11 @@ import datetime
 from collections.abc import Awaitable
 
 from aianalysis import catalog as catalog_mod
-from aianalysis import errors, resources
+from aianalysis import errors, prometheus, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import answer as answer_mod
 from aianalysis.analysis import llm, prompts, scope, status, tools, validation
 from aianalysis.assessment import history as assessment_history
-from aianalysis.kube import prometheus as kube_prometheus
 
 
 async def analyze(
@@ -175,7 +174,7 @@ def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
 def metrics_reader(settings: settings_mod.Settings) -> tools.MetricsReader | None:
     """The process' Prometheus client (shared by the tools and the assessment), or None when no
     Prometheus is configured (the Prometheus tools are then not offered)."""
-    return kube_prometheus.from_settings(settings)
+    return prometheus.from_settings(settings)
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:

@@ -37,10 +37,10 @@ from aianalysis import errors, kit, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.analysis import pipeline, scope, status
 from aianalysis.assessment import history as assessment_history
+from aianalysis.assessment import targets
 from aianalysis.controller import budget as budget_mod
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
-from aianalysis.kube import targets
 
 log = logging.getLogger(__name__)
 

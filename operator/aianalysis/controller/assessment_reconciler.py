@@ -24,10 +24,10 @@ from typing import Any
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
-from aianalysis.assessment import fingerprint, judge, podhealth, prometheus, timeline
+from aianalysis.assessment import fingerprint, judge, podhealth, queries, targets, timeline
 from aianalysis.controller import runtime as runtime_mod
 from aianalysis.kube import objects as custom_objects
-from aianalysis.kube import reader, targets
+from aianalysis.kube import reader
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class _Case:
             raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")
 
     async def read_target(self, target: resources.ResourceRef) -> dict[str, Any] | None:
-        return await targets.read(
+        return await targets.current(
             self.runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
         )
 
@@ -248,7 +248,7 @@ async def observe(
             runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
         )
     client = runtime.metrics_reader  # the process' one Prometheus client (the tools' too)
-    source = prometheus.ReaderSource(client) if client is not None else None
+    source = queries.ReaderSource(client) if client is not None else None
     before = current.before
     started = resources.parse_timestamp(before.at) if before else None
     alert, alert_detail = await _alert(
@@ -271,7 +271,7 @@ async def observe(
 async def _alert(
     runtime: runtime_mod.Runtime,
     body: dict[str, Any],
-    source: prometheus.Source | None,
+    source: queries.Source | None,
     *,
     started: datetime.datetime | None,
     ended: datetime.datetime,
@@ -295,13 +295,13 @@ async def _alert(
             return "unknown", "no resolved notification from the intake since the execution (no data)"
     if source is None or not alert_name:
         return "not_applicable", "no alert to check (not from the intake, no Prometheus configured)"
-    query = prometheus.alert_query(str(alert_name), target.namespace)
+    query = queries.alert_query(str(alert_name), target.namespace)
     try:
         firing = await source.value(query, at=now)
         if firing:
             return "firing", f"{alert_name} is firing (Prometheus ALERTS)"
         was = await source.value(query, at=started or ended - datetime.timedelta(seconds=60))
-    except prometheus.Unavailable as exc:
+    except queries.NoAnswer as exc:
         return "unknown", f"Prometheus did not answer: {exc}"
     if was:
         return "resolved", f"{alert_name} fired before the execution and does not now (Prometheus ALERTS)"
@@ -309,7 +309,7 @@ async def _alert(
 
 
 async def _metrics(
-    source: prometheus.Source | None,
+    source: queries.Source | None,
     target: resources.ResourceRef,
     *,
     before: datetime.datetime | None,
@@ -317,12 +317,12 @@ async def _metrics(
 ) -> judge.Metrics | None:
     if source is None:
         return None
-    queries = prometheus.standard_queries(target.kind, target.name, target.namespace or "")
-    if not queries or before is None:
+    standard = queries.standard_queries(target.kind, target.name, target.namespace or "")
+    if not standard or before is None:
         return judge.Metrics(score=None, detail="no standard metrics for this target (or no baseline time)")
     better, compared, notes = 0, 0, []
     try:
-        for name, query in queries.items():
+        for name, query in standard.items():
             old, new = await source.value(query, at=before), await source.value(query, at=now)
             if old is None or new is None:
                 notes.append(f"{name}: no data")
@@ -330,7 +330,7 @@ async def _metrics(
             compared += 1
             better += new <= old
             notes.append(f"{name}: {old:g} → {new:g}")
-    except prometheus.Unavailable as exc:
+    except queries.NoAnswer as exc:
         return judge.Metrics(score=None, detail=f"Prometheus did not answer: {exc}", unavailable=True)
     return judge.Metrics(score=round(better / compared, 2) if compared else None, detail="; ".join(notes))
 

@@ -8,6 +8,7 @@ One call (:func:`before_job`) from the runner; the decisions are ``guards``' (pu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime
@@ -16,9 +17,9 @@ from typing import Any
 
 from aianalysis import errors, resources
 from aianalysis import settings as settings_mod
-from aianalysis.assessment import fingerprint
-from aianalysis.executor import guards, startlock
-from aianalysis.kube import objects, reader, targets
+from aianalysis.assessment import fingerprint, targets
+from aianalysis.executor import guards, server_facts, startlock
+from aianalysis.kube import objects, reader
 
 PROCESS = uuid.uuid4().hex[:8]
 """Makes this process' name in the start lock unique even where two share a pod or host name."""
@@ -107,7 +108,7 @@ async def _decide(
     block = guards.check(
         body,
         others=others,
-        namespace_labels=await targets.namespace_labels(api, where),
+        namespace_labels=await _namespace_labels(api, where),
         target_labels=target_labels,
         policy=policy(settings),
         now=now,
@@ -119,7 +120,7 @@ async def _decide(
     found = None
     if target is not None:
         try:
-            found = await targets.read(api, kind=kind, name=name, namespace=where)
+            found = await targets.current(api, kind=kind, name=name, namespace=where)
         except reader.Unavailable:
             found = None
     before = resources.AssessmentBaseline(
@@ -142,10 +143,24 @@ async def _executions(api: Any, namespace: str) -> list[dict[str, Any]]:
 
 
 async def _labels(api: Any, *, kind: str, name: str, namespace: str) -> dict[str, str] | None:
+    """The target's labels (None when it does not exist or cannot be read)."""
     try:
-        return await targets.labels(api, kind=kind, name=name, namespace=namespace)
+        found = await targets.current(api, kind=kind, name=name, namespace=namespace)
     except reader.Unavailable:
         return None
+    return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
+
+
+async def _namespace_labels(api: Any, namespace: str) -> dict[str, str]:
+    """The labels of a namespace (empty when it is gone or not ours to read: the guard then sees
+    no opt-in)."""
+    try:
+        found = await asyncio.to_thread(server_facts.namespace_labels, api, namespace)
+    except errors.ClusterRejectedError as exc:
+        if exc.status != 403:
+            raise
+        return {}
+    return found or {}
 
 
 async def _write_baseline(

@@ -23,10 +23,9 @@ from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis import settings as settings_mod
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import admission, approval, guards, plan, preflight, reasons
+from aianalysis.executor import admission, approval, guards, plan, preflight, reasons, server_facts
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader, objects, reader
-from aianalysis.kube import approvals as kube_approvals
 
 log = logging.getLogger(__name__)
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
@@ -83,11 +82,11 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
         )
 
     async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
-        labels = await asyncio.to_thread(kube_approvals.namespace_labels, self.api, namespace)
+        labels = await asyncio.to_thread(server_facts.namespace_labels, self.api, namespace)
         return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
 
     async def learn_identity(self) -> None:
-        self.identity = await asyncio.to_thread(kube_approvals.whoami, self.api)
+        self.identity = await asyncio.to_thread(server_facts.whoami, self.api)
         log.info("executor runs as %s", self.identity)
 
     async def aclose(self) -> None:
@@ -248,7 +247,7 @@ async def _admission(
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
     try:
         problem = await asyncio.to_thread(
-            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor_approval_policy
+            server_facts.approval_policy_in_force, runtime.api, runtime.settings.executor_approval_policy
         )
     except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
         problem = f"the admission policy cannot be read ({exc})"

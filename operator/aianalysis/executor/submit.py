@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import errors, kube, resources
-from aianalysis.executor import approval
-from aianalysis.kube import approvals as kube_approvals
+from aianalysis.executor import approval, server_facts
 from aianalysis.kube import objects
 
 
@@ -28,7 +27,7 @@ async def approve(
 ) -> Submitted:
     """The approver is whoever the API server authenticates this client as (and, at creation, its
     admission policy checks that user holds the ``approve`` verb)."""
-    approver = await asyncio.to_thread(kube_approvals.whoami, api)
+    approver = await asyncio.to_thread(server_facts.whoami, api)
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
         return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
@@ -64,7 +63,7 @@ async def auto_execute(
         return None
     meta = analysis["metadata"]
     before = await asyncio.to_thread(
-        kube_approvals.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
+        server_facts.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
     )
     if before:
         return None  # once per analysis: an execution deleted since is not re-created

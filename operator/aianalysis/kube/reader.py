@@ -1,6 +1,6 @@
 """What the investigation tools need from a cluster (``ClusterReader``, the real one is
 ``kube.api_reader.KubernetesReader``) and from a metrics backend (``MetricsReader``, the real one is
-``kube.prometheus.PrometheusClient``), as protocols. Other callers (the offline provider's
+``aianalysis.prometheus.PrometheusClient``), as protocols. Other callers (the offline provider's
 deterministic investigation) use the same protocols, so a fake in a unit test and the real reader
 are interchangeable.
 

@@ -5,7 +5,7 @@ lookup, alerts, rules).
 
 ``ToolBox`` serves one conversation; ``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are
 what it needs from a cluster and from Prometheus; ``kube.api_reader.KubernetesReader`` and
-``kube.prometheus.PrometheusClient`` are the real ones.
+``aianalysis.prometheus.PrometheusClient`` are the real ones.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from aianalysis.analysis.tools._box import (
 from aianalysis.analysis.tools._context import with_business_context
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
-from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
 from aianalysis.kube.reader import (
     ClusterReader,
     JSONObject,
@@ -33,6 +32,7 @@ from aianalysis.kube.reader import (
     ServedGroup,
     Unavailable,
 )
+from aianalysis.prometheus import PrometheusClient, PrometheusConfig
 
 __all__ = [
     "CATALOG_TOOL_NAMES",

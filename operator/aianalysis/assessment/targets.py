@@ -1,6 +1,6 @@
-"""Read-only looks at a remediation target for the effectiveness assessment and the executor's
-guards: the object itself, its Pods, its namespace's labels, the executions, and the API server's
-clock. Nothing here writes."""
+"""Read-only looks at a remediation target for the effectiveness assessment (and the executor's
+baseline and guards before it, the analysis' history after): the object itself, its Pods, the
+executions, and the API server's clock. Nothing here writes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", 
 TIMEOUT_SECONDS = 15.0
 
 
-async def read(api: rest.ApiClient, *, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+async def current(
+    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
+) -> dict[str, Any] | None:
     """The target as the API server has it; None when it does not exist. A kind the reader cannot
     read (or may not) raises :class:`reader.Unavailable`."""
     try:
@@ -35,7 +37,7 @@ async def pods_of(
     if namespace is None:
         return None
     if kind == "Pod":
-        pod = await read(api, kind="Pod", name=name, namespace=namespace)
+        pod = await current(api, kind="Pod", name=name, namespace=namespace)
         return [pod] if pod is not None else []
     if kind not in POD_OWNERS:
         return None
@@ -45,33 +47,6 @@ async def pods_of(
         )
     except reader.NotFound:
         return []
-
-
-async def labels(
-    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
-) -> dict[str, str] | None:
-    """An object's labels (None when it does not exist)."""
-    found = await read(api, kind=kind, name=name, namespace=namespace)
-    return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
-
-
-async def namespace_labels(api: rest.ApiClient, namespace: str) -> dict[str, str]:
-    """The labels of a namespace (empty when it cannot be read: the guard then sees no opt-in)."""
-
-    def call() -> dict[str, str]:
-        try:
-            ns = rest.get_json(api, rest.path("api", "v1", "namespaces", namespace), timeout=TIMEOUT_SECONDS)
-        except rest.ApiError as exc:
-            if exc.status in (403, 404):
-                return {}
-            raise errors.ClusterError(f"reading namespace {namespace}: {exc.status} {exc.reason}") from exc
-        except kube_errors.UNREACHABLE as exc:
-            raise errors.ClusterError(
-                f"reading namespace {namespace}: unreachable ({type(exc).__name__})"
-            ) from exc
-        return dict((ns.get("metadata") or {}).get("labels") or {})
-
-    return await asyncio.to_thread(call)
 
 
 async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The server-side facts an execution is admitted on: who the caller is (as the API server
+"""The server-side facts an execution is admitted on (the executor's reads of the cluster besides
+its own objects): who the caller is (as the API server
 authenticated it), whether the approval admission policy is in force, and a Namespace's labels.
 
 Blocking calls with explicit timeouts; the callers run them off the event loop. A failure to read
