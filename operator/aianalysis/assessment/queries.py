@@ -2,7 +2,7 @@
 answer.
 
 The assessment talks to Prometheus through the product's one client (``aianalysis.prometheus``, the
-``reader.MetricsReader`` the investigation tools use too, configured by the same
+``readers.MetricsReader`` the investigation tools use too, configured by the same
 ``AIANALYSIS_PROMETHEUS_*`` settings: token, token file, CA, tenant, timeout, size cap).
 :class:`Source` is all the verdict needs (one instant value at a time); :class:`ReaderSource` reads
 it through that client. No retries: a Prometheus that is down or refuses makes the check "unknown",
@@ -16,7 +16,7 @@ import datetime
 from typing import Any, Protocol
 
 from aianalysis import errors
-from aianalysis.kube import reader
+from aianalysis.kube import readers
 
 
 class NoAnswer(Exception):
@@ -33,12 +33,12 @@ class Source(Protocol):
 class ReaderSource:
     """:class:`Source` over the process' Prometheus client."""
 
-    client: reader.MetricsReader
+    client: readers.MetricsReader
 
     async def value(self, query: str, *, at: datetime.datetime) -> float | None:
         try:
             data = await self.client.query(promql=query, time=at.timestamp())
-        except (reader.Unavailable, errors.ClusterError) as exc:
+        except (readers.Unavailable, errors.ClusterError) as exc:
             raise NoAnswer(str(exc)[:200]) from exc
         return total(data)
 

@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 from aianalysis import errors, resources
-from aianalysis.kube import api_reader, reader, rest
-from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import api_reader, calls, readers, rest
 
 #: Kinds whose health is the health of their Pods.
 POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
@@ -23,10 +22,10 @@ async def current(
     api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
 ) -> dict[str, Any] | None:
     """The target as the API server has it; None when it does not exist. A kind the reader cannot
-    read (or may not) raises :class:`reader.Unavailable`."""
+    read (or may not) raises :class:`readers.Unavailable`."""
     try:
         return await api_reader.KubernetesReader(api).get_object(kind=kind, name=name, namespace=namespace)
-    except reader.NotFound:
+    except readers.NotFound:
         return None
 
 
@@ -45,7 +44,7 @@ async def pods_of(
         return await api_reader.KubernetesReader(api).list_pods_of_owner(
             kind=kind, name=name, namespace=namespace
         )
-    except reader.NotFound:
+    except readers.NotFound:
         return []
 
 
@@ -65,7 +64,7 @@ async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict
             raise errors.ClusterError(
                 f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
             ) from exc
-        except kube_errors.UNREACHABLE as exc:
+        except calls.UNREACHABLE as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: unreachable ({type(exc).__name__})"
             ) from exc
@@ -80,7 +79,7 @@ async def server_time(api: rest.ApiClient) -> datetime.datetime:
     def call() -> str:
         try:
             response = rest.request(api, "GET", "/version", timeout=TIMEOUT_SECONDS)
-        except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
+        except (rest.ApiError, *calls.UNREACHABLE) as exc:
             raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
         return str(response.headers.get("Date") or "")
 

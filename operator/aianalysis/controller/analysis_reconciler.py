@@ -33,14 +33,12 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.settings
 from aianalysis import errors, kit, metrics, resources
-from aianalysis import settings as settings_mod
 from aianalysis.analysis import pipeline, scope, status
-from aianalysis.assessment import history as assessment_history
-from aianalysis.assessment import targets
-from aianalysis.controller import budget as budget_mod
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
+from aianalysis.assessment import history, targets
+from aianalysis.controller import llm_budget, process
+from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +51,14 @@ worth a status write (nor the read after it) in an alert storm, where most waits
 Sleep = Callable[[float], Awaitable[None]]
 
 
-Ref = custom_objects.Ref
+Ref = objects.Ref
 
 
-async def deleted(runtime: runtime_mod.Runtime, ref: Ref) -> bool:
+async def deleted(runtime: process.Runtime, ref: Ref) -> bool:
     """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
     — and when the API server cannot say: its task then finds out at its next read."""
     try:
-        body = await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
+        body = await objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
     except errors.AIAnalysisError as exc:
         log.warning("%s/%s: could not tell whether it was deleted: %s", ref.namespace, ref.name, exc)
         return False
@@ -79,7 +77,7 @@ class _Finished:
 
 
 async def drive(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     ref: Ref,
     *,
     given: list[dict[str, Any]] | None = None,
@@ -146,9 +144,7 @@ def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
 class _Run:
     """The state of one :func:`drive` across its tries."""
 
-    def __init__(
-        self, runtime: runtime_mod.Runtime, ref: Ref, given: list[dict[str, Any]] | None = None
-    ) -> None:
+    def __init__(self, runtime: process.Runtime, ref: Ref, given: list[dict[str, Any]] | None = None) -> None:
         self.runtime = runtime
         self.ref = ref
         self.given = given if given is not None else []
@@ -180,14 +176,14 @@ class _Run:
         scoped = scope.own_namespace(
             spec,
             namespace=self.ref.namespace,
-            allowed=settings_mod.cross_namespace_pairs(self.runtime.settings),
+            allowed=aianalysis.settings.cross_namespace_pairs(self.runtime.settings),
         )
         if isinstance(scoped, str):
             return await self.fail("NamespaceNotAllowed", scoped, review=None)
         spec = scoped
         if self._over_limit():
             return await self._limit_reached()
-        ticket = budget_mod.ticket(
+        ticket = llm_budget.ticket(
             body, severity=spec.signal.severity, previous_attempt=self.previous.attempt
         )
         del body  # a waiting analysis holds its spec and status, not the object (alert storms)
@@ -237,7 +233,7 @@ class _Run:
         return await self._finish(self.finished)
 
     @contextlib.asynccontextmanager
-    async def _conversation_slot(self, ticket: budget_mod.Ticket) -> AsyncIterator[None]:
+    async def _conversation_slot(self, ticket: llm_budget.Ticket) -> AsyncIterator[None]:
         """The one place that decides whether this analysis' conversation may start now: the LLM
         budget (``Pending``, ``BudgetExhausted``), then a free concurrency slot (``Pending``,
         ``ConcurrencyLimit``)."""
@@ -265,7 +261,7 @@ class _Run:
         finally:
             semaphore.release()
 
-    async def _await_budget(self, ticket: budget_mod.Ticket) -> None:
+    async def _await_budget(self, ticket: llm_budget.Ticket) -> None:
         """Wait while the LLM budget is spent (the gate orders waiters by severity, then age). An
         analysis that ends meanwhile (a resolved alert) is withdrawn by the intake; one deleted
         meanwhile is cancelled with its task."""
@@ -302,10 +298,10 @@ class _Run:
             review=None,
         )
 
-    async def _history(self, spec: resources.AIAnalysisSpec) -> assessment_history.History:
+    async def _history(self, spec: resources.AIAnalysisSpec) -> history.History:
         """Earlier executions on this incident's resource (its namespace is the analysis' own)."""
         settings = self.runtime.settings
-        return assessment_history.of_target(
+        return history.of_target(
             await targets.executions(self.runtime.api, namespace=self.ref.namespace),
             kind=spec.resource.kind,
             name=spec.resource.name,
@@ -319,7 +315,7 @@ class _Run:
         if self.given:
             body: dict[str, Any] | None = self.given.pop()
         else:
-            body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+            body = await objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
         if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
             raise _Gone
         self.version = body["metadata"].get("resourceVersion")
@@ -335,14 +331,14 @@ class _Run:
         """Write a status that is not terminal, bound to the version this run last read or wrote.
         Refused because the object moved on since (during a long wait, say): what this run holds is
         behind, so it reads again and decides again (:class:`_Stale`)."""
-        if await self._write(new, resource_version=self.version) is custom_objects.Written.CONFLICT:
+        if await self._write(new, resource_version=self.version) is objects.Written.CONFLICT:
             raise _Stale
 
     async def _write(
         self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
-    ) -> custom_objects.Written:
+    ) -> objects.Written:
         fields = new.merge_patch()
-        written, version = await custom_objects.write_status(
+        written, version = await objects.write_status(
             self.runtime.api,
             namespace=self.ref.namespace,
             plural=resources.AIANALYSIS_PLURAL,
@@ -352,10 +348,10 @@ class _Run:
             current=self.raw_status,
             resource_version=resource_version,
         )
-        if written is custom_objects.Written.DROPPED:
+        if written is objects.Written.DROPPED:
             raise _Gone
-        if written is custom_objects.Written.OK:
-            self.raw_status = custom_objects.merged(self.raw_status, fields)
+        if written is objects.Written.OK:
+            self.raw_status = objects.merged(self.raw_status, fields)
             self.version = version
         elif resource_version is None:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
@@ -376,7 +372,7 @@ class _Run:
                 await self._read()
             if self.previous.phase in resources.TERMINAL_PHASES:
                 return self.previous == new
-            if await self._write(new, resource_version=self.version) is custom_objects.Written.OK:
+            if await self._write(new, resource_version=self.version) is objects.Written.OK:
                 self.previous = new
                 return True
         raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} keeps changing")

@@ -25,9 +25,8 @@ import pydantic
 
 from aianalysis import errors, kit, metrics, resources
 from aianalysis.assessment import fingerprint, judge, podhealth, queries, targets, timeline
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
-from aianalysis.kube import reader
+from aianalysis.controller import process
+from aianalysis.kube import objects, readers
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +50,15 @@ class Wait:
 class _Case:
     """One WorkflowExecution as read at the start of this step, and the target it names."""
 
-    runtime: runtime_mod.Runtime
+    runtime: process.Runtime
     body: dict[str, Any]
     st: resources.WorkflowExecutionStatus
     target: resources.ResourceRef | None
 
     async def write(self, assessment: resources.Assessment) -> None:
         """``status.assessment`` only, conditional on the version read (a conflict: read again)."""
-        ref = custom_objects.Ref.of(self.body)
-        written, _ = await custom_objects.write_status(
+        ref = objects.Ref.of(self.body)
+        written, _ = await objects.write_status(
             self.runtime.api,
             namespace=ref.namespace,
             plural=WFE,
@@ -69,7 +68,7 @@ class _Case:
             current=self.body.get("status") or None,
             resource_version=self.body["metadata"].get("resourceVersion"),
         )
-        if written is custom_objects.Written.CONFLICT:
+        if written is objects.Written.CONFLICT:
             raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")
 
     async def read_target(self, target: resources.ResourceRef) -> dict[str, Any] | None:
@@ -92,8 +91,8 @@ def _unassessed(st: resources.WorkflowExecutionStatus) -> bool:
 
 
 async def drive(
-    runtime: runtime_mod.Runtime,
-    ref: custom_objects.Ref,
+    runtime: process.Runtime,
+    ref: objects.Ref,
     *,
     sleep: Sleep = asyncio.sleep,
     now: Clock = resources.utcnow,
@@ -121,10 +120,10 @@ async def drive(
 
 
 async def reconcile(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, now: Clock = resources.utcnow
+    runtime: process.Runtime, ref: objects.Ref, *, now: Clock = resources.utcnow
 ) -> kit.Transition | Wait | None:
     """One step of the timeline for ``ref`` (see the module docstring)."""
-    body = await custom_objects.get(runtime.api, ref.namespace, WFE, ref.name)
+    body = await objects.get(runtime.api, ref.namespace, WFE, ref.name)
     if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
     try:  # the one parse of this step
@@ -176,7 +175,7 @@ async def _start_window(
     if target is not None:
         try:
             found = await case.read_target(target)
-        except reader.Unavailable:
+        except readers.Unavailable:
             found = None
         after = fingerprint.fingerprint(found) if found is not None else None
     due = ended + datetime.timedelta(seconds=window)
@@ -235,7 +234,7 @@ async def observe(
     ended = resources.parse_timestamp(st.completed_at) or now
     try:
         found = await case.read_target(target)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         return judge.Observed(
             target_found=False,
             alert_detail=str(exc),
@@ -269,7 +268,7 @@ async def observe(
 
 
 async def _alert(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     body: dict[str, Any],
     source: queries.Source | None,
     *,
@@ -335,14 +334,14 @@ async def _metrics(
     return judge.Metrics(score=round(better / compared, 2) if compared else None, detail="; ".join(notes))
 
 
-async def _incident_analysis(runtime: runtime_mod.Runtime, body: dict[str, Any]) -> dict[str, Any] | None:
+async def _incident_analysis(runtime: process.Runtime, body: dict[str, Any]) -> dict[str, Any] | None:
     """The analysis the intake counts alerts on: the original one of a recovery chain."""
     namespace = body["metadata"]["namespace"]
     name = (body.get("spec") or {}).get("analysisRef")
-    analysis = await custom_objects.get_aianalysis(runtime.api, namespace, name) if name else None
+    analysis = await objects.get_aianalysis(runtime.api, namespace, name) if name else None
     original = (((analysis or {}).get("spec") or {}).get("recovery") or {}).get("originalAnalysisRef")
     if original and original != name:
-        return await custom_objects.get_aianalysis(runtime.api, namespace, original)
+        return await objects.get_aianalysis(runtime.api, namespace, original)
     return analysis
 
 

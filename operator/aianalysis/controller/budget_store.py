@@ -14,8 +14,7 @@ import dataclasses
 from typing import Any
 
 from aianalysis import kube
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
 NAME = "aianalysis-llm-budget"
 LABELS = {"app.kubernetes.io/name": "aianalysis-operator", "app.kubernetes.io/component": "llm-budget"}
@@ -37,13 +36,13 @@ class ConfigMapStore:
 
     async def read(self) -> tuple[dict[str, str], object]:
         """The record as the API server has it (empty, without a version, when there is none)."""
-        found: Any = await kube_errors.call(
+        found: Any = await calls.call(
             f"reading ConfigMap {self.namespace}/{self.name}",
             rest.get_json,
             self._api,
             self._path(self.name),
             timeout=REQUEST_TIMEOUT_SECONDS,
-            none_on=kube_errors.NOT_FOUND,
+            none_on=calls.NOT_FOUND,
         )
         if found is None:
             record = Record(data={}, resource_version=None)
@@ -61,7 +60,7 @@ class ConfigMapStore:
             metadata["resourceVersion"] = version.resource_version  # the API server refuses a stale replace
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
         creating = version.resource_version is None
-        done = await kube_errors.call(
+        done = await calls.call(
             f"writing ConfigMap {self.namespace}/{self.name}",
             rest.send_json,
             self._api,
@@ -69,7 +68,7 @@ class ConfigMapStore:
             self._path(None) if creating else self._path(self.name),
             body,
             timeout=REQUEST_TIMEOUT_SECONDS,
-            none_on=kube_errors.CONFLICT,
+            none_on=calls.CONFLICT,
         )
         return done is not None
 

@@ -19,9 +19,8 @@ import pydantic
 
 from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import status
-from aianalysis.controller import recovery
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
+from aianalysis.controller import process, recovery
+from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ def _unhandled(current: resources.WorkflowExecutionStatus) -> bool:
 
 
 async def drive(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
+    runtime: process.Runtime, ref: objects.Ref, *, sleep: Sleep = asyncio.sleep
 ) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
     backoff = kit.Backoff.of_reconciles(
@@ -75,9 +74,9 @@ async def drive(
     )
 
 
-async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> kit.Transition | None:
+async def reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
-    body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
+    body = await objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
     if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
     raw = body.get("status") or {}
@@ -96,7 +95,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         return None
     ref_name = (body.get("spec") or {}).get("analysisRef")
     analysed = (
-        await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
+        await objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
         if isinstance(ref_name, str)
         else None
     )
@@ -106,7 +105,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
     now = resources.utcnow()
     if isinstance(decided, recovery.Create):
         plural = resources.AIANALYSIS_PLURAL
-        created = await custom_objects.create(runtime.api, decided.body, plural=plural) is not None
+        created = await objects.create(runtime.api, decided.body, plural=plural) is not None
         await _write_execution(
             runtime,
             body,
@@ -156,15 +155,15 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
 
 
 async def _mark_analysis_given_up(
-    runtime: runtime_mod.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
+    runtime: process.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
 ) -> None:
     """Through the status model (as :func:`recovery.decide` parsed it), so ``reason`` and the
     ``Ready`` condition agree."""
     new = status.recovery_given_up(
         previous=decided.analysis_status, review_reason=decided.reason, message=decided.message, now=now
     )
-    target = custom_objects.Ref.of(analysed)
-    await custom_objects.write_status(
+    target = objects.Ref.of(analysed)
+    await objects.write_status(
         runtime.api,
         namespace=target.namespace,
         plural=resources.AIANALYSIS_PLURAL,
@@ -176,7 +175,7 @@ async def _mark_analysis_given_up(
 
 
 async def _write_execution(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     body: dict[str, Any],
     current: resources.WorkflowExecutionStatus,
     *,
@@ -199,8 +198,8 @@ async def _write_execution(
     )
     conditions = resources.merged(current.conditions, condition)
     patch = {**extra, "conditions": [c.wire() for c in conditions]}
-    ref = custom_objects.Ref.of(body)
+    ref = objects.Ref.of(body)
     plural = resources.WORKFLOWEXECUTION_PLURAL
-    written = await custom_objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
-    if written is custom_objects.Written.CONFLICT:
+    written = await objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
+    if written is objects.Written.CONFLICT:
         raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

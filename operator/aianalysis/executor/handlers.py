@@ -14,8 +14,8 @@ from typing import Any
 
 import kopf
 
+import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
 from aianalysis.executor import plan, runner, submit
 
 G, V = resources.GROUP, resources.VERSION
@@ -35,7 +35,7 @@ def login(**_: Any) -> kopf.ConnectionInfo:
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    config = settings_mod.from_env()
+    config = aianalysis.settings.from_env()
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
     memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())

@@ -15,11 +15,11 @@ import datetime
 import uuid
 from typing import Any
 
+import aianalysis.settings
 from aianalysis import errors, resources
-from aianalysis import settings as settings_mod
 from aianalysis.assessment import fingerprint, targets
 from aianalysis.executor import guards, server_facts, startlock
-from aianalysis.kube import objects, reader
+from aianalysis.kube import objects, readers
 
 PROCESS = uuid.uuid4().hex[:8]
 """Makes this process' name in the start lock unique even where two share a pod or host name."""
@@ -49,7 +49,7 @@ class Again:
 Step = Blocked | DryRun | Go | Again
 
 
-def policy(settings: settings_mod.Settings) -> guards.Policy:
+def policy(settings: aianalysis.settings.Settings) -> guards.Policy:
     s = settings
     return guards.Policy(
         cooldown_seconds=s.executor_cooldown_seconds,
@@ -68,7 +68,7 @@ async def before_job(
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
     *,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     now: datetime.datetime,
 ) -> Step:
     """Guards first (a dry run is still held to them: it shows what would have run), then either the
@@ -78,7 +78,9 @@ async def before_job(
         return await _decide(api, body, spec, settings=settings, now=now)
 
 
-def start_lock(api: Any, settings: settings_mod.Settings) -> contextlib.AbstractAsyncContextManager[None]:
+def start_lock(
+    api: Any, settings: aianalysis.settings.Settings
+) -> contextlib.AbstractAsyncContextManager[None]:
     """The Lease executor replicas share when ``executor_start_lock_namespace`` is set (the chart
     sets it), else nothing more than the runner's lock within this process."""
     if not settings.executor_start_lock_namespace:
@@ -96,7 +98,7 @@ async def _decide(
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
     *,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     now: datetime.datetime,
 ) -> Step:
     namespace = body["metadata"]["namespace"]
@@ -121,7 +123,7 @@ async def _decide(
     if target is not None:
         try:
             found = await targets.current(api, kind=kind, name=name, namespace=where)
-        except reader.Unavailable:
+        except readers.Unavailable:
             found = None
     before = resources.AssessmentBaseline(
         at=resources.timestamp(now),
@@ -146,7 +148,7 @@ async def _labels(api: Any, *, kind: str, name: str, namespace: str) -> dict[str
     """The target's labels (None when it does not exist or cannot be read)."""
     try:
         found = await targets.current(api, kind=kind, name=name, namespace=namespace)
-    except reader.Unavailable:
+    except readers.Unavailable:
         return None
     return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
 

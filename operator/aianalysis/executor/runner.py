@@ -18,14 +18,12 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import catalog as catalog_mod
+import aianalysis.catalog
+import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
-from aianalysis.catalog import gate as catalog_admission
-from aianalysis.catalog import sync as catalog_sync_mod
+from aianalysis.catalog import gate, sync
 from aianalysis.executor import admission, approval, guards, plan, preflight, reasons, server_facts
-from aianalysis.kit import runtime as kit_runtime
-from aianalysis.kube import api_reader, objects, reader
+from aianalysis.kube import api_reader, objects, readers
 
 log = logging.getLogger(__name__)
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
@@ -35,7 +33,7 @@ ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 
 
 @dataclasses.dataclass(kw_only=True)
-class ExecutorRuntime(kit_runtime.ProcessRuntime):
+class ExecutorRuntime(kit.ProcessRuntime):
     """What one executor process shares: opened at startup, closed at cleanup."""
 
     reader: api_reader.KubernetesReader
@@ -47,16 +45,14 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
     """The user the API server knows this executor as (``approvedBy`` of its autoExecute approvals)."""
 
     @classmethod
-    def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> ExecutorRuntime:
-        catalog = catalog_mod.Catalog()
+    def create(cls, settings: aianalysis.settings.Settings, api: kube.ApiClient) -> ExecutorRuntime:
+        catalog = aianalysis.catalog.Catalog()
         return cls(
             settings=settings,
             api=api,
             reader=api_reader.KubernetesReader(api, timeout_seconds=30.0),
             catalog=catalog,
-            catalog_sync=catalog_sync_mod.CatalogSync(
-                api=api, catalog=catalog, reporter=catalog_admission.ReadOnlyReporter()
-            ),
+            catalog_sync=sync.CatalogSync(api=api, catalog=catalog, reporter=gate.ReadOnlyReporter()),
         )
 
     @property
@@ -81,7 +77,9 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
             max_age_seconds=s.executor_auto_execute_max_age_seconds,
         )
 
-    async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
+    async def auto_facts(
+        self, namespace: str, workflow: aianalysis.catalog.Workflow | None
+    ) -> approval.AutoFacts:
         labels = await asyncio.to_thread(server_facts.namespace_labels, self.api, namespace)
         return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
 
@@ -240,7 +238,7 @@ async def _admission(
     runtime: ExecutorRuntime,
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
-    workflow: catalog_mod.Workflow | None,
+    workflow: aianalysis.catalog.Workflow | None,
 ) -> admission.Refusal | None:
     """Fresh reads of every fact the admission check needs, then the pure check."""
     namespace = body["metadata"]["namespace"]
@@ -261,7 +259,7 @@ async def _admission(
         approval_policy_problem=problem,
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
-        cross_namespace=settings_mod.cross_namespace_pairs(runtime.settings),
+        cross_namespace=aianalysis.settings.cross_namespace_pairs(runtime.settings),
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal, facts)
@@ -332,7 +330,7 @@ async def _write(
 
 async def _current_workflow(
     runtime: ExecutorRuntime, ref: resources.WorkflowRef
-) -> catalog_mod.Workflow | None:
+) -> aianalysis.catalog.Workflow | None:
     """The catalog's entry, confirmed by a fresh read of its object: the catalog follows a watch that
     may lag behind a deletion by a moment, and a refused workflow (condition ``Accepted=False``) is
     never run."""
@@ -349,14 +347,14 @@ async def _current_workflow(
         return None
     if (spec.workflow_id, spec.version) != (ref.workflow_id, ref.version):
         return None
-    return catalog_mod.Workflow(name=entry.name, spec=spec)
+    return aianalysis.catalog.Workflow(name=entry.name, spec=spec)
 
 
 async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
     selector = f"{plan.LABEL_EXECUTION}={job['metadata']['labels'][plan.LABEL_EXECUTION]}"
     try:
         return await runtime.reader.list_objects(kind="Pod", namespace=namespace, label_selector=selector)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         raise errors.ClusterError(f"listing the Pods of job {job['metadata']['name']}: {exc}") from exc
 
 
@@ -370,7 +368,7 @@ async def _events(
     for kind, meta in about:
         try:
             found = await runtime.reader.list_events(kind=kind, name=meta["name"], namespace=namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             raise errors.ClusterError(f"listing the Events of {kind} {meta['name']}: {exc}") from exc
         out.extend(e for e in found if (e.get("involvedObject") or {}).get("uid") == meta.get("uid"))
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
@@ -384,7 +382,7 @@ async def _nodes(runtime: ExecutorRuntime, pods: list[dict[str, Any]]) -> dict[s
     for name in sorted(str(n) for n in names):
         try:
             out[name] = await runtime.reader.get_object(kind="Node", name=name, namespace=None)
-        except (reader.Unavailable, errors.ClusterError):
+        except (readers.Unavailable, errors.ClusterError):
             continue
     return out
 
@@ -400,7 +398,7 @@ async def _read(runtime: ExecutorRuntime, *, kind: str, name: str, namespace: st
     when there is none."""
     try:
         return await runtime.reader.get_object(kind=kind, name=name, namespace=namespace)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         if exc.status == 404:
             return None
         raise errors.ClusterError(f"reading {kind} {namespace}/{name}: {exc}") from exc

@@ -29,7 +29,7 @@ from aianalysis import errors, kube, metrics, resources
 from aianalysis.catalog import business
 from aianalysis.intake import mapping
 from aianalysis.kit import lru
-from aianalysis.kube import api_reader, owners, reader
+from aianalysis.kube import api_reader, owners, readers
 
 CACHE_SECONDS = 30.0
 MAX_CACHED = 4096
@@ -140,7 +140,7 @@ class Resolver:
             return False
         try:
             await self._reader.get_object(kind=kind, name=name, namespace=namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status in (403, 404, 422):
                 return False
             raise errors.ClusterError(f"reading {kind} {name}: {exc}") from exc
@@ -174,7 +174,7 @@ class Resolver:
             return None
         try:
             return await self._reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status in (403, 404):
                 return None
             raise errors.ClusterError(f"reading {ref.kind} {ref.name}: {exc}") from exc
@@ -182,7 +182,7 @@ class Resolver:
     async def _namespace_labels(self, namespace: str) -> tuple[dict[str, str], dict[str, str]] | None:
         try:
             found = await self._reader.get_object(kind="Namespace", name=namespace, namespace=None)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status == 404:
                 return None
             raise errors.ClusterError(f"reading namespace {namespace}: {exc}") from exc

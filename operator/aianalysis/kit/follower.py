@@ -119,7 +119,7 @@ class Follower:
                 failures = 0
             except _LoopClosed:
                 return
-            except errors.AIAnalysisError as exc:  # kube.errors mapped it
+            except errors.AIAnalysisError as exc:  # kube.calls mapped it
                 if getattr(exc, "status", None) == watching.GONE:
                     scope.version = None  # expired: list again, at once
                     continue

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import errors, resources
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def post(
     what = f"posting the {reason} Event of {about.get('kind')} {meta.get('name')}"
     url_path = rest.path("api", "v1", "namespaces", namespace, "events")
     try:
-        kube_errors.blocking(what, rest.send_json, api, "POST", url_path, event, timeout=None)
+        calls.blocking(what, rest.send_json, api, "POST", url_path, event, timeout=None)
     except errors.AIAnalysisError as exc:
         log.warning("%s failed: %s", what, exc)
         return False

@@ -1,7 +1,7 @@
 """``coordination.k8s.io/v1`` Leases as plain records: read one, create one, replace one only if it
 is still at the version read (the API server refuses a stale replace with 409, reported as False).
 Blocking calls (the leader election runs them in a thread); failures are mapped by
-:mod:`aianalysis.kube.errors`."""
+:mod:`aianalysis.kube.calls`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import datetime
 from typing import Any
 
 from aianalysis import resources
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
 REQUEST_TIMEOUT_SECONDS = 5.0
 """One Lease request (read, write) at most this long: well under a leader's renew deadline."""
@@ -32,13 +31,13 @@ class Lease:
 
 def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
-    found: Any = kube_errors.blocking(
+    found: Any = calls.blocking(
         f"reading lease {namespace}/{name}",
         rest.get_json,
         api,
         _path(namespace, name),
         timeout=REQUEST_TIMEOUT_SECONDS,
-        none_on=kube_errors.NOT_FOUND,
+        none_on=calls.NOT_FOUND,
     )
     if found is None:
         return None
@@ -75,7 +74,7 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
         "spec": {key: value for key, value in spec.items() if value is not None},
     }
     creating = lease.resource_version is None
-    done = kube_errors.blocking(
+    done = calls.blocking(
         f"writing lease {lease.namespace}/{lease.name}",
         rest.send_json,
         api,
@@ -83,7 +82,7 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
         _path(lease.namespace) if creating else _path(lease.namespace, lease.name),
         body,
         timeout=REQUEST_TIMEOUT_SECONDS,
-        none_on=kube_errors.CONFLICT,
+        none_on=calls.CONFLICT,
     )
     return done is not None
 

@@ -6,7 +6,7 @@ token is picked up as the kubelet writes it). The ``kubernetes`` Python client i
 brings requests, oauthlib, google-auth, websocket and pydantic-generated models (~25 MiB of RSS
 before any call; kopf also imports its models whenever it is installed), for a transport that
 is this module. A non-2xx answer raises :class:`ApiError`; connection failures are urllib3's or
-the OS's. :mod:`aianalysis.kube.errors` maps both.
+the OS's. :mod:`aianalysis.kube.calls` maps both.
 """
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ the SDK's platform clients), ``openai`` (OpenAI-compatible Chat Completions, see
 
 from __future__ import annotations
 
-from aianalysis import settings as settings_module
+import aianalysis.settings
 from aianalysis.analysis.llm import base, offline
 from aianalysis.analysis.llm.base import Provider, RequestRecord, Submission
 
 
 def make_provider(
-    settings: settings_module.Settings, *, on_request: base.RequestObserver = base.ignore_request
+    settings: aianalysis.settings.Settings, *, on_request: base.RequestObserver = base.ignore_request
 ) -> Provider:
     """The provider ``settings.provider`` names; call once per process and ``aclose()`` it at exit."""
     # Imported on demand: the SDKs take over a second to import and offline runs never need them.
@@ -39,7 +39,7 @@ def make_provider(
     return offline.OfflineProvider()
 
 
-async def check_model(settings: settings_module.Settings) -> str | None:
+async def check_model(settings: aianalysis.settings.Settings) -> str | None:
     """Verify the configured model once (see :mod:`aianalysis.analysis.llm.model_check`): ``None`` when it
     answered or the check is off, a warning when the check could not tell, ``ConfigError`` when the
     platform says the model is unknown or retired."""

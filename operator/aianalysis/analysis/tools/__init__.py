@@ -3,7 +3,7 @@ cluster (one object, its events, pod logs, the pods of an owner; lists, search, 
 namespace events, custom kinds, resource usage) and of Prometheus (queries, metric and label
 lookup, alerts, rules).
 
-``ToolBox`` serves one conversation; ``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are
+``ToolBox`` serves one conversation; ``ClusterReader`` and ``MetricsReader`` (``kube.readers``) are
 what it needs from a cluster and from Prometheus; ``kube.api_reader.KubernetesReader`` and
 ``aianalysis.prometheus.PrometheusClient`` are the real ones.
 """
@@ -21,9 +21,8 @@ from aianalysis.analysis.tools._box import (
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
-from aianalysis.analysis.tools._scope import kinds as target_kinds
-from aianalysis.kube.reader import (
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects, target_kinds
+from aianalysis.kube.readers import (
     ClusterReader,
     JSONObject,
     MetricsReader,

@@ -33,7 +33,7 @@ from aianalysis.analysis.tools import (
     _promql,
     _specs,
 )
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
 
@@ -80,10 +80,10 @@ class ToolBox:
         *,
         spec: resources.AIAnalysisSpec,
         catalog: catalog.Catalog,
-        reader: _reader.ClusterReader | None,
+        reader: readers.ClusterReader | None,
         max_chars: int,
         facts: catalog.TargetFacts | None = None,
-        metrics: _reader.MetricsReader | None = None,
+        metrics: readers.MetricsReader | None = None,
         limits: Limits | None = None,
     ) -> None:
         limits = limits or Limits()
@@ -192,7 +192,7 @@ class ToolBox:
             return ToolResult(await self._handlers[name](args))
         except (_args.Refused, _promql.BadRequest) as exc:
             return self._error(str(exc))
-        except _reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
             return self._error(str(exc))
         except errors.ClusterError as exc:

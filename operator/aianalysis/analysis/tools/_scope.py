@@ -26,8 +26,7 @@ from typing import Any
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope
 from aianalysis.analysis.tools import _facts
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, readers
 
 MAX_PODS = 50
 MAX_REFERENCES = 64
@@ -43,16 +42,16 @@ _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 selects = _facts.selects
 
 
-def kinds() -> dict[str, scope.KindInfo]:
+def target_kinds() -> dict[str, scope.KindInfo]:
     """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
     remediation may act on one the workload references (by name)."""
-    table = {k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS}
+    table = {k.kind: (k.api_version, k.namespaced) for k in kind_table.KINDS}
     return scope.kind_table({**table, "Secret": ("v1", True)})
 
 
-async def gather_scope(reader: _reader.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
+async def gather_scope(reader: readers.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
     """The incident's scope (see the module rules); without a reader, the no-cluster scope."""
-    table = kinds()
+    table = target_kinds()
     if reader is None:
         return scope.Scope.of(incident, cluster=False, kinds=table)
     base = scope.Scope.of(incident, cluster=True, kinds=table)
@@ -70,7 +69,7 @@ async def gather_scope(reader: _reader.ClusterReader | None, incident: resources
     return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
 
 
-def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef | None:
+def _workload(starts: Sequence[Sequence[readers.JSONObject]]) -> scope.ObjectRef | None:
     """The workload the incident concerns: the top of its own chain when that runs Pods, else the
     first workload its selector or scaler leads to."""
     for start in starts:
@@ -81,7 +80,7 @@ def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef
 
 
 async def detect_facts(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     target: scope.ObjectRef,
     *,
     workload: scope.ObjectRef | None = None,
@@ -91,7 +90,7 @@ async def detect_facts(
 
 
 async def _surroundings(
-    reader: _reader.ClusterReader, chain: list[_reader.JSONObject], related: dict[scope.Key, str]
+    reader: readers.ClusterReader, chain: list[readers.JSONObject], related: dict[scope.Key, str]
 ) -> None:
     pods = await _pods_below(reader, chain)
     for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
@@ -153,7 +152,7 @@ def _template_references(template: Mapping[str, Any], namespace: str) -> Iterato
 
 
 async def _selecting(
-    reader: _reader.ClusterReader,
+    reader: readers.ClusterReader,
     chain: Sequence[Mapping[str, Any]],
     templates: Sequence[Mapping[str, Any]],
     namespace: str,
@@ -176,7 +175,7 @@ async def _selecting(
 
 
 async def _bindings(
-    reader: _reader.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
+    reader: readers.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
 ) -> None:
     if not accounts:
         return
@@ -191,8 +190,8 @@ async def _bindings(
 
 
 async def _selected_workloads(
-    reader: _reader.ClusterReader, obj: Mapping[str, Any]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, obj: Mapping[str, Any]
+) -> list[readers.JSONObject]:
     """The workloads a selecting or scaling object (PDB, Service, NetworkPolicy, HPA) concerns."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     if not namespace:
@@ -207,7 +206,7 @@ async def _selected_workloads(
     selector = _at(obj, _SELECTORS[kind])
     if kind == "Service":
         selector = {"matchLabels": selector} if selector else None
-    workloads: list[_reader.JSONObject] = []
+    workloads: list[readers.JSONObject] = []
     for workload_kind in _WORKLOADS:
         for workload in await _list(reader, workload_kind, namespace):
             template = _facts.pod_template({**workload, "kind": workload_kind}) or {}
@@ -217,27 +216,27 @@ async def _selected_workloads(
 
 
 async def _pods_below(
-    reader: _reader.ClusterReader, chain: Sequence[_reader.JSONObject]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, chain: Sequence[readers.JSONObject]
+) -> list[readers.JSONObject]:
     """The Pods of the topmost controller in the chain (the incident's own Pod when it is one)."""
     pods = [obj for obj in chain if obj.get("kind") == "Pod"]
     for obj in reversed(chain):
         kind, meta = obj.get("kind"), obj.get("metadata") or {}
-        if kind in _kinds.OWNER_KINDS and meta.get("namespace"):
+        if kind in kind_table.OWNER_KINDS and meta.get("namespace"):
             try:
                 found = await reader.list_pods_of_owner(
                     kind=str(kind), name=meta["name"], namespace=meta["namespace"]
                 )
-            except (_reader.Unavailable, errors.ClusterError):
+            except (readers.Unavailable, errors.ClusterError):
                 continue
             return [*pods, *found[:MAX_PODS]]
     return pods
 
 
-async def _list(reader: _reader.ClusterReader, kind: str, namespace: str) -> list[_reader.JSONObject]:
+async def _list(reader: readers.ClusterReader, kind: str, namespace: str) -> list[readers.JSONObject]:
     """Items of a list response carry no kind or apiVersion: they are named here."""
     found = await _facts.list_in(reader, kind, namespace)
-    api_version = _kinds.BY_KIND[kind].api_version
+    api_version = kind_table.BY_KIND[kind].api_version
     return [
         {**obj, "kind": obj.get("kind") or kind, "apiVersion": obj.get("apiVersion") or api_version}
         for obj in found or ()
