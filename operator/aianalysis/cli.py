@@ -87,7 +87,7 @@ def _process_flags(run: argparse.ArgumentParser, *, verb: str) -> None:
 
 def operator_run(args: argparse.Namespace) -> int:
     config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
-    check_model(config)
+    _check_model(config)
 
     from aianalysis.controller import handlers  # noqa: PLC0415  # imports kopf: only for this command
 
@@ -179,7 +179,7 @@ def _read_analysis(path: Path) -> resources.AIAnalysisSpec:
         raise errors.ConfigError(f"{path}: invalid spec: spec.{where}: {first['msg']}") from None
 
 
-def check_model(config: settings.Settings) -> None:
+def _check_model(config: settings.Settings) -> None:
     """The startup model check: an unknown or retired model raises ``ConfigError`` (one line, exit
     2); when the check cannot tell (the platform is down), one warning line and on we go."""
     warning = asyncio.run(llm.check_model(config))
@@ -419,11 +419,11 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def mcp_serve(args: argparse.Namespace) -> int:
     from aianalysis.mcp import server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
 
-    options = server.Options(
+    options = server.ServerOptions(
         business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars
     )
     serve = functools.partial(
-        server.run,
+        server.serve_tools,
         options=options,
         transport=args.transport,
         host=args.host,

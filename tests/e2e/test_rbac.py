@@ -414,7 +414,7 @@ async def test_the_llm_budget_record_is_kept_with_the_shipped_role(
     """As the operator, with only the shipped rights: the first grant creates the record, the next
     replaces it at the version read, and a new gate (a restart) continues from it."""
     api = kube.api_client(str(operator_kubeconfig))
-    limits = llm_budget.Limits(conversations_per_hour=2)
+    limits = llm_budget.Allowance(conversations_per_hour=2)
     try:
         store = budget_store.ConfigMapStore(api, SA_NAMESPACE)
         first = llm_budget.BudgetGate(limits, store=store)

@@ -151,18 +151,18 @@ def after_window(runtime: process.Runtime, namespace: str) -> datetime.datetime:
 
 
 async def start_window(runtime: process.Runtime, ref: custom_objects.Ref) -> assessor.Wait:
-    step = await assessor.reconcile(runtime, ref)
+    step = await assessor.advance(runtime, ref)
     assert isinstance(step, assessor.Wait)
     return step
 
 
 async def assess_at(runtime: process.Runtime, ref: custom_objects.Ref, moment: datetime.datetime) -> Any:
-    return await assessor.reconcile(runtime, ref, now=lambda: moment)
+    return await assessor.advance(runtime, ref, now=lambda: moment)
 
 
 async def assess(runtime: process.Runtime, ref: custom_objects.Ref) -> Any:
     """The rest of the window on the real clock (the product's own wait), then the verdict."""
-    return await assessor.drive(runtime, ref)
+    return await assessor.assess_when_due(runtime, ref)
 
 
 async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
@@ -178,7 +178,7 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
     # "a restart": another runtime reads the same status and waits only what is left of the window
     restarted = await make_runtime(cluster)
     try:
-        step = await assessor.reconcile(restarted, ref)
+        step = await assessor.advance(restarted, ref)
         assert isinstance(step, assessor.Wait) and step.seconds <= WINDOW
         assert assessment(typed.client(), namespace)["assessAfter"] == stabilizing["assessAfter"]
         done = await assess(restarted, ref)
@@ -203,7 +203,7 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
             + datetime.timedelta(seconds=WINDOW + 5)
         )
     ), "the window was resumed, not started again"
-    assert await assessor.reconcile(runtime, ref) is None  # assessed once
+    assert await assessor.advance(runtime, ref) is None  # assessed once
 
 
 async def test_target_deleted_during_the_window_is_unknown(runtime: process.Runtime, namespace: str) -> None:
@@ -271,7 +271,7 @@ async def test_clock_skew_between_operator_and_api_server_is_unknown(
 
 async def test_a_dry_run_is_not_executed(runtime: process.Runtime, namespace: str) -> None:
     ref = completed_execution(typed.client(), namespace, dry_run=True)
-    done = await assessor.reconcile(runtime, ref)
+    done = await assessor.advance(runtime, ref)
     final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("NotExecuted", "not_executed", "DryRun")
     assert done is not None and done.reason == "NotExecuted"
@@ -328,4 +328,4 @@ async def test_an_execution_that_ended_long_before_the_operator_saw_it_is_not_ju
     await assess_at(runtime, ref, later)
     final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("Assessed", "unknown", "NotObserved")
-    assert await assessor.reconcile(runtime, ref) is None
+    assert await assessor.advance(runtime, ref) is None

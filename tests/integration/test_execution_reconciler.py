@@ -73,7 +73,9 @@ async def test_a_condition_the_executor_writes_meanwhile_is_kept(
 
     monkeypatch.setattr(custom_objects, "get", get_then_executor_writes)
 
-    transition = await execution_reconciler.drive(runtime, custom_objects.Ref.of(created), sleep=no_sleep)
+    transition = await execution_reconciler.start_recovery(
+        runtime, custom_objects.Ref.of(created), sleep=no_sleep
+    )
 
     after = custom.get_namespaced_custom_object(G, V, namespace, WFE, "raced")
     types = [c["type"] for c in after["status"]["conditions"]]

@@ -49,13 +49,13 @@ def pod(
 
 def test_restarts_before_the_execution_do_not_count() -> None:
     old_crash = {"reason": "OOMKilled", "finishedAt": "2026-11-20T09:59:00Z"}
-    health = podhealth.assess([pod(restarts=40, last=old_crash)], since=ENDED)
+    health = podhealth.of_pods([pod(restarts=40, last=old_crash)], since=ENDED)
     assert (health.restarts, health.terminations, health.score) == (0, (), 1.0)
 
 
 def test_a_crash_after_the_execution_counts_even_on_an_old_pod() -> None:
     new_crash = {"reason": "OOMKilled", "finishedAt": AFTER_END}
-    health = podhealth.assess(
+    health = podhealth.of_pods(
         [pod(restarts=41, last=new_crash, waiting="CrashLoopBackOff", ready=False)], since=ENDED
     )
     assert (
@@ -67,18 +67,18 @@ def test_a_crash_after_the_execution_counts_even_on_an_old_pod() -> None:
 
 
 def test_new_pods_count_all_their_restarts_and_ended_pods_are_not_members() -> None:
-    health = podhealth.assess(
+    health = podhealth.of_pods(
         [pod(created=AFTER_END, restarts=2), pod(phase="Succeeded"), pod(phase="Failed")], since=ENDED
     )
     assert (health.pods, health.restarts) == (1, 2) and 0 < health.score < 1
 
 
 def healthy() -> podhealth.PodHealth:
-    return podhealth.assess([pod(), pod()], since=ENDED)
+    return podhealth.of_pods([pod(), pod()], since=ENDED)
 
 
 def crashing() -> podhealth.PodHealth:
-    return podhealth.assess([pod(ready=False, waiting="CrashLoopBackOff")], since=ENDED)
+    return podhealth.of_pods([pod(ready=False, waiting="CrashLoopBackOff")], since=ENDED)
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ async def until(predicate: Callable[[], bool]) -> None:
 
 
 def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_leaves_the_window() -> None:
-    ledger = llm_budget.Ledger(llm_budget.Limits(conversations_per_hour=2))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=2))
     ledger.start(100.0)
     assert ledger.exhausted(150.0) is None
     ledger.start(200.0)
@@ -49,7 +49,7 @@ def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_l
 
 
 def test_ledger_tokens_per_day_frees_when_enough_old_tokens_leave_the_window() -> None:
-    ledger = llm_budget.Ledger(llm_budget.Limits(tokens_per_day=1000))
+    ledger = llm_budget.Spending(llm_budget.Allowance(tokens_per_day=1000))
     ledger.add_tokens(600, 10.0)
     ledger.add_tokens(300, 20.0)
     assert ledger.exhausted(30.0) is None
@@ -62,19 +62,19 @@ def test_ledger_tokens_per_day_frees_when_enough_old_tokens_leave_the_window() -
 
 
 def test_zero_limit_never_frees_up() -> None:
-    ledger = llm_budget.Ledger(llm_budget.Limits(conversations_per_hour=0))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=0))
     assert ledger.exhausted(0.0) == "conversations"
     assert ledger.next_free_at(0.0) == float("inf")
 
 
 async def test_unlimited_gate_never_waits() -> None:
-    gate = llm_budget.BudgetGate(llm_budget.Limits(), clock=ManualClock())
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(), clock=ManualClock())
     assert [await gate.acquire(ticket(i), on_wait=no_op) for i in range(50)] == [False] * 50
 
 
 async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_moves() -> None:
     clock = ManualClock()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=2), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=2), clock=clock)
     shown: list[str] = []
 
     async def show(message: str) -> None:
@@ -100,7 +100,7 @@ async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_mov
 
 async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
     clock = ManualClock()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(0), on_wait=no_op)
     order: list[str] = []
 
@@ -127,7 +127,7 @@ async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
 
 
 async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=1), clock=ManualClock())
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=ManualClock())
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert gate.ledger.used(gate.clock.now())["conversations"] == 1
@@ -135,7 +135,7 @@ async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
 
 async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> None:
     clock = ManualClock()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -149,7 +149,7 @@ async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> Non
 
 async def test_a_cancelled_waiter_leaves_the_queue() -> None:
     clock = ManualClock()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -162,7 +162,7 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
 
 async def test_billed_tokens_exhaust_the_daily_budget() -> None:
     clock = ManualClock()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(tokens_per_day=1000), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(tokens_per_day=1000), clock=clock)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     gate.observe(
         llm.RequestRecord(
@@ -193,14 +193,14 @@ def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> No
 
 
 def test_the_spending_record_round_trips_in_minute_buckets_and_drops_what_left_the_window() -> None:
-    ledger = llm_budget.Ledger(llm_budget.Limits(conversations_per_hour=5, tokens_per_day=10_000))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=5, tokens_per_day=10_000))
     ledger.start(1_000.0)
     ledger.start(1_030.5)
     ledger.add_tokens(400, 1_021.0)
     ledger.add_tokens(100, 1_050.0)  # same minute as the 400: one bucket
     record = ledger.spent(1_060.0).encode()
 
-    restored = llm_budget.Ledger(ledger.limits)
+    restored = llm_budget.Spending(ledger.limits)
     restored.restore(llm_budget.Spent.decode(record))
     assert restored.used(1_060.0) == {"conversations": 2, "tokens": 500}
     assert llm_budget.Spent.decode(record).tokens == ((1_080.0, 500),), "rounded up: never leaves early"
@@ -243,7 +243,7 @@ class Record:
 
 async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_concurrent_writer() -> None:
     clock, record = ManualClock(), Record()
-    first = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    first = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=3), clock=clock, store=record)
     await first.acquire(ticket(1), on_wait=no_op)
     await first.acquire(ticket(2), on_wait=no_op)
     assert record.writes == 2, "each grant is in the record before its conversation starts"
@@ -253,7 +253,7 @@ async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_c
     spent = llm_budget.Spent.decode(record.data).plus(llm_budget.Spent(starts=(clock.now(),)))
     record.data, record.version = spent.encode(), record.version + 1
 
-    second = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    second = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=3), clock=clock, store=record)
     await second.load()
     assert second.ledger.used(clock.now())["conversations"] == 3
     waiter = asyncio.create_task(second.acquire(ticket(4), on_wait=no_op))
@@ -274,7 +274,7 @@ async def test_a_record_the_operator_may_not_read_leaves_the_budget_in_memory_in
             )
 
     clock, record = ManualClock(), Forbidden()
-    gate = llm_budget.BudgetGate(llm_budget.Limits(conversations_per_hour=1), clock=clock, store=record)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock, store=record)
     await gate.load()
     assert "counted in memory only" in caplog.text and "403 Forbidden" in caplog.text
     assert await gate.acquire(ticket(1), on_wait=no_op) is False

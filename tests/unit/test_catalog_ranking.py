@@ -89,7 +89,7 @@ def test_the_shipped_catalog_ranks_the_shipped_incidents_as_a_full_scan_does() -
     found = index.Index()
     for workflow in shipped.all():
         found.add(workflow)
-    scenarios = suite.load([ROOT / "examples" / "eval"])
+    scenarios = suite.load_scenarios([ROOT / "examples" / "eval"])
     assert len(scenarios) > 50
     for case in scenarios:
         signal = case.spec.signal

@@ -59,7 +59,7 @@ def test_analysis_may_be_an_aianalysis_object_or_its_spec() -> None:
 def test_a_scenario_file_loads_with_its_path_tags_and_single_review_reason(tmp_path: Path) -> None:
     body = doc(tags=["memory"], expect={"workflowIds": [], "expectReview": "no_eligible_workflow"})
     path = write(tmp_path, "one.yaml", body)
-    [loaded] = suite.load([tmp_path])
+    [loaded] = suite.load_scenarios([tmp_path])
     assert loaded.path == path
     assert loaded.tags == ("memory",)
     assert loaded.expect.expect_review == ["no_eligible_workflow"]
@@ -95,7 +95,7 @@ def test_a_bad_scenario_file_is_rejected_naming_the_file_and_the_problem(
 ) -> None:
     path = write(tmp_path, "bad.yaml", body)
     with pytest.raises(suite.ScenarioError, match=r"bad\.yaml") as caught:
-        suite.load([path])
+        suite.load_scenarios([path])
     assert message in str(caught.value)
 
 
@@ -104,14 +104,14 @@ def test_scenario_names_must_be_unique_across_files(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     write(tmp_path / "sub", "b.yaml", doc())
     with pytest.raises(suite.ScenarioError, match=r"name 'web-oom' is already used by .*a\.yaml"):
-        suite.load([tmp_path])
+        suite.load_scenarios([tmp_path])
 
 
 def test_a_directory_without_scenarios_and_a_missing_path_are_errors(tmp_path: Path) -> None:
     with pytest.raises(suite.ScenarioError, match="no scenario files"):
-        suite.load([tmp_path])
+        suite.load_scenarios([tmp_path])
     with pytest.raises(suite.ScenarioError, match="no such file or directory"):
-        suite.load([tmp_path / "missing"])
+        suite.load_scenarios([tmp_path / "missing"])
 
 
 def test_namespaced_cluster_objects_default_to_the_incident_namespace() -> None:
@@ -176,7 +176,7 @@ def test_a_bad_scenario_makes_the_command_exit_2_with_one_line(
 
 @pytest.fixture(scope="module")
 def corpus() -> list[suite.Scenario]:
-    return suite.load([CORPUS])
+    return suite.load_scenarios([CORPUS])
 
 
 def test_the_corpus_loads_fits_the_example_catalog_and_has_at_least_40_scenarios(
@@ -433,7 +433,7 @@ def test_expected_parameters_compare_canonical_values_and_patterns() -> None:
 
 
 def test_a_provider_failure_is_an_incorrect_run_with_the_error() -> None:
-    result = scoring.failed(parsed(), error="ProviderUnavailable: 529", run=2, latency_seconds=3.0)
+    result = scoring.errored(parsed(), error="ProviderUnavailable: 529", run=2, latency_seconds=3.0)
     assert not result.correct and result.error == "ProviderUnavailable: 529" and result.run == 2
 
 

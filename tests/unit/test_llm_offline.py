@@ -420,7 +420,7 @@ async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_
 
 async def test_the_demo_incidents_are_picked_confidently_and_correctly_from_the_cluster_evidence() -> None:
     """examples/demo: each incident with the cluster state the demo writes; what a newcomer sees."""
-    scenarios = suite.load([ROOT / "examples" / "demo"])
+    scenarios = suite.load_scenarios([ROOT / "examples" / "demo"])
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
 
     results = await runner.run_all(
@@ -519,7 +519,7 @@ async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_i
     """The image rollback failed because it was given a malformed explicit image; the evidence
     (the tag does not exist, the previous revision ran) supports the same workflow without the
     override, which is a different attempt — not a repeat."""
-    scenarios = suite.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "recovery" / "rec-invalidimagename-bad-override.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -537,7 +537,7 @@ async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_i
 async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies() -> None:
     """No workflow for configuration errors in the catalog: the crash-loop workflows (rollback,
     restart, probes) would not fix it, so a person decides, and the root cause says why."""
-    scenarios = suite.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "held-back" / "hb-settings-api-config-rejected.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -554,7 +554,7 @@ async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies
 async def test_a_cronjob_s_run_that_failed_again_when_re_run_is_suspended_not_re_run() -> None:
     """One failed Job of a CronJob is not yet a pattern; its re-run by an earlier remediation
     failing as a Job fails (the recovery history) makes it one: suspend the CronJob itself."""
-    scenarios = suite.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "recovery" / "rec-backofflimitexceeded-lock-held.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -674,7 +674,7 @@ async def test_a_database_claim_and_a_pressured_node_are_read_through_the_listin
     """The claim's Pod is found by the StatefulSet naming convention through the listing tool
     (its container runs postgres: expand, not clean); the pressured Node's memory use comes from
     the metrics API through ``top`` (the memory to free)."""
-    scenarios = suite.load(
+    scenarios = suite.load_scenarios(
         [
             ROOT / "examples" / "eval" / "incidents" / "orders-postgres-pvc-filling-up.yaml",
             ROOT / "examples" / "eval" / "incidents" / "node-memorypressure-batch.yaml",

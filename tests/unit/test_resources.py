@@ -40,9 +40,9 @@ def test_a_condition_cuts_its_message_and_names_its_generation() -> None:
 
 
 def test_merging_keeps_the_transition_time_while_the_status_stays() -> None:
-    first = resources.merged(None, _ready("False", "Waiting", NOW))
-    same = resources.merged(first, _ready("False", "StillWaiting", LATER))
-    moved = resources.merged(same, _ready("True", "Done", LATER))
+    first = resources.set_condition(None, _ready("False", "Waiting", NOW))
+    same = resources.set_condition(first, _ready("False", "StillWaiting", LATER))
+    moved = resources.set_condition(same, _ready("True", "Done", LATER))
 
     assert [(c.reason, c.last_transition_time) for c in same] == [("StillWaiting", "2026-11-20T10:00:05Z")]
     assert [(c.reason, c.last_transition_time) for c in moved] == [("Done", "2026-11-20T10:00:35Z")]
@@ -51,9 +51,9 @@ def test_merging_keeps_the_transition_time_while_the_status_stays() -> None:
 def test_merging_keeps_other_writers_conditions_in_place() -> None:
     theirs = resources.condition("Executed", "True", "JobSucceeded", "", now=NOW, generation=1)
     ours = resources.condition("RecoveryStarted", "True", "RecoveryCreated", "", now=NOW, generation=1)
-    merged = resources.merged([theirs, _ready("False", "Waiting", NOW)], ours)
+    merged = resources.set_condition([theirs, _ready("False", "Waiting", NOW)], ours)
     assert [c.type for c in merged] == ["Executed", "Ready", "RecoveryStarted"]
-    replaced = resources.merged(merged, _ready("True", "Done", LATER))
+    replaced = resources.set_condition(merged, _ready("True", "Done", LATER))
     assert [c.type for c in replaced] == ["Executed", "Ready", "RecoveryStarted"]
     assert replaced[0] is theirs and replaced[2] is ours
 

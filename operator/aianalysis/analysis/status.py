@@ -24,7 +24,7 @@ def _ready(
 ) -> list[resources.Condition]:
     """``previous``' conditions with ``Ready`` set (its transition time kept if its status stays)."""
     ready = resources.condition(resources.READY, status, reason, message, now=now, generation=generation)
-    return resources.merged(previous.conditions, ready)
+    return resources.set_condition(previous.conditions, ready)
 
 
 def _ended(

@@ -54,7 +54,7 @@ class PodHealth:
         return "; ".join(parts)
 
 
-def assess(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> PodHealth:
+def of_pods(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> PodHealth:
     members = [p for p in pods if _member(p)]
     ready = restarts = pending = 0
     terminations: list[str] = []

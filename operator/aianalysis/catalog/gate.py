@@ -35,7 +35,7 @@ _Condition = tuple[str, str, str, int | None]
 class Reporter(Protocol):
     def observe(self, obj: Mapping[str, Any]) -> None: ...
     def forget(self, name: str) -> None: ...
-    def report(self, name: str, verdict: admission.Verdict) -> None: ...
+    def report(self, name: str, verdict: admission.Ruling) -> None: ...
 
 
 class AdmissionGate:
@@ -111,7 +111,7 @@ class ReadOnlyReporter:
     def forget(self, name: str) -> None:
         pass
 
-    def report(self, name: str, verdict: admission.Verdict) -> None:
+    def report(self, name: str, verdict: admission.Ruling) -> None:
         pass
 
 
@@ -172,7 +172,7 @@ class ClusterReporter:
         self._refused.pop(name, None)
         metrics.CATALOG_REFUSED.set(len(self._refused))
 
-    def report(self, name: str, verdict: admission.Verdict) -> None:
+    def report(self, name: str, verdict: admission.Ruling) -> None:
         with self._lock:
             seen = self._seen.get(name)
         if seen is None:

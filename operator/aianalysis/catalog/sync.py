@@ -190,7 +190,7 @@ class CatalogSync:
 _END = object()
 
 
-def _ahead(pages: Iterator[watching.Page]) -> Iterator[watching.Page]:
+def _ahead(pages: Iterator[watching.Listing]) -> Iterator[watching.Listing]:
     """``pages``, the next one requested from the API server while this one is admitted (a LIST
     page is the API server's work, admitting it ours: on two cores they overlap). At most two
     pages wait; the fetching thread ends with the list, on a failure (raised here) or when the
@@ -226,7 +226,7 @@ def _ahead(pages: Iterator[watching.Page]) -> Iterator[watching.Page]:
                 return
             if isinstance(item, Exception):
                 raise item
-            assert isinstance(item, watching.Page)
+            assert isinstance(item, watching.Listing)
             yield item
     finally:
         done.set()

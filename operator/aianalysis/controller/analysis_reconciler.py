@@ -28,7 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pydantic
@@ -48,13 +48,9 @@ STALE_RETRIES = 3
 PENDING_AFTER_SECONDS = 1.0
 """A wait for a concurrency slot shows as ``Pending`` once it lasts this long: a shorter one is not
 worth a status write (nor the read after it) in an alert storm, where most waits are short."""
-Sleep = Callable[[float], Awaitable[None]]
 
 
-Ref = objects.Ref
-
-
-async def deleted(runtime: process.Runtime, ref: Ref) -> bool:
+async def deleted(runtime: process.Runtime, ref: objects.Ref) -> bool:
     """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
     — and when the API server cannot say: its task then finds out at its next read."""
     try:
@@ -78,10 +74,10 @@ class _Finished:
 
 async def drive(
     runtime: process.Runtime,
-    ref: Ref,
+    ref: objects.Ref,
     *,
     given: list[dict[str, Any]] | None = None,
-    sleep: Sleep = asyncio.sleep,
+    sleep: kit.Sleep = asyncio.sleep,
 ) -> kit.Transition | None:
     """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
     ``given``: the object as the watch delivered it (possibly behind), which the first try takes
@@ -144,7 +140,9 @@ def _review(exc: errors.AIAnalysisError) -> resources.HumanReviewReason | None:
 class _Run:
     """The state of one :func:`drive` across its tries."""
 
-    def __init__(self, runtime: process.Runtime, ref: Ref, given: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, runtime: process.Runtime, ref: objects.Ref, given: list[dict[str, Any]] | None = None
+    ) -> None:
         self.runtime = runtime
         self.ref = ref
         self.given = given if given is not None else []
@@ -442,7 +440,7 @@ async def _within_deadline(work: Awaitable[status.Decision], *, seconds: float) 
         ) from None
 
 
-def _already_terminal(ref: Ref) -> kit.Transition:
+def _already_terminal(ref: objects.Ref) -> kit.Transition:
     metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal").inc()
     log.warning("%s/%s: another writer ended it first; this result is dropped", ref.namespace, ref.name)
     return kit.Transition(

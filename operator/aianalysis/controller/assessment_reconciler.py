@@ -18,7 +18,6 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
@@ -31,8 +30,6 @@ from aianalysis.kube import objects, readers
 log = logging.getLogger(__name__)
 
 MAX_RETRY_DELAY_SECONDS = 300.0
-Sleep = Callable[[float], Awaitable[None]]
-Clock = Callable[[], datetime.datetime]
 DONE = ("Assessed", "NotExecuted")
 LATE_SECONDS = 3600.0
 """A window that ended longer ago than this when first seen is not assessed (``NotObserved``)."""
@@ -90,19 +87,19 @@ def _unassessed(st: resources.WorkflowExecutionStatus) -> bool:
     return st.phase == "Completed" and (st.assessment is None or st.assessment.phase not in DONE)
 
 
-async def drive(
+async def assess_when_due(
     runtime: process.Runtime,
     ref: objects.Ref,
     *,
-    sleep: Sleep = asyncio.sleep,
-    now: Clock = resources.utcnow,
+    sleep: kit.Sleep = asyncio.sleep,
+    now: resources.Clock = resources.utcnow,
 ) -> kit.Transition | None:
     """Assess ``ref`` once its window ended; transient errors are retried, boundedly."""
     limit = runtime.settings.max_reconcile_retries
     tried = 0
     while True:
         try:
-            step = await reconcile(runtime, ref, now=now)
+            moved = await advance(runtime, ref, now=now)
         except errors.AIAnalysisError as exc:
             if not exc.retryable or tried >= limit:
                 return kit.Transition(type="Warning", reason="AssessmentFailed", message=str(exc)[:1024])
@@ -113,14 +110,14 @@ async def drive(
                 min(MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (tried - 1))
             )
             continue
-        if isinstance(step, Wait):
-            await sleep(max(0.0, step.seconds))
+        if isinstance(moved, Wait):
+            await sleep(max(0.0, moved.seconds))
             continue
-        return step
+        return moved
 
 
-async def reconcile(
-    runtime: process.Runtime, ref: objects.Ref, *, now: Clock = resources.utcnow
+async def advance(
+    runtime: process.Runtime, ref: objects.Ref, *, now: resources.Clock = resources.utcnow
 ) -> kit.Transition | Wait | None:
     """One step of the timeline for ``ref`` (see the module docstring)."""
     body = await objects.get(runtime.api, ref.namespace, WFE, ref.name)
@@ -198,7 +195,7 @@ async def _start_window(
 
 
 async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.datetime) -> kit.Transition:
-    seen = await observe(case, current, now=now)
+    seen = await _observe(case, current, now=now)
     verdict = judge.judge(seen) if seen is not None else _no_target()
     final = current.model_copy(
         update={
@@ -222,7 +219,7 @@ async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.d
     )
 
 
-async def observe(
+async def _observe(
     case: _Case, current: resources.Assessment, *, now: datetime.datetime
 ) -> judge.Observed | None:
     """Everything the verdict is made of, read now (None: the execution names no target)."""
@@ -255,7 +252,7 @@ async def observe(
     )
     return judge.Observed(
         target_found=found is not None,
-        health=podhealth.assess(pods, since=ended) if pods is not None else None,
+        health=podhealth.of_pods(pods, since=ended) if pods is not None else None,
         alert=alert,
         alert_detail=alert_detail,
         metrics=await _metrics(source, target, before=started, now=now),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
@@ -25,7 +24,6 @@ from aianalysis.kube import objects
 log = logging.getLogger(__name__)
 
 RECOVERY_CONDITION = "RecoveryStarted"
-Sleep = Callable[[float], Awaitable[None]]
 
 
 def needs_recovery(body: dict[str, Any]) -> bool:
@@ -45,8 +43,8 @@ def _unhandled(current: resources.WorkflowExecutionStatus) -> bool:
     )
 
 
-async def drive(
-    runtime: process.Runtime, ref: objects.Ref, *, sleep: Sleep = asyncio.sleep
+async def start_recovery(
+    runtime: process.Runtime, ref: objects.Ref, *, sleep: kit.Sleep = asyncio.sleep
 ) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
     backoff = kit.Backoff.of_reconciles(
@@ -60,7 +58,7 @@ async def drive(
             metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
             await sleep(backoff.delay(tried))
         try:
-            return await reconcile(runtime, ref)
+            return await _reconcile(runtime, ref)
         except errors.AIAnalysisError as exc:
             if not exc.retryable:
                 return kit.Transition(type="Warning", reason=exc.reason, message=str(exc))
@@ -74,7 +72,7 @@ async def drive(
     )
 
 
-async def reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transition | None:
+async def _reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
     body = await objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
     if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
@@ -99,7 +97,7 @@ async def reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transitio
         if isinstance(ref_name, str)
         else None
     )
-    decided = recovery.decide(
+    decided = recovery.next_step(
         execution=body, status=current, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
     )
     now = resources.utcnow()
@@ -157,7 +155,7 @@ async def reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transitio
 async def _mark_analysis_given_up(
     runtime: process.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
 ) -> None:
-    """Through the status model (as :func:`recovery.decide` parsed it), so ``reason`` and the
+    """Through the status model (as :func:`recovery.next_step` parsed it), so ``reason`` and the
     ``Ready`` condition agree."""
     new = status.recovery_given_up(
         previous=decided.analysis_status, review_reason=decided.reason, message=decided.message, now=now
@@ -196,7 +194,7 @@ async def _write_execution(
         now=now,
         generation=body["metadata"].get("generation"),
     )
-    conditions = resources.merged(current.conditions, condition)
+    conditions = resources.set_condition(current.conditions, condition)
     patch = {**extra, "conditions": [c.wire() for c in conditions]}
     ref = objects.Ref.of(body)
     plural = resources.WORKFLOWEXECUTION_PLURAL

@@ -158,14 +158,14 @@ def _about(ref: objects.Ref) -> dict[str, Any]:
 async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A failed WorkflowExecution starts a recovery analysis. No finalizer, no timer: the task retries
     transient errors itself, boundedly."""
-    _follow(memo, type, body, execution_reconciler.needs_recovery, execution_reconciler.drive)
+    _follow(memo, type, body, execution_reconciler.needs_recovery, execution_reconciler.start_recovery)
 
 
 @kopf.on.event(G, V, WFE, id="assess")
 async def assess(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A completed WorkflowExecution is assessed after its stabilization window: one task per
     execution that sleeps until ``status.assessment.assessAfter`` (a restart resumes it from there)."""
-    wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.drive
+    wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.assess_when_due
     _follow(memo, type, body, wanted, drive, task="assessment")
 
 

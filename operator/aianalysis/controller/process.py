@@ -56,7 +56,7 @@ class Runtime(kit.ProcessRuntime):
             if settings.llm_budget_namespace
             else None
         )
-        gate = llm_budget.BudgetGate(llm_budget.Limits.from_settings(settings), clock=clock, store=store)
+        gate = llm_budget.BudgetGate(llm_budget.Allowance.from_settings(settings), clock=clock, store=store)
         observe = metrics.llm_observer(settings.provider)
 
         def on_request(request: llm.RequestRecord) -> None:

@@ -48,16 +48,16 @@ class Unusable:
     message: str
 
 
-Decision = Create | GiveUp | Unusable
+Course = Create | GiveUp | Unusable
 
 
-def decide(
+def next_step(
     *,
     execution: dict[str, Any],
     status: resources.WorkflowExecutionStatus,
     analysis: dict[str, Any] | None,
     max_attempts: int,
-) -> Decision:
+) -> Course:
     """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies;
     ``status`` is the execution's status as the caller parsed it)."""
     wfe_name = execution["metadata"]["name"]

@@ -27,7 +27,7 @@ from aianalysis.evaluation import (
 from aianalysis.evaluation.cluster import InMemoryCluster
 from aianalysis.evaluation.command import Options, evaluate
 from aianalysis.evaluation.scoring import RunResult
-from aianalysis.evaluation.suite import Scenario, ScenarioError, load
+from aianalysis.evaluation.suite import Scenario, ScenarioError, load_scenarios
 
 __all__ = [
     "InMemoryCluster",
@@ -39,7 +39,7 @@ __all__ = [
     "cluster",
     "command",
     "evaluate",
-    "load",
+    "load_scenarios",
     "progress",
     "report",
     "runner",

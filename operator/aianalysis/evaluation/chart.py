@@ -25,7 +25,7 @@ def available() -> bool:
     return True
 
 
-def write(
+def draw(
     path: Path, results: Sequence[scoring.RunResult], *, summary: tally.Summary, meta: report.Meta
 ) -> Path | None:
     """Draw the chart to ``path``; None (and nothing written) when matplotlib is missing."""

@@ -51,7 +51,7 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
     """Run the evaluation; 0, or 1 when the gate is missed (see the module docstring)."""
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
-    scenarios = suite.load(options.scenarios)
+    scenarios = suite.load_scenarios(options.scenarios)
     index = catalog.load_paths(options.catalog)
     suite.check_against(scenarios, index)
     config = settings.from_env(provider=options.provider)
@@ -146,7 +146,7 @@ def write(
         report.to_markdown(results, summary=summary, scenarios=scenarios, meta=meta)
     )
     written = [out / JSON_FILE, out / MARKDOWN_FILE]
-    png = chart.write(out / CHART_FILE, results, summary=summary, meta=meta)
+    png = chart.draw(out / CHART_FILE, results, summary=summary, meta=meta)
     if png is None:
         print(
             f"aianalysis eval: matplotlib is not installed, skipped {CHART_FILE}: {chart.INSTALL_HINT}",

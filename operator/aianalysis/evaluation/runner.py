@@ -18,7 +18,7 @@ from aianalysis import catalog, errors, resources
 from aianalysis.analysis import llm, pipeline, status
 from aianalysis.evaluation import cluster, scoring, suite
 
-Timer = Callable[[], float]
+_Timer = Callable[[], float]
 OnResult = Callable[[scoring.RunResult], None]
 
 
@@ -42,7 +42,7 @@ async def run_all(
     repeat: int = 1,
     concurrency: int = 4,
     on_result: OnResult = lambda result: None,
-    timer: Timer = time.perf_counter,
+    timer: _Timer = time.perf_counter,
     now: resources.Clock = resources.utcnow,
 ) -> list[scoring.RunResult]:
     """Every run's result, ordered by scenario then run number."""
@@ -81,7 +81,7 @@ async def run_one(
     index: catalog.Catalog,
     provider: llm.Provider,
     settings: aianalysis.settings.Settings,
-    timer: Timer = time.perf_counter,
+    timer: _Timer = time.perf_counter,
     now: resources.Clock = resources.utcnow,
 ) -> scoring.RunResult:
     """One analysis of one scenario, scored; latency covers the whole pipeline."""
@@ -96,7 +96,7 @@ async def run_one(
             now=now,
         )
     except errors.ProviderError as exc:
-        return scoring.failed(
+        return scoring.errored(
             scenario, error=f"{exc.reason}: {exc}", run=run, latency_seconds=timer() - started
         )
     latency = timer() - started

@@ -117,7 +117,7 @@ def score(
     )
 
 
-def failed(scenario: suite.Scenario, *, error: str, run: int, latency_seconds: float) -> RunResult:
+def errored(scenario: suite.Scenario, *, error: str, run: int, latency_seconds: float) -> RunResult:
     """A run the provider could not finish (after its retries): never correct."""
     matched = False if scenario.expect.parameters else None
     return RunResult(
@@ -153,12 +153,12 @@ def _parameters_valid(
 ) -> bool | None:
     if selected is not None:
         return True
-    if attempts and rules(attempts[-1]) & PARAMETER_RULES:
+    if attempts and _rules(attempts[-1]) & PARAMETER_RULES:
         return False
     return None
 
 
-def rules(attempt: resources.ValidationAttempt) -> set[str]:
+def _rules(attempt: resources.ValidationAttempt) -> set[str]:
     """The rule codes of an attempt's errors (each error starts with ``[rule]``)."""
     return {match.group(1) for error in attempt.errors if (match := _RULE.match(error))}
 

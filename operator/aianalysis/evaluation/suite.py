@@ -155,7 +155,7 @@ class Scenario:
 # ---- loading ---------------------------------------------------------------------------------
 
 
-def load(paths: Iterable[Path | str]) -> list[Scenario]:
+def load_scenarios(paths: Iterable[Path | str]) -> list[Scenario]:
     """Scenarios from files and directories (searched recursively for ``*.yaml``/``*.yml``), in
     path order. Raises :class:`ScenarioError` on the first bad file, or on duplicate names."""
     scenarios = [parse_file(path) for path in _files(paths)]

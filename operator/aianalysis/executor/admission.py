@@ -58,7 +58,7 @@ class Facts:
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
 
 
-def refusal(facts: Facts) -> Refusal | None:
+def refusal_for(facts: Facts) -> Refusal | None:
     """Why the execution must not run; None when it may."""
     spec, namespace = facts.spec, facts.execution["metadata"]["namespace"]
     analysis = facts.analysis

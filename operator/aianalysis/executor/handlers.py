@@ -111,7 +111,7 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 
 
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
-async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+async def execute_when_allowed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     runtime: runner.ExecutorRuntime = memo.runtime
     chosen = (body.get("status") or {}).get("selectedWorkflow") or {}

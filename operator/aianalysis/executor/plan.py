@@ -208,7 +208,7 @@ def _running_since(pod: Mapping[str, Any]) -> str | None:
 # ---- status -------------------------------------------------------------------------------------------
 
 
-Outcome = Literal["completed", "failed", "refused", "other_engine"]
+_Outcome = Literal["completed", "failed", "refused", "other_engine"]
 
 
 def next_status(
@@ -247,7 +247,7 @@ def next_status(
             "started_at": started,
             "completed_at": finished or current.completed_at,
             "failure_details": details or current.failure_details,
-            "conditions": resources.merged(
+            "conditions": resources.set_condition(
                 current.conditions,
                 resources.condition(
                     CONDITION, condition_status, reason, message, now=now, generation=generation

@@ -262,7 +262,7 @@ async def _admission(
         cross_namespace=aianalysis.settings.cross_namespace_pairs(runtime.settings),
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
-    return await asyncio.to_thread(admission.refusal, facts)
+    return await asyncio.to_thread(admission.refusal_for, facts)
 
 
 async def _refuse(

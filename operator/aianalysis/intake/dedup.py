@@ -49,7 +49,7 @@ MAX_REMEMBERED_ALERTS = 1000
 MAX_INCIDENTS = 10_000
 """Incidents remembered in memory (a few hundred bytes each, plus their remembered alerts)."""
 
-Outcome = Literal["created", "repeat", "cancelled", "resolved"]
+_Outcome = Literal["created", "repeat", "cancelled", "resolved"]
 
 
 def incident_key(target: mapping.Target, signal_type: str) -> str:
@@ -120,7 +120,7 @@ class Tracker:
         self._lock_users: collections.Counter[str] = collections.Counter()
         self._flushes: set[asyncio.Task[None]] = set()
 
-    async def handle(self, incoming: Incoming) -> Outcome:
+    async def handle(self, incoming: Incoming) -> _Outcome:
         key = incident_key(incoming.workload, incoming.alert.signal.type)
         lock = self._locks.setdefault(key, asyncio.Lock())
         self._lock_users[key] += 1
@@ -138,7 +138,7 @@ class Tracker:
         """How many entries the in-memory maps hold (tests, debugging)."""
         return {"incidents": len(self._incidents), "locks": len(self._locks)}
 
-    async def _handle(self, key: str, incoming: Incoming) -> Outcome:
+    async def _handle(self, key: str, incoming: Incoming) -> _Outcome:
         incident = await self._current(key, incoming.alert.analysis_namespace)
         if incoming.alert.status == "resolved":
             return await self._resolved(incident, incoming)
@@ -264,7 +264,7 @@ class Tracker:
         self._schedule_flush(incident)
         log.info("alert %s → AIAnalysis %s/%s", alert.alert_name, incident.namespace, name)
 
-    async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
+    async def _resolved(self, incident: Incident, incoming: Incoming) -> _Outcome:
         incident.firing.pop(incoming.alert.fingerprint)
         if incident.name is not None and incident.ended_at is not None and not incident.firing:
             await self._note_resolved(incident, incoming.received)  # the assessment reads it

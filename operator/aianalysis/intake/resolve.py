@@ -99,13 +99,11 @@ class Resolver:
             found: mapping.Target = hit.value
             return found
         start = owners.Owner(kind=target.kind, name=target.name, namespace=target.namespace)
-        chain = await owners.owner_chain(
-            start, read=self._read, max_depth=MAX_OWNER_DEPTH + 1, controller_only=True
-        )
+        chain = await owners.walk(start, read=self._read, max_depth=MAX_OWNER_DEPTH + 1, controller_only=True)
         if target.kind == "Pod" and len(chain) == 1 and chain[0][1] is None:
             owner = await self._owner_of_gone_pod(target.name, target.namespace, labels or {})
             if owner is not None:
-                chain = await owners.owner_chain(
+                chain = await owners.walk(
                     owner, read=self._read, max_depth=MAX_OWNER_DEPTH, controller_only=True
                 )
             elif self._orphans_to_namespace:

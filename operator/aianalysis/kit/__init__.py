@@ -3,7 +3,7 @@ keyed by object uid, the health port, one retry schedule (:class:`Backoff`) and 
 transition is announced."""
 
 from aianalysis.kit.announce import Transition, announce
-from aianalysis.kit.backoff import Backoff
+from aianalysis.kit.backoff import Backoff, Sleep
 from aianalysis.kit.runtime import ProcessRuntime
 
-__all__ = ["Backoff", "ProcessRuntime", "Transition", "announce"]
+__all__ = ["Backoff", "ProcessRuntime", "Sleep", "Transition", "announce"]

@@ -7,9 +7,6 @@ from typing import Any
 from aianalysis import errors
 from aianalysis.kube import config, rest
 
-ApiClient = rest.ApiClient
-"""The type of the process' API client: other packages name it as ``kube.ApiClient``."""
-
 #: Parallel status writes and investigation reads run in threads, each blocking call holding one
 #: connection while it waits.
 CONNECTION_POOL_SIZE = 32
@@ -45,11 +42,6 @@ def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
         "private_key_path": connection.key_file,
         "default_namespace": connection.namespace,
     }
-
-
-def current_namespace(kubeconfig: str | None = None) -> str:
-    """The namespace of the kubeconfig's current context (``default`` when it names none)."""
-    return config.current_namespace(kubeconfig)
 
 
 def server_version(api: rest.ApiClient, *, timeout_seconds: float = 5.0) -> str:

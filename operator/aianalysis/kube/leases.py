@@ -29,7 +29,7 @@ class Lease:
     """The version read (None: not in the cluster yet, :func:`write` creates it)."""
 
 
-def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
+def fetch(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
     found: Any = calls.blocking(
         f"reading lease {namespace}/{name}",
@@ -54,7 +54,7 @@ def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     )
 
 
-def write(api: rest.ApiClient, lease: Lease) -> bool:
+def store(api: rest.ApiClient, lease: Lease) -> bool:
     """Create ``lease``, or replace it if it is still at ``lease.resource_version``; False when
     another writer won (it exists already, or changed since it was read)."""
     metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}

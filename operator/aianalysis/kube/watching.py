@@ -22,7 +22,7 @@ GONE = calls.GONE
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Page:
+class Listing:
     items: list[dict[str, Any]]
     resource_version: str
     """The list's version: a watch started from the last page's sees every later change."""
@@ -35,7 +35,7 @@ def pages(
     page_size: int,
     namespace: str = "",
     field_selector: str | None = None,
-) -> Iterator[Page]:
+) -> Iterator[Listing]:
     """Every object of ``plural`` (this API group; in ``namespace``, or all of them) that matches
     ``field_selector``, one page at a time."""
     url_path = _collection(plural, namespace)
@@ -45,7 +45,7 @@ def pages(
         page: Any = calls.blocking(
             f"listing {plural}", rest.get_json, api, url_path, query=query, timeout=None
         )
-        yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
+        yield Listing(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
         token = page["metadata"].get("continue")
         if not token:
             return

@@ -42,7 +42,7 @@ Transport = Literal["stdio", "http"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Options:
+class ServerOptions:
     business: resources.BusinessContext
     """The fixed policy of every search (callers can only narrow it)."""
     max_chars: int = 8000
@@ -60,7 +60,7 @@ def instructions(business: resources.BusinessContext) -> str:
     )
 
 
-def build(index: aianalysis.catalog.Catalog, options: Options) -> Server[Any]:
+def build(index: aianalysis.catalog.Catalog, options: ServerOptions) -> Server[Any]:
     """The MCP server over ``index`` (which may keep changing: every call reads it afresh)."""
     definitions = {
         d["name"]: d
@@ -155,9 +155,9 @@ def loopback(host: str) -> bool:
         return False
 
 
-def run(
+def serve_tools(
     index: aianalysis.catalog.Catalog,
-    options: Options,
+    options: ServerOptions,
     *,
     transport: Transport,
     host: str,

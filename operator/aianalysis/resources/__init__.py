@@ -66,7 +66,7 @@ from aianalysis.resources.conditions import (
     Condition,
     ConditionStatus,
     condition,
-    merged,
+    set_condition,
 )
 from aianalysis.resources.remediationworkflow import (
     REMEDIATIONWORKFLOW_PLURAL,
@@ -171,10 +171,10 @@ __all__ = [
     "WorkflowParameter",
     "WorkflowRef",
     "condition",
-    "merged",
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "set_condition",
     "timestamp",
     "utcnow",
 ]

@@ -46,7 +46,7 @@ def condition(
     )
 
 
-def merged(conditions: Sequence[Condition] | None, new: Condition) -> list[Condition]:
+def set_condition(conditions: Sequence[Condition] | None, new: Condition) -> list[Condition]:
     """``new`` in place of the condition of its type (appended when there is none); the others,
     another writer's too, are kept. An unchanged status keeps its ``lastTransitionTime``."""
     out, replaced = [], False

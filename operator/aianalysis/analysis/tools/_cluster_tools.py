@@ -180,7 +180,7 @@ class ClusterTools:
 
 
 def _kind(text: str) -> kind_table.Kind:
-    refusal = kind_table.refusal(text)
+    refusal = kind_table.why_refused(text)
     if refusal:
         raise _args.Refused(refusal)
     kind = kind_table.lookup(text)

@@ -316,7 +316,7 @@ async def owner_chain(reader: readers.ClusterReader, start: scope.ObjectRef) -> 
     first = owners.Owner(
         kind=start.kind, name=start.name, namespace=start.namespace, api_version=start.api_version
     )
-    chain = await owners.owner_chain(first, read=get, max_depth=MAX_OWNER_DEPTH)
+    chain = await owners.walk(first, read=get, max_depth=MAX_OWNER_DEPTH)
     return [dict(obj) for _, obj in chain if obj is not None]
 
 

@@ -11,9 +11,9 @@ follow ``continue``), and the text is capped; a list that was cut says so and ho
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import Any
 
+from aianalysis import resources
 from aianalysis.analysis import redact, scope
 from aianalysis.analysis.tools import _args, _columns, _output, _policy, _rollout
 from aianalysis.kube import kind_table, readers
@@ -36,12 +36,6 @@ NO_METRICS = (
     "or list_pods_of_owner instead"
 )
 
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
 
 class InvestigationTools:
     def __init__(
@@ -51,7 +45,7 @@ class InvestigationTools:
         policy: _policy.ReadPolicy,
         max_chars: int,
         returned: set[scope.Key],
-        now: Clock = utcnow,
+        now: resources.Clock = resources.utcnow,
     ) -> None:
         self._reader = reader
         self._policy = policy
@@ -213,7 +207,7 @@ class InvestigationTools:
 
     async def resolve(self, text: str) -> kind_table.Kind:
         """A built-in kind from the fixed table, else a custom kind served in an allowed group."""
-        refusal = kind_table.refusal(text)
+        refusal = kind_table.why_refused(text)
         if refusal:
             raise _args.Refused(refusal)
         kind = kind_table.lookup(text)
