@@ -153,7 +153,7 @@ def approve_automatically(
     except pydantic.ValidationError:
         return Refuse(message="unreadable analysis")
     refusal = auto_refusal(analysis, status, policy=policy, facts=facts)
-    completed = _parse(status.completed_at)
+    completed = resources.parse_timestamp(status.completed_at)
     if refusal is None and (completed is None or (now - completed).total_seconds() > policy.max_age_seconds):
         refusal = "completed too long ago"
     if refusal is not None or status.selected_workflow is None:
@@ -312,12 +312,3 @@ def _next_number(analysis: str, mine: Sequence[Mapping[str, Any]]) -> int:
         if n[len(prefix) :].isdigit()
     ]
     return max(numbers, default=0) + 1
-
-
-def _parse(text: str | None) -> datetime.datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -391,10 +391,5 @@ def _seq(body: dict[str, Any]) -> int | None:
 
 
 def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return float(calendar.timegm(parsed.utctimetuple()))
+    parsed = resources.parse_timestamp(stamp)
+    return None if parsed is None else float(calendar.timegm(parsed.utctimetuple()))
