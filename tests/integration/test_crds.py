@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from aianalysis import resources
-from aianalysis.analysis import status as status_mod
 
 pytestmark = pytest.mark.cluster
 
@@ -807,7 +806,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
         validation_attempts=[resources.ValidationAttempt(attempt=1, valid=False, at=T1)],
     )
 
-    objects.patch_status("AIAnalysis", name, status_mod.merge_patch(sparse))
+    objects.patch_status("AIAnalysis", name, sparse.merge_patch())
 
     stored = objects.get("AIAnalysis", name)["status"]
     assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"
