@@ -45,7 +45,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
     marked = status.investigating(previous=resources.AIAnalysisStatus(), attempt=1, now=now, generation=1)
     final = status.completed(previous=marked, decision=decision, now=now, generation=1)
     assert final.selected_workflow is not None, "the bench catalog must solve the bench analysis"
-    return status.merge_patch(marked), status.merge_patch(final)
+    return marked.merge_patch(), final.merge_patch()
 
 
 def _timed(

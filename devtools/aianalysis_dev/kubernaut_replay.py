@@ -47,17 +47,16 @@ from typing import Any
 import yaml
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import pipeline, scope
-from aianalysis.analysis.llm import base
+from aianalysis.analysis import conversation, pipeline, scope
 from aianalysis.catalog import importer
-from aianalysis.evaluation import cluster, scenario
+from aianalysis.evaluation import cluster, suite
 from aianalysis.intake import mapping, payload, resolve
-from aianalysis.kube import kinds
+from aianalysis.kube import kind_table
 from aianalysis_dev import kubernaut_eval
 
 ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
 ARGO_APPLICATION = ("argoproj.io/v1alpha1", "Application")
-CLUSTER_SCOPED = frozenset(k.kind for k in kinds.KINDS if not k.namespaced)
+CLUSTER_SCOPED = frozenset(k.kind for k in kind_table.KINDS if not k.namespaced)
 #: Kinds an alert names with a label of its own (the intake's defaults), by kind.
 RESOURCE_LABELS = {rule.kind: rule.label for rule in mapping.DEFAULT_RESOURCE_LABELS}
 #: Parameters the system fills from the remediation target: a correct answer leaves them out.
@@ -174,7 +173,9 @@ def world(mirror: kubernaut_eval.Mirror, rec: Recorded, options: Options) -> dic
     docs = [*_manifests(mirror, rec.folder), *_chart(mirror, rec.folder, helm=options.helm)]
     spaces = [d["metadata"]["name"] for d in docs if d.get("kind") == "Namespace"]
     home = rec.namespace if rec.namespace in spaces else next(iter(spaces), rec.namespace)
-    objects = [_placed(d, home=home, namespace=rec.namespace) for d in docs if d.get("kind") in kinds.BY_KIND]
+    objects = [
+        _placed(d, home=home, namespace=rec.namespace) for d in docs if d.get("kind") in kind_table.BY_KIND
+    ]
     objects += [d for d in docs if d.get("kind") == "Secret"]
     objects += [claim for obj in objects for claim in _claims(obj)]
     nodes = {
@@ -248,7 +249,7 @@ def _placed(obj: dict[str, Any], *, home: str, namespace: str) -> dict[str, Any]
     if obj.get("kind") == "Namespace":
         if meta.get("name") == home:
             meta["name"] = namespace
-    elif kinds.BY_KIND[str(obj["kind"])].namespaced and meta.get("namespace") in (None, home):
+    elif kind_table.BY_KIND[str(obj["kind"])].namespaced and meta.get("namespace") in (None, home):
         meta["namespace"] = namespace
     return placed
 
@@ -351,7 +352,7 @@ class Scripted:
         self.tool_errors: list[str] = []
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> _Conversation:
         del system, prompt, spec
         return _Conversation(self, toolbox)
@@ -364,17 +365,17 @@ class Scripted:
 
 
 class _Conversation:
-    def __init__(self, provider: Scripted, toolbox: base.Tools) -> None:
+    def __init__(self, provider: Scripted, toolbox: conversation.Tools) -> None:
         self._provider = provider
         self._toolbox = toolbox
-        self._counter = base.UsageCounter()
+        self._counter = conversation.UsageCounter()
         self._raw: dict[str, Any] | None = None
 
     @property
     def usage(self) -> resources.LLMUsage:
         return self._counter.snapshot(provider="scripted", model="replay")
 
-    async def answer(self) -> base.Submission:
+    async def answer(self) -> conversation.Submission:
         rec, index = self._provider._rec, self._provider._index
         first = index.get(rec.workflows[0])
         action = first.spec.action_type if first is not None else None
@@ -390,7 +391,7 @@ class _Conversation:
         chosen = (offered or list(rec.workflows))[0]
         await self._call("get_workflow_details", {"workflow_id": chosen})
         self._raw = _submission(chosen, rec)
-        return base.Submission(raw=self._raw)
+        return conversation.Submission(raw=self._raw)
 
     async def _catalog(self, name: str, arguments: dict[str, Any], named: dict[str, Any]) -> str:
         """A catalog call for the named target; asked again without it when the tool refuses it (an
@@ -402,9 +403,9 @@ class _Conversation:
                 return outcome.text
         return await self._call(name, arguments)
 
-    async def correct(self, errors: list[str]) -> base.Submission:
+    async def correct(self, errors: list[str]) -> conversation.Submission:
         del errors
-        return base.Submission(raw=self._raw, exhausted=True)
+        return conversation.Submission(raw=self._raw, exhausted=True)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> str:
         self._counter.tool_calls += 1
@@ -424,7 +425,7 @@ def _json(text: str) -> dict[str, Any]:
 def _submission(workflow_id: str, rec: Recorded) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "analysis_summary": f"Replayed from Kubernaut's recorded analysis {rec.name}.",
-        "root_cause_assessment": "As recorded by the model that investigated the scenario.",
+        "root_cause_assessment": "As recorded by the model that investigated the suite.",
         "rca_severity": "critical" if rec.severity == "critical" else "high",
         "selected_workflow": {
             "workflow_id": workflow_id,
@@ -470,7 +471,7 @@ async def _one(
     missing = _missing_target(doc["cluster"], rec)
     if missing is not None:
         return Outcome(recorded=rec, accepted=False, offered=False, detail=missing, replayable=False)
-    logs = {k: scenario.PodLog.model_validate(v) for k, v in (doc.get("logs") or {}).items()}
+    logs = {k: suite.PodLog.model_validate(v) for k, v in (doc.get("logs") or {}).items()}
     reader = cluster.InMemoryCluster(doc["cluster"], logs=logs)
     made = await intake(alert_labels(mirror, rec), reader, config=mapping.MappingConfig())
     if isinstance(made, str):

@@ -93,7 +93,7 @@ async def test_two_replicas_starting_at_once_never_overshoot(
         started = [s for s in steps if isinstance(s, preflight.Go)]
         blocked = [s.block for s in steps if isinstance(s, preflight.Blocked)]
         assert len(started) == 1 and [b.reason for b in blocked] == [guard], steps
-    lease = leases.read(replicas[0], namespace=namespace, name=startlock.NAME)
+    lease = leases.fetch(replicas[0], namespace=namespace, name=startlock.NAME)
     assert lease is not None and lease.holder_identity is None  # released after every start
 
 
@@ -105,10 +105,10 @@ async def test_a_dead_holder_is_overtaken_and_a_live_one_waited_for_boundedly(
         namespace=namespace, name=startlock.NAME, holder_identity="executor-gone",
         lease_duration_seconds=1, acquire_time=now, renew_time=now, lease_transitions=0,
     )  # fmt: skip
-    assert leases.write(replicas[0], ghost)
+    assert leases.store(replicas[0], ghost)
     lock = startlock.StartLock(api=replicas[1], namespace=namespace, identity="executor-b", wait_seconds=10)
     async with lock.held():  # waits out the dead holder's second, then holds it
-        held = leases.read(replicas[0], namespace=namespace, name=startlock.NAME)
+        held = leases.fetch(replicas[0], namespace=namespace, name=startlock.NAME)
         assert held is not None and held.holder_identity == "executor-b" and held.lease_transitions == 1
         other = startlock.StartLock(
             api=replicas[0], namespace=namespace, identity="executor-a", wait_seconds=0.5
@@ -143,5 +143,5 @@ async def test_a_call_wedged_while_the_lock_is_held_ends_before_the_hold_could_b
     assert kube_client.timeouts().request_seconds > hold  # the call alone would have outlived the hold
     nxt = startlock.StartLock(api=replicas[1], namespace=namespace, identity="executor-b", wait_seconds=2)
     async with nxt.held():
-        held = leases.read(replicas[1], namespace=namespace, name=startlock.NAME)
+        held = leases.fetch(replicas[1], namespace=namespace, name=startlock.NAME)
         assert held is not None and held.holder_identity == "executor-b"

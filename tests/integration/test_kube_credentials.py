@@ -20,7 +20,8 @@ import yaml
 from kubernetes import client
 
 from aianalysis import errors, kube
-from aianalysis.kube import approvals, config, rest
+from aianalysis.executor import server_facts
+from aianalysis.kube import config, rest
 from aianalysis_dev import devcluster
 from tests.support import connect_proxy, typed
 
@@ -67,7 +68,7 @@ def test_a_client_certificate_in_files_beside_the_kubeconfig_authenticates(
         user={"client-certificate": "pki/me.crt", "client-key": "pki/me.key"},
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == "cert-admin"
+        assert server_facts.whoami(api) == "cert-admin"
         assert kube.server_version(api).startswith("v1.")
 
 
@@ -82,7 +83,7 @@ def test_a_client_certificate_and_the_ca_as_inline_data_authenticate(
         user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == "inline-user"
+        assert server_facts.whoami(api) == "inline-user"
 
 
 def test_a_certificate_the_api_server_does_not_trust_is_refused_as_unauthorized(
@@ -101,7 +102,7 @@ def test_a_certificate_the_api_server_does_not_trust_is_refused_as_unauthorized(
         user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
     with kube.api_client(path) as api, pytest.raises(errors.ClusterError) as refused:
-        approvals.whoami(api)
+        server_facts.whoami(api)
     assert refused.value.status == 401
 
 
@@ -154,13 +155,13 @@ def test_in_a_pod_a_rotated_service_account_token_is_read_again_after_a_401(
     (tmp_path / "token").write_text(service_accounts("first"))
     login = config.in_cluster(tmp_path)
     with rest.ApiClient(login, pool_size=2, timeouts=kube.client.timeouts()) as api:
-        assert approvals.whoami(api) == f"system:serviceaccount:{namespace}:first"
+        assert server_facts.whoami(api) == f"system:serviceaccount:{namespace}:first"
         assert login.namespace == namespace
 
         (tmp_path / "token").write_text(service_accounts("second"))  # the kubelet's rotation
         revoke(namespace, "first")
         until(
-            lambda: approvals.whoami(api) == f"system:serviceaccount:{namespace}:second",
+            lambda: server_facts.whoami(api) == f"system:serviceaccount:{namespace}:second",
             seconds=10,  # the authenticator's cache of the deleted account; far below the minute
             what="the request after the 401 uses the token read again",
         )
@@ -198,11 +199,11 @@ def test_an_exec_plugins_token_refused_with_401_is_fetched_again_and_the_request
         env={"TOKEN_FILE": str(token_file)},
     )  # fmt: skip
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == f"system:serviceaccount:{namespace}:plugin-one"
+        assert server_facts.whoami(api) == f"system:serviceaccount:{namespace}:plugin-one"
         token_file.write_text(service_accounts("plugin-two"))
         revoke(namespace, "plugin-one")
         until(
-            lambda: approvals.whoami(api) == f"system:serviceaccount:{namespace}:plugin-two",
+            lambda: server_facts.whoami(api) == f"system:serviceaccount:{namespace}:plugin-two",
             seconds=10,
             what="the request after the 401 carries the plugin's new token",
         )
@@ -235,12 +236,12 @@ def test_an_exec_plugins_client_certificate_is_rotated_when_it_expires(
         tmp_path / "config", server=dev.server, ca=dev.ca_file, script=EXEC_CERT, env={"DIR": str(tmp_path)}
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api) == "rotating-one"
+        assert server_facts.whoami(api) == "rotating-one"
         shutil.copy(tmp_path / "rotating-two.crt", tmp_path / "current.crt")
         shutil.copy(tmp_path / "rotating-two.key", tmp_path / "current.key")
         (tmp_path / "expires").write_text("2999-01-01T00:00:00Z")
         until(
-            lambda: approvals.whoami(api) == "rotating-two",
+            lambda: server_facts.whoami(api) == "rotating-two",
             seconds=20,
             what="the rotated certificate is used",
         )
@@ -259,7 +260,7 @@ def test_a_proxy_url_carries_the_connections_to_the_api_server(
             user={"token": dev.token},
         )
         with kube.api_client(path) as api:
-            assert approvals.whoami(api) == "admin"
+            assert server_facts.whoami(api) == "admin"
         assert proxy.tunnels == [dev.server.removeprefix("https://")]
         assert kube.login_fields(path)["proxy_url"] == proxy.url
 
@@ -277,5 +278,5 @@ def test_a_kubeconfig_read_outside_a_pod_leaves_no_key_on_disk(
         user={"client-certificate-data": b64(cert), "client-key-data": b64(key)},
     )
     with kube.api_client(path) as api:
-        assert approvals.whoami(api).startswith("memory-")
+        assert server_facts.whoami(api).startswith("memory-")
         assert list(Path(config._private_dir()).iterdir()) == []

@@ -345,7 +345,7 @@ async def test_openai_model_check_lists_the_served_models() -> None:
 
 def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
     box = RecordingToolbox()
-    params = openai_provider.tool_params(box)
+    params = openai_provider.function_tool_params(box)
     by_name = {p["function"]["name"]: p["function"] for p in params}
     for definition in box.definitions():
         assert by_name[definition["name"]]["parameters"] == definition["input_schema"]

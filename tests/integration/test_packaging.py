@@ -28,7 +28,7 @@ import yaml
 
 import aianalysis
 from aianalysis import settings
-from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import kind_table
 from aianalysis_dev import devcluster, in_a_pod
 from tests.e2e.conftest import OperatorProcess, wait_terminal
 
@@ -639,7 +639,7 @@ def test_cluster_role_lets_the_investigation_tools_read_every_kind_they_offer(
 ) -> None:
     granted = grants(one(render(helm, tmp_path), "ClusterRole")["rules"])
     missing = [
-        kind.kind for kind in _kinds.KINDS if "get" not in granted.get((kind.group, kind.plural), set())
+        kind.kind for kind in kind_table.KINDS if "get" not in granted.get((kind.group, kind.plural), set())
     ]
     assert missing == []
     assert "get" in granted[("", "pods/log")]

@@ -73,11 +73,11 @@ def test_bookmarks_change_nothing() -> None:
     assert len(found) == 0 and changes == []
 
 
-def _pages(count: int, *, fail_at: int | None = None) -> Iterator[watching.Page]:
+def _pages(count: int, *, fail_at: int | None = None) -> Iterator[watching.Listing]:
     for n in range(count):
         if n == fail_at:
             raise errors.ClusterError("listing remediationworkflows: 500 boom", status=500)
-        yield watching.Page(items=[obj(f"wf-{n}")], resource_version=str(n))
+        yield watching.Listing(items=[obj(f"wf-{n}")], resource_version=str(n))
 
 
 def test_pages_read_ahead_arrive_in_order_and_all() -> None:

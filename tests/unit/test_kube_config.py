@@ -24,8 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from aianalysis import errors, kube
-from aianalysis.kube import config, rest
-from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import calls, config, rest
 
 SERVER = "https://k8s.example:6443"
 
@@ -473,5 +472,5 @@ def test_credentials_that_cannot_be_had_for_a_request_are_a_retryable_cluster_er
             errors.ClusterError, match=r"no credentials for the API server.*sso session expired"
         ) as raised,
     ):
-        kube_errors.blocking("reading the version", rest.get_json, api, "/version", timeout=1)
+        calls.blocking("reading the version", rest.get_json, api, "/version", timeout=1)
     assert raised.value.retryable

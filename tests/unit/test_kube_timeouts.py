@@ -101,11 +101,11 @@ FAMILIES: dict[str, tuple[Callable[[rest.ApiClient], Callable[[], Awaitable[Any]
     ),
     "watch": (lambda api: blocking(lambda: list(watch(api))), WATCH_SECONDS + REQUEST),
     "lease read": (
-        lambda api: blocking(leases.read, api, namespace="ns", name="l"),
+        lambda api: blocking(leases.fetch, api, namespace="ns", name="l"),
         min(leases.REQUEST_TIMEOUT_SECONDS, REQUEST),
     ),
     "lease write": (
-        lambda api: blocking(leases.write, api, leases.Lease(namespace="ns", name="l", holder_identity="me")),
+        lambda api: blocking(leases.store, api, leases.Lease(namespace="ns", name="l", holder_identity="me")),
         min(leases.REQUEST_TIMEOUT_SECONDS, REQUEST),
     ),
 }
@@ -131,7 +131,7 @@ async def test_a_lease_call_keeps_its_own_shorter_bound(silent: hanging.Silent) 
     retries included (it was 20 s: four attempts of 5 s each), under a client allowing 30 s."""
     generous = rest.Timeouts(connect_seconds=CONNECT, request_seconds=30.0, retry_after_max_seconds=1.0)
     with rest.ApiClient(config.Connection(server=silent.url), pool_size=1, timeouts=generous) as api:
-        took, outcome = await timed(blocking(leases.read, api, namespace="ns", name="l"))
+        took, outcome = await timed(blocking(leases.fetch, api, namespace="ns", name="l"))
     assert isinstance(outcome, errors.ClusterError) and outcome.retryable
     assert took <= leases.REQUEST_TIMEOUT_SECONDS + SLACK
 

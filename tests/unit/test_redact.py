@@ -16,7 +16,7 @@ import yaml
 
 from aianalysis.analysis import redact
 from aianalysis.analysis.redact import _gitleaks
-from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import kind_table
 from tests.support import secret_shapes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ ORDINARY = [
     *sorted((ROOT / "deploy").rglob("*.yaml")),
     *sorted((ROOT / "crds").rglob("*.yaml")),
 ]
-BUILTIN = {k.kind for k in _kinds.KINDS}
+BUILTIN = {k.kind for k in kind_table.KINDS}
 FALSE_POSITIVE_BOUND = 0.01
 """At most this share of the ordinary corpus' string values may be changed (measured: see the
 README's Security model)."""

@@ -19,7 +19,7 @@ import pydantic
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, validation
-from aianalysis.executor import approval as approval_mod
+from aianalysis.executor import approval
 
 NOT_APPROVED = "NotApproved"
 SELECTION_MISMATCH = "SelectionMismatch"
@@ -51,14 +51,14 @@ class Facts:
     """The catalog's accepted entry for the execution's workflow id and version (None: none)."""
     approval_policy_problem: str | None
     """Why approvals cannot be trusted (the admission policy is missing); None when in force."""
-    auto: approval_mod.AutoPolicy
-    auto_facts: approval_mod.AutoFacts | None = None
+    auto: approval.AutoPolicy
+    auto_facts: approval.AutoFacts | None = None
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
 
 
-def refusal(facts: Facts) -> Refusal | None:
+def refusal_for(facts: Facts) -> Refusal | None:
     """Why the execution must not run; None when it may."""
     spec, namespace = facts.spec, facts.execution["metadata"]["namespace"]
     analysis = facts.analysis
@@ -84,7 +84,7 @@ def refusal(facts: Facts) -> Refusal | None:
             reason=SELECTION_MISMATCH,
             problems=[f"aianalysis/{spec.analysis_ref} has no validated selection now ({status.phase})"],
         )
-    target = approval_mod.analysis_target(analysis, status)
+    target = approval.analysis_target(analysis, status)
     return (
         _mismatch(facts.spec, selected, target)
         or _namespace(namespace, target, facts.cross_namespace)
@@ -188,7 +188,7 @@ def _approval(
             reason=NOT_APPROVED,
             problems=[f"approvals cannot be verified: {facts.approval_policy_problem}"],
         )
-    digest = approval_mod.selection_digest(
+    digest = approval.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,
         parameters=spec.parameters,
@@ -207,9 +207,7 @@ def _approval(
             ],
         )
     if given.mode == "Auto":
-        why = approval_mod.auto_refusal(
-            analysis, status, policy=facts.auto, facts=facts.auto_facts or _NO_FACTS
-        )
+        why = approval.auto_refusal(analysis, status, policy=facts.auto, facts=facts.auto_facts or _NO_FACTS)
         if why is not None:
             return Refusal(reason=NOT_APPROVED, problems=[f"autoExecute does not admit it: {why}"])
     return None
@@ -220,7 +218,7 @@ def _api_version(status: resources.AIAnalysisStatus) -> str | None:
     return affected.api_version if affected is not None else None
 
 
-_NO_FACTS = approval_mod.AutoFacts(namespace_labels={}, workflow=None)
+_NO_FACTS = approval.AutoFacts(namespace_labels={}, workflow=None)
 
 
 def _key(ref: resources.ResourceRef) -> tuple[str, str, str]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import kopf
 
+import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
 from aianalysis.executor import plan, runner, submit
 
 G, V = resources.GROUP, resources.VERSION
@@ -35,7 +35,7 @@ def login(**_: Any) -> kopf.ConnectionInfo:
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    config = settings_mod.from_env()
+    config = aianalysis.settings.from_env()
     settings.posting.level = logging.WARNING
     kube.configure_kopf(settings, settings=config)  # kopf's calls bounded as ours are
     memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client(settings=config))
@@ -111,7 +111,7 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 
 
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
-async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+async def execute_when_allowed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     runtime: runner.ExecutorRuntime = memo.runtime
     chosen = (body.get("status") or {}).get("selectedWorkflow") or {}

@@ -65,10 +65,10 @@ class StartLock:
         then at the latest)."""
         deadline = time.monotonic() + self.wait_seconds
         while True:
-            found = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=NAME)
+            found = await asyncio.to_thread(leases.fetch, self.api, namespace=self.namespace, name=NAME)
             since = time.monotonic()
             mine = self._take(found)
-            if mine is not None and await asyncio.to_thread(leases.write, self.api, mine):
+            if mine is not None and await asyncio.to_thread(leases.store, self.api, mine):
                 return since
             if time.monotonic() >= deadline:
                 holder = found.holder_identity if found is not None else "?"
@@ -109,10 +109,10 @@ class StartLock:
     async def _release(self) -> None:
         """Give it back (conditional on the version read); a failure is harmless: it expires."""
         try:
-            found = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=NAME)
+            found = await asyncio.to_thread(leases.fetch, self.api, namespace=self.namespace, name=NAME)
             if found is not None and found.holder_identity == self.identity:
                 await asyncio.to_thread(
-                    leases.write, self.api, dataclasses.replace(found, holder_identity=None)
+                    leases.store, self.api, dataclasses.replace(found, holder_identity=None)
                 )
         except errors.AIAnalysisError as exc:
             log.warning(

@@ -1,8 +1,9 @@
 """The one door to the Kubernetes API: the only package that speaks HTTP to the API server.
 
-``client`` opens the process' API client; ``objects`` reads and writes our custom objects (status
-writes bound to uid and resourceVersion); ``reader``/``api_reader``/``kinds`` are the read-only
-cluster reads the investigation tools use.
+``client`` opens the process' API client (``rest`` is its transport, ``config`` where the API server is
+and who we are); ``objects`` reads and writes our custom objects (status writes bound to uid and
+resourceVersion); ``readers``/``api_reader``/``kind_table`` are the read-only cluster reads the
+investigation tools use; ``calls`` maps every failure to the project's errors.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import aianalysis.settings
 from aianalysis import errors
-from aianalysis import settings as settings_mod
 from aianalysis.kube import config, rest
 
 ApiClient = rest.ApiClient
@@ -20,7 +20,7 @@ CONNECTION_POOL_SIZE = 32
 
 
 def api_client(
-    kubeconfig: str | None = None, *, settings: settings_mod.Settings | None = None
+    kubeconfig: str | None = None, *, settings: aianalysis.settings.Settings | None = None
 ) -> rest.ApiClient:
     """The in-cluster service account's client, else the kubeconfig's, its calls bounded by
     ``settings`` (the defaults when None); :class:`errors.ConfigError` when there is neither."""
@@ -32,9 +32,9 @@ def api_client(
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
 
 
-def timeouts(settings: settings_mod.Settings | None = None) -> rest.Timeouts:
+def timeouts(settings: aianalysis.settings.Settings | None = None) -> rest.Timeouts:
     """The bounds of every API call, from ``settings`` (the defaults when None)."""
-    s = settings or settings_mod.Settings()
+    s = settings or aianalysis.settings.Settings()
     return rest.Timeouts(
         connect_seconds=s.api.connect_timeout_seconds,
         request_seconds=s.api.request_timeout_seconds,
@@ -43,7 +43,7 @@ def timeouts(settings: settings_mod.Settings | None = None) -> rest.Timeouts:
 
 
 def configure_kopf(
-    kopf_settings: Any, *, settings: settings_mod.Settings, watch_seconds: int = WATCH_SECONDS
+    kopf_settings: Any, *, settings: aianalysis.settings.Settings, watch_seconds: int = WATCH_SECONDS
 ) -> None:
     """kopf's own API calls (its lists and watches, its Events) bounded as ours are: the connect
     timeout per attempt, the request timeout per request, and each watch ended by the server after

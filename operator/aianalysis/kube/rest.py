@@ -8,7 +8,7 @@ certificate gets a new pool). The ``kubernetes`` Python client is not the transp
 requests, oauthlib, google-auth, websocket and pydantic-generated models (~25 MiB of RSS before any
 call; kopf also imports its models whenever it is installed) — outside a Pod only its kubeconfig
 loader is used, by ``config``. A non-2xx answer raises :class:`ApiError`; connection failures are urllib3's or
-the OS's (:class:`NoAnswer` when the call's time is up). :mod:`aianalysis.kube.errors` maps both.
+the OS's (:class:`NoAnswer` when the call's time is up). :mod:`aianalysis.kube.calls` maps both.
 
 **Every call is bounded** (:class:`Timeouts`): a connect timeout per attempt, and one deadline for
 the whole call — every attempt, every wait between attempts — so a server that accepts and never

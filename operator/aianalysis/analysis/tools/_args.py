@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+import aianalysis.catalog.model
 from aianalysis.analysis import schema
-from aianalysis.catalog import model as catalog_model
 
 MAX_TOP_K = 20
 MAX_QUERY_CHARS = 2000
@@ -85,7 +85,7 @@ class SearchArgs(Args):
         None,
         description="Optional, narrowing only.",
     )
-    top_k: int = Field(catalog_model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
+    top_k: int = Field(aianalysis.catalog.model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
     affected_resource: TargetArg | None = Field(None, description=_TARGET_DESCRIPTION)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.prometheus
 from aianalysis import catalog, errors, resources, settings
 from aianalysis.analysis import scope
 from aianalysis.analysis.tools import (
@@ -35,8 +36,7 @@ from aianalysis.analysis.tools import (
     _scope,
     _specs,
 )
-from aianalysis.kube import prometheus as _prometheus
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
 
@@ -83,10 +83,10 @@ class ToolBox:
         *,
         spec: resources.AIAnalysisSpec,
         catalog: catalog.Catalog,
-        reader: _reader.ClusterReader | None,
+        reader: readers.ClusterReader | None,
         max_chars: int,
         facts: catalog.TargetFacts | None = None,
-        metrics: _reader.MetricsReader | None = None,
+        metrics: readers.MetricsReader | None = None,
         limits: Limits | None = None,
         target_facts: FactsOf | None = None,
     ) -> None:
@@ -147,7 +147,7 @@ class ToolBox:
         if metrics is not None:
             scoped = tenancy(spec, policy)
             param = limits.prometheus_label_proxy_param
-            if param and isinstance(metrics, _prometheus.PrometheusClient) and not scoped.every:
+            if param and isinstance(metrics, aianalysis.prometheus.PrometheusClient) and not scoped.every:
                 metrics = metrics.with_params(tuple((param, ns) for ns in scoped.namespaces))
             prom = _prom_tools.PrometheusTools(
                 source=metrics,
@@ -207,10 +207,10 @@ class ToolBox:
             answer = await self._handlers[name](args)
         except (_args.Refused, _promql.BadRequest) as exc:
             return self._error(str(exc))  # our words (and the LLM's own arguments)
-        except _reader.NotFound as exc:
+        except readers.NotFound as exc:
             self.cluster_read_failures += spec.investigates
             return self._error(str(exc), data=_results.Absent())
-        except _reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
             return self._server_error(f"{self._source(spec)} cannot give this:", exc)
         except errors.ClusterError as exc:
@@ -282,7 +282,7 @@ def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _prom
     """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
     cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
     Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
-    info = _scope.kinds().get(spec.resource.kind.strip().casefold())
+    info = _scope.target_kinds().get(spec.resource.kind.strip().casefold())
     cluster = info is not None and not info.namespaced and info.kind != "Namespace"
     return _promql.Tenancy(
         namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace

@@ -47,9 +47,7 @@ from typing import Any
 
 from aianalysis import catalog, errors
 from aianalysis.analysis import scope
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import owners
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, owners, readers
 
 MAX_OWNER_DEPTH = 4
 
@@ -65,7 +63,7 @@ _FLUX_PREFIXES = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/")
 _FLUX_MARKERS = ("fluxcd.io/sync-gc-mark",)
 _FLUX_NAMESPACE_MARKERS = (*_FLUX_MARKERS, "fluxcd.io/sync-status")
 _MESH_GROUPS = {"istio.io": "istio", "linkerd.io": "linkerd"}
-ARGO_APPLICATION = _kinds.Kind(
+ARGO_APPLICATION = kind_table.Kind(
     kind="Application", group="argoproj.io", version="v1alpha1", plural="applications", namespaced=True
 )
 MAX_APPLICATIONS = 500
@@ -81,7 +79,7 @@ class Subject:
     target: scope.ObjectRef
     chain: Sequence[JSON]
     namespace: JSON | None
-    reader: _reader.ClusterReader
+    reader: readers.ClusterReader
     _lists: dict[str, list[JSON] | None] = dataclasses.field(default_factory=dict)
     _applications: list[JSON] | None = None
 
@@ -131,7 +129,7 @@ class Subject:
                 page = await self.reader.list_page(
                     kind=ARGO_APPLICATION, namespace=None, limit=MAX_APPLICATIONS
                 )
-            except (_reader.Unavailable, errors.ClusterError):
+            except (readers.Unavailable, errors.ClusterError):
                 self._applications = []
             else:
                 self._applications = list(page.items)
@@ -197,7 +195,7 @@ async def _hpa(subject: Subject) -> bool | None:
     if not subject.read:
         return None
     owners = {(obj.get("kind"), (obj.get("metadata") or {}).get("name")) for obj in subject.chain}
-    if not any(kind in _kinds.OWNER_KINDS for kind, _ in owners):
+    if not any(kind in kind_table.OWNER_KINDS for kind, _ in owners):
         return False
     hpas = await subject.listed("HorizontalPodAutoscaler")
     if hpas is None:
@@ -277,7 +275,7 @@ RULES: dict[str, Rule] = {
 
 
 async def detect(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     target: scope.ObjectRef,
     *,
     workload: scope.ObjectRef | None = None,
@@ -293,7 +291,7 @@ async def detect(
     return _facts({field: _either(own.get(field), theirs.get(field)) for field in RULES})
 
 
-async def _subject(reader: _reader.ClusterReader, target: scope.ObjectRef) -> Subject:
+async def _subject(reader: readers.ClusterReader, target: scope.ObjectRef) -> Subject:
     chain = await owner_chain(reader, target)
     home = target.name if target.kind == "Namespace" else target.namespace
     namespace = None
@@ -354,26 +352,26 @@ def _tool(markers: Mapping[str, str], *, argo: Sequence[str], flux: Sequence[str
 # ---- reads shared with the scope -----------------------------------------------------------------
 
 
-async def read(reader: _reader.ClusterReader, ref: scope.ObjectRef) -> _reader.JSONObject | None:
-    if ref.kind not in _kinds.BY_KIND:
+async def read(reader: readers.ClusterReader, ref: scope.ObjectRef) -> readers.JSONObject | None:
+    if ref.kind not in kind_table.BY_KIND:
         return None
     try:
         return await reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
-    except (_reader.Unavailable, errors.ClusterError):
+    except (readers.Unavailable, errors.ClusterError):
         return None
 
 
-async def owner_chain(reader: _reader.ClusterReader, start: scope.ObjectRef) -> list[_reader.JSONObject]:
+async def owner_chain(reader: readers.ClusterReader, start: scope.ObjectRef) -> list[readers.JSONObject]:
     """``start`` and the controllers above it (Pod → ReplicaSet → Deployment…), as read (the one
     owner-chain walk, ``kube.owners``)."""
 
-    async def get(ref: owners.Owner) -> _reader.JSONObject | None:
+    async def get(ref: owners.Owner) -> readers.JSONObject | None:
         return await read(reader, _object_ref(ref))
 
     first = owners.Owner(
         kind=start.kind, name=start.name, namespace=start.namespace, api_version=start.api_version
     )
-    chain = await owners.owner_chain(first, read=get, max_depth=MAX_OWNER_DEPTH)
+    chain = await owners.walk(first, read=get, max_depth=MAX_OWNER_DEPTH)
     return [dict(obj) for _, obj in chain if obj is not None]
 
 
@@ -400,16 +398,16 @@ def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return template if isinstance(template, dict) and obj.get("kind") in _TEMPLATED else None
 
 
-_TEMPLATED = frozenset((*_kinds.OWNER_KINDS, "Pod", "ReplicaSet"))
+_TEMPLATED = frozenset((*kind_table.OWNER_KINDS, "Pod", "ReplicaSet"))
 
 
-async def list_in(reader: _reader.ClusterReader, kind: str, namespace: str | None) -> list[JSON] | None:
+async def list_in(reader: readers.ClusterReader, kind: str, namespace: str | None) -> list[JSON] | None:
     """Every ``kind`` in ``namespace``; None when it cannot be listed."""
-    if namespace is None or kind not in _kinds.BY_KIND:
+    if namespace is None or kind not in kind_table.BY_KIND:
         return None
     try:
         return list(await reader.list_objects(kind=kind, namespace=namespace))
-    except (_reader.Unavailable, errors.ClusterError):
+    except (readers.Unavailable, errors.ClusterError):
         return None
 
 

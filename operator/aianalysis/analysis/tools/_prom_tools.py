@@ -16,9 +16,9 @@ import time as time_mod
 from collections.abc import Callable
 from typing import Any
 
-from aianalysis.analysis import redact as _redact
+from aianalysis.analysis import redact
 from aianalysis.analysis.tools import _args, _output, _promql
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 MAX_NAMES = 60
 MAX_ALERTS = 30
@@ -31,7 +31,7 @@ class PrometheusTools:
     def __init__(
         self,
         *,
-        source: _reader.MetricsReader,
+        source: readers.MetricsReader,
         tenancy: _promql.Tenancy,
         max_chars: int,
         max_series: int,
@@ -179,7 +179,7 @@ class PrometheusTools:
     def _fenced(self, header: str, body: str, label: str) -> str:
         return _output.fenced(
             header,
-            _redact.redact_text(body),
+            redact.redact_text(body),
             label=f"prometheus:{label}",
             max_chars=self._max_chars,
         )

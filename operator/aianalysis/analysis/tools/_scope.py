@@ -32,8 +32,7 @@ from typing import Any
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope
 from aianalysis.analysis.tools import _cluster_tools, _facts
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, readers
 
 MAX_PODS = 50
 MAX_REFERENCES = 64
@@ -49,16 +48,16 @@ _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 selects = _facts.selects
 
 
-def kinds() -> dict[str, scope.KindInfo]:
+def target_kinds() -> dict[str, scope.KindInfo]:
     """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
     remediation may act on one the workload references (by name)."""
-    table = {k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS}
+    table = {k.kind: (k.api_version, k.namespaced) for k in kind_table.KINDS}
     return scope.kind_table({**table, "Secret": ("v1", True)})
 
 
-async def gather_scope(reader: _reader.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
+async def gather_scope(reader: readers.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
     """The incident's scope (see the module rules); without a reader, the no-cluster scope."""
-    table = kinds()
+    table = target_kinds()
     if reader is None:
         return scope.Scope.of(incident, cluster=False, kinds=table)
     base = scope.Scope.of(incident, cluster=True, kinds=table)
@@ -80,7 +79,7 @@ async def gather_scope(reader: _reader.ClusterReader | None, incident: resources
     return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
 
 
-def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef | None:
+def _workload(starts: Sequence[Sequence[readers.JSONObject]]) -> scope.ObjectRef | None:
     """The workload the incident concerns: the top of its own chain when that runs Pods, else the
     first workload its selector or scaler leads to."""
     for start in starts:
@@ -91,7 +90,7 @@ def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef
 
 
 async def detect_facts(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     target: scope.ObjectRef,
     *,
     workload: scope.ObjectRef | None = None,
@@ -101,7 +100,7 @@ async def detect_facts(
 
 
 async def _surroundings(
-    reader: _reader.ClusterReader, chain: list[_reader.JSONObject], related: dict[scope.Key, str]
+    reader: readers.ClusterReader, chain: list[readers.JSONObject], related: dict[scope.Key, str]
 ) -> None:
     pods = await _pods_below(reader, chain)
     for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
@@ -163,7 +162,7 @@ def _template_references(template: Mapping[str, Any], namespace: str) -> Iterato
 
 
 async def _selecting(
-    reader: _reader.ClusterReader,
+    reader: readers.ClusterReader,
     chain: Sequence[Mapping[str, Any]],
     templates: Sequence[Mapping[str, Any]],
     namespace: str,
@@ -190,7 +189,7 @@ _EVERY_NAMESPACE = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccoun
 
 
 async def infer_target(
-    reader: _reader.ClusterReader | None, where: scope.Scope, *, components: Sequence[str] | None
+    reader: readers.ClusterReader | None, where: scope.Scope, *, components: Sequence[str] | None
 ) -> scope.Inference:
     """The candidates for the target of an answer that named none (``scope`` module rules): the
     objects of the kinds ``components`` names that the incident concerns — those around it, or for
@@ -218,15 +217,15 @@ async def infer_target(
     )
 
 
-def _component_kinds(components: Sequence[str] | None) -> dict[str, _kinds.Kind]:
+def _component_kinds(components: Sequence[str] | None) -> dict[str, kind_table.Kind]:
     """The kinds of the table a workflow's ``labels.component`` names (``*`` names none: any kind
     fits, there is nothing to infer), by casefolded kind."""
     named = (entry.strip().rpartition("/")[2] for entry in components or () if entry.strip() != "*")
-    found = (_kinds.lookup(kind) for kind in named if kind)
+    found = (kind_table.lookup(kind) for kind in named if kind)
     return {kind.kind.casefold(): kind for kind in found if kind is not None and kind.kind != "Namespace"}
 
 
-async def _certificates(reader: _reader.ClusterReader, namespace: str, related: dict[scope.Key, str]) -> None:
+async def _certificates(reader: readers.ClusterReader, namespace: str, related: dict[scope.Key, str]) -> None:
     """The Certificates issuing a Secret already in scope (cert-manager writes the Secret their
     ``secretName`` names), and what they reference."""
     secrets = {name for kind, where, name in related if kind == "secret" and where == namespace}
@@ -242,7 +241,7 @@ def _referenced(obj: Mapping[str, Any], namespace: str, related: dict[scope.Key,
     """The objects of known kinds ``obj`` names in its spec: namespaced ones in ``obj``'s namespace
     (a reference never leaves it), cluster-scoped ones as they are."""
     for kind, name in _cluster_tools.references(obj)[:MAX_REFERENCES]:
-        known = _kinds.BY_KIND.get(kind)
+        known = kind_table.BY_KIND.get(kind)
         if known is None or known.kind == "Namespace":
             continue
         where = namespace if known.namespaced else None
@@ -253,7 +252,7 @@ def _referenced(obj: Mapping[str, Any], namespace: str, related: dict[scope.Key,
 
 
 async def _bindings(
-    reader: _reader.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
+    reader: readers.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
 ) -> None:
     if not accounts:
         return
@@ -268,8 +267,8 @@ async def _bindings(
 
 
 async def _selected_workloads(
-    reader: _reader.ClusterReader, obj: Mapping[str, Any]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, obj: Mapping[str, Any]
+) -> list[readers.JSONObject]:
     """The workloads a selecting or scaling object (PDB, Service, NetworkPolicy, HPA) concerns."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     if not namespace:
@@ -284,7 +283,7 @@ async def _selected_workloads(
     selector = _at(obj, _SELECTORS[kind])
     if kind == "Service":
         selector = {"matchLabels": selector} if selector else None
-    workloads: list[_reader.JSONObject] = []
+    workloads: list[readers.JSONObject] = []
     for workload_kind in _WORKLOADS:
         for workload in await _list(reader, workload_kind, namespace):
             template = _facts.pod_template({**workload, "kind": workload_kind}) or {}
@@ -294,27 +293,27 @@ async def _selected_workloads(
 
 
 async def _pods_below(
-    reader: _reader.ClusterReader, chain: Sequence[_reader.JSONObject]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, chain: Sequence[readers.JSONObject]
+) -> list[readers.JSONObject]:
     """The Pods of the topmost controller in the chain (the incident's own Pod when it is one)."""
     pods = [obj for obj in chain if obj.get("kind") == "Pod"]
     for obj in reversed(chain):
         kind, meta = obj.get("kind"), obj.get("metadata") or {}
-        if kind in _kinds.OWNER_KINDS and meta.get("namespace"):
+        if kind in kind_table.OWNER_KINDS and meta.get("namespace"):
             try:
                 found = await reader.list_pods_of_owner(
                     kind=str(kind), name=meta["name"], namespace=meta["namespace"]
                 )
-            except (_reader.Unavailable, errors.ClusterError):
+            except (readers.Unavailable, errors.ClusterError):
                 continue
             return [*pods, *found[:MAX_PODS]]
     return pods
 
 
-async def _list(reader: _reader.ClusterReader, kind: str, namespace: str) -> list[_reader.JSONObject]:
+async def _list(reader: readers.ClusterReader, kind: str, namespace: str) -> list[readers.JSONObject]:
     """Items of a list response carry no kind or apiVersion: they are named here."""
     found = await _facts.list_in(reader, kind, namespace)
-    api_version = _kinds.BY_KIND[kind].api_version
+    api_version = kind_table.BY_KIND[kind].api_version
     return [
         {**obj, "kind": obj.get("kind") or kind, "apiVersion": obj.get("apiVersion") or api_version}
         for obj in found or ()

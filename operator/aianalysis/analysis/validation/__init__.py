@@ -20,8 +20,8 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.answer
 from aianalysis import catalog, resources
-from aianalysis.analysis import answer as answers
 from aianalysis.analysis import scope
 from aianalysis.analysis.validation import _answer, _selection, _target
 from aianalysis.analysis.validation._coerce import canonical_value
@@ -66,7 +66,7 @@ class Verdict:
     errors: list[str]
     rules_failed: list[str]
     warnings: list[str]
-    answer: answers.SelectionAnswer | None
+    answer: aianalysis.analysis.answer.SelectionAnswer | None
     workflow: catalog.Workflow | None
     parameters: dict[str, str]
     target: scope.ObjectRef | None = None
@@ -103,7 +103,7 @@ def validate(
     if raw is None:
         return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
     try:
-        parsed = answers.SelectionAnswer.model_validate(raw)
+        parsed = aianalysis.analysis.answer.SelectionAnswer.model_validate(raw)
     except pydantic.ValidationError as exc:
         return _verdict([*errors, *_answer.schema_errors(exc)], [], answer=None)
     warnings: list[str] = []
@@ -160,7 +160,7 @@ def revalidate(
     execution must carry exactly these values.
     """
     try:
-        chosen = answers.SelectedWorkflowAnswer(
+        chosen = aianalysis.analysis.answer.SelectedWorkflowAnswer(
             workflow_id=selected.workflow_id,
             version=selected.version,
             confidence=selected.confidence,
@@ -187,7 +187,7 @@ def _verdict(
     errors: list[str],
     warnings: list[str],
     *,
-    answer: answers.SelectionAnswer | None,
+    answer: aianalysis.analysis.answer.SelectionAnswer | None,
     workflow: catalog.Workflow | None = None,
     parameters: dict[str, str] | None = None,
     target: scope.ObjectRef | None = None,

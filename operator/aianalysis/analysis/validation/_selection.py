@@ -20,8 +20,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import answer as answers
-from aianalysis.analysis import scope
+from aianalysis.analysis import answer, scope
 from aianalysis.analysis.validation import _coerce, _messages, _parameters, _target
 
 
@@ -34,7 +33,7 @@ class Selection:
 
 
 def check_selection(
-    chosen: answers.SelectedWorkflowAnswer,
+    chosen: answer.SelectedWorkflowAnswer,
     *,
     index: catalog.Catalog,
     seen: Mapping[str, set[str]],
@@ -127,7 +126,7 @@ def _unknown_workflow_error(
     return None
 
 
-def _unknown_version_error(chosen: answers.SelectedWorkflowAnswer, *, index: catalog.Catalog) -> str:
+def _unknown_version_error(chosen: answer.SelectedWorkflowAnswer, *, index: catalog.Catalog) -> str:
     versions = _messages.listing(index.versions(chosen.workflow_id))
     return _messages.clip(
         f"[unknown_version] workflow {chosen.workflow_id!r} has no version {chosen.version!r}; "

@@ -212,7 +212,7 @@ def lookup(text: str) -> Kind | None:
     return _BY_NAME.get(_bare(text))
 
 
-def refusal(text: str) -> str | None:
+def why_refused(text: str) -> str | None:
     """Why a kind is refused outright, or None."""
     return REFUSED.get(_bare(text))
 

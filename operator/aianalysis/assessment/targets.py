@@ -1,6 +1,6 @@
-"""Read-only looks at a remediation target for the effectiveness assessment and the executor's
-guards: the object itself, its Pods, its namespace's labels, the executions, and the API server's
-clock. Nothing here writes."""
+"""Read-only looks at a remediation target for the effectiveness assessment (and the executor's
+baseline and guards before it, the analysis' history after): the object itself, its Pods, the
+executions, and the API server's clock. Nothing here writes."""
 
 from __future__ import annotations
 
@@ -11,20 +11,21 @@ import json
 from typing import Any
 
 from aianalysis import errors, resources
-from aianalysis.kube import api_reader, reader, rest
-from aianalysis.kube import errors as kube_errors
+from aianalysis.kube import api_reader, calls, readers, rest
 
 #: Kinds whose health is the health of their Pods.
 POD_OWNERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
 TIMEOUT_SECONDS = 15.0
 
 
-async def read(api: rest.ApiClient, *, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+async def current(
+    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
+) -> dict[str, Any] | None:
     """The target as the API server has it; None when it does not exist. A kind the reader cannot
-    read (or may not) raises :class:`reader.Unavailable`."""
+    read (or may not) raises :class:`readers.Unavailable`."""
     try:
         return await api_reader.KubernetesReader(api).get_object(kind=kind, name=name, namespace=namespace)
-    except reader.NotFound:
+    except readers.NotFound:
         return None
 
 
@@ -35,7 +36,7 @@ async def pods_of(
     if namespace is None:
         return None
     if kind == "Pod":
-        pod = await read(api, kind="Pod", name=name, namespace=namespace)
+        pod = await current(api, kind="Pod", name=name, namespace=namespace)
         return [pod] if pod is not None else []
     if kind not in POD_OWNERS:
         return None
@@ -43,35 +44,8 @@ async def pods_of(
         return await api_reader.KubernetesReader(api).list_pods_of_owner(
             kind=kind, name=name, namespace=namespace
         )
-    except reader.NotFound:
+    except readers.NotFound:
         return []
-
-
-async def labels(
-    api: rest.ApiClient, *, kind: str, name: str, namespace: str | None
-) -> dict[str, str] | None:
-    """An object's labels (None when it does not exist)."""
-    found = await read(api, kind=kind, name=name, namespace=namespace)
-    return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
-
-
-async def namespace_labels(api: rest.ApiClient, namespace: str) -> dict[str, str]:
-    """The labels of a namespace (empty when it cannot be read: the guard then sees no opt-in)."""
-
-    def call() -> dict[str, str]:
-        try:
-            ns = rest.get_json(api, rest.path("api", "v1", "namespaces", namespace), timeout=TIMEOUT_SECONDS)
-        except rest.ApiError as exc:
-            if exc.status in (403, 404):
-                return {}
-            raise errors.ClusterError(f"reading namespace {namespace}: {exc.status} {exc.reason}") from exc
-        except kube_errors.UNREACHABLE as exc:
-            raise errors.ClusterError(
-                f"reading namespace {namespace}: unreachable ({type(exc).__name__})"
-            ) from exc
-        return dict((ns.get("metadata") or {}).get("labels") or {})
-
-    return await asyncio.to_thread(call)
 
 
 async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict[str, Any]]:
@@ -90,7 +64,7 @@ async def executions(api: rest.ApiClient, *, namespace: str | None) -> list[dict
             raise errors.ClusterError(
                 f"listing workflowexecutions: {exc.status} {exc.reason}", status=exc.status
             ) from exc
-        except kube_errors.UNREACHABLE as exc:
+        except calls.UNREACHABLE as exc:
             raise errors.ClusterError(
                 f"listing workflowexecutions: unreachable ({type(exc).__name__})"
             ) from exc
@@ -105,7 +79,7 @@ async def server_time(api: rest.ApiClient) -> datetime.datetime:
     def call() -> str:
         try:
             response = rest.request(api, "GET", "/version", timeout=TIMEOUT_SECONDS)
-        except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
+        except (rest.ApiError, *calls.UNREACHABLE) as exc:
             raise errors.ClusterError(f"reading the API server's clock: {type(exc).__name__}") from exc
         return str(response.headers.get("Date") or "")
 

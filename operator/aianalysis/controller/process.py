@@ -9,16 +9,14 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 
-from aianalysis import catalog as catalog_mod
-from aianalysis import kube, metrics, resources
-from aianalysis import settings as settings_mod
+import aianalysis.catalog
+import aianalysis.settings
+from aianalysis import kit, kube, metrics, resources
 from aianalysis.analysis import llm, pipeline, tools
-from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.controller import budget as budget_mod
-from aianalysis.controller import budget_store, leadership
+from aianalysis.catalog import sync
+from aianalysis.controller import budget_store, leadership, llm_budget
 from aianalysis.kit import follower, health, workers
-from aianalysis.kit import runtime as kit_runtime
-from aianalysis.kube import api_reader as k8s_tools
+from aianalysis.kube import api_reader
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +27,7 @@ UNFINISHED_ANALYSES = ",".join(f"status.phase!={phase}" for phase in resources.T
 
 
 @dataclasses.dataclass(kw_only=True)
-class Runtime(kit_runtime.ProcessRuntime):
+class Runtime(kit.ProcessRuntime):
     """Everything one operator process shares: opened at startup, closed at cleanup."""
 
     provider: llm.Provider
@@ -37,7 +35,7 @@ class Runtime(kit_runtime.ProcessRuntime):
     metrics_reader: tools.MetricsReader | None
     """The Prometheus client (None: no Prometheus configured, no Prometheus tools)."""
     semaphore: asyncio.Semaphore
-    budget: budget_mod.BudgetGate
+    budget: llm_budget.BudgetGate
     workers: workers.Workers = dataclasses.field(default_factory=workers.Workers)
     lease: leadership.LeaderElection | None = None
     analyses: follower.Follower | None = None
@@ -46,13 +44,17 @@ class Runtime(kit_runtime.ProcessRuntime):
 
     @classmethod
     def create(
-        cls, settings: settings_mod.Settings, api: kube.ApiClient, *, clock: budget_mod.Timer | None = None
+        cls,
+        settings: aianalysis.settings.Settings,
+        api: kube.ApiClient,
+        *,
+        clock: llm_budget.Timer | None = None,
     ) -> Runtime:
-        catalog = catalog_mod.Catalog()
+        catalog = aianalysis.catalog.Catalog()
         store = (
             budget_store.ConfigMapStore(api, settings.budget.namespace) if settings.budget.namespace else None
         )
-        gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock, store=store)
+        gate = llm_budget.BudgetGate(llm_budget.Allowance.from_settings(settings), clock=clock, store=store)
         observe = metrics.llm_observer(settings.llm.provider)
 
         def on_request(request: llm.RequestRecord) -> None:
@@ -65,10 +67,10 @@ class Runtime(kit_runtime.ProcessRuntime):
             budget=gate,
             provider=llm.make_provider(settings, on_request=on_request),
             api=api,
-            reader=k8s_tools.KubernetesReader(api),
+            reader=api_reader.KubernetesReader(api),
             metrics_reader=pipeline.metrics_reader(settings),
             semaphore=asyncio.Semaphore(settings.analysis.max_concurrent),
-            catalog_sync=catalog_sync_mod.CatalogSync(
+            catalog_sync=sync.CatalogSync(
                 api=api,
                 catalog=catalog,
                 on_change=lambda: metrics.CATALOG_SIZE.set(len(catalog)),

@@ -1,6 +1,6 @@
 """What the investigation tools need from a cluster (``ClusterReader``, the real one is
 ``kube.api_reader.KubernetesReader``) and from a metrics backend (``MetricsReader``, the real one is
-``kube.prometheus.PrometheusClient``), as protocols. Other callers (the offline provider's
+``aianalysis.prometheus.PrometheusClient``), as protocols. Other callers (the offline provider's
 deterministic investigation) use the same protocols, so a fake in a unit test and the real reader
 are interchangeable.
 
@@ -18,7 +18,7 @@ import dataclasses
 from typing import Any, Protocol
 
 from aianalysis import errors
-from aianalysis.kube import kinds
+from aianalysis.kube import kind_table
 
 JSONObject = dict[str, Any]
 
@@ -88,7 +88,7 @@ class ClusterReader(Protocol):
 
     # ---- lists, custom kinds and discovery (list_resources, find_resources, rollout_history,
     # list_namespace_events, list_custom_kinds, top) ----------------------------------------------
-    # These take a ``kinds.Kind`` (group, version, plural, scope) rather than a name, so they serve
+    # These take a ``kind_table.Kind`` (group, version, plural, scope) rather than a name, so they serve
     # the fixed table's kinds, ControllerRevisions, the metrics API's NodeMetrics/PodMetrics and any
     # custom kind discovery found alike. The tool box decides what may be read (policy); a reader
     # reads what it is given.
@@ -96,7 +96,7 @@ class ClusterReader(Protocol):
     async def list_page(
         self,
         *,
-        kind: kinds.Kind,
+        kind: kind_table.Kind,
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -107,7 +107,7 @@ class ClusterReader(Protocol):
         namespaced kind, the cluster for a cluster-scoped one."""
         ...
 
-    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> JSONObject:
+    async def read(self, *, kind: kind_table.Kind, name: str, namespace: str | None) -> JSONObject:
         """One object of any served kind (``get_object`` for a kind from discovery)."""
         ...
 
@@ -115,7 +115,7 @@ class ClusterReader(Protocol):
         """The API groups the server serves (``/apis``), each with its preferred version."""
         ...
 
-    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+    async def group_kinds(self, *, group: str, version: str) -> list[kind_table.Kind]:
         """The readable (get + list) kinds of one group version, subresources left out."""
         ...
 
@@ -193,7 +193,7 @@ class ReadOnce:
     async def list_page(
         self,
         *,
-        kind: kinds.Kind,
+        kind: kind_table.Kind,
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -204,11 +204,11 @@ class ReadOnce:
             limit=limit,
         )  # fmt: skip
 
-    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> JSONObject:
+    async def read(self, *, kind: kind_table.Kind, name: str, namespace: str | None) -> JSONObject:
         return await self._reader.read(kind=kind, name=name, namespace=namespace)
 
     async def api_groups(self) -> list[ServedGroup]:
         return await self._reader.api_groups()
 
-    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+    async def group_kinds(self, *, group: str, version: str) -> list[kind_table.Kind]:
         return await self._reader.group_kinds(group=group, version=version)

@@ -1,4 +1,5 @@
-"""The server-side facts an execution is admitted on: who the caller is (as the API server
+"""The server-side facts an execution is admitted on (the executor's reads of the cluster besides
+its own objects): who the caller is (as the API server
 authenticated it), whether the approval admission policy is in force, and a Namespace's labels.
 
 Blocking calls with explicit timeouts; the callers run them off the event loop. A failure to read
@@ -11,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from aianalysis import errors
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
 TIMEOUT_SECONDS = 15.0
 _ADMISSION = ("apis", "admissionregistration.k8s.io", "v1")
@@ -21,7 +21,7 @@ _ADMISSION = ("apis", "admissionregistration.k8s.io", "v1")
 def whoami(api: rest.ApiClient) -> str:
     """The user name the API server authenticates this client as (a SelfSubjectReview)."""
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    review: Any = kube_errors.blocking(
+    review: Any = calls.blocking(
         "who am I (SelfSubjectReview)",
         rest.send_json,
         api,
@@ -71,7 +71,7 @@ def namespace_labels(api: rest.ApiClient, name: str) -> dict[str, str] | None:
 def auto_executed_before(api: rest.ApiClient, *, namespace: str, uid: str) -> bool:
     """Whether autoExecute already ran this very analysis (its ``AutoExecuted`` Event, matched by
     uid): a deleted execution is a person's decision, never re-created by the policy."""
-    found: Any = kube_errors.blocking(
+    found: Any = calls.blocking(
         "listing autoExecute events",
         rest.get_json,
         api,
@@ -84,13 +84,13 @@ def auto_executed_before(api: rest.ApiClient, *, namespace: str, uid: str) -> bo
 
 def _read(api: rest.ApiClient, what: str, segments: tuple[str, ...]) -> dict[str, Any] | None:
     """The object at ``segments``, or None when there is none; other failures are mapped by
-    :mod:`aianalysis.kube.errors` (a refusal for good raises ``ClusterRejectedError``)."""
-    found: Any = kube_errors.blocking(
+    :mod:`aianalysis.kube.calls` (a refusal for good raises ``ClusterRejectedError``)."""
+    found: Any = calls.blocking(
         f"reading {what}",
         rest.get_json,
         api,
         rest.path(*segments),
         timeout=TIMEOUT_SECONDS,
-        none_on=kube_errors.NOT_FOUND,
+        none_on=calls.NOT_FOUND,
     )
     return found if isinstance(found, dict) else None

@@ -2,7 +2,7 @@
 billed per rolling day. Over budget, analyses wait (``Pending``, ``BudgetExhausted``) and start when
 the window moves, most severe first, then oldest first; none is dropped or failed.
 
-:class:`Ledger` is pure (values and a ``now`` in, values out). :class:`BudgetGate` adds the waiting: an
+:class:`Spending` is pure (values and a ``now`` in, values out). :class:`BudgetGate` adds the waiting: an
 ordered queue of tickets and one timer task that sleeps on an injectable :class:`Timer` until the
 ledger frees up, so tests move the window by advancing a clock instead of sleeping an hour.
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 HOUR_SECONDS = 3600.0
 DAY_SECONDS = 86400.0
-Kind = Literal["conversations", "tokens"]
+_Kind = Literal["conversations", "tokens"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
@@ -57,12 +57,12 @@ class SystemTimer:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Limits:
+class Allowance:
     conversations_per_hour: int | None = None
     tokens_per_day: int | None = None
 
     @classmethod
-    def from_settings(cls, config: settings.Settings) -> Limits:
+    def from_settings(cls, config: settings.Settings) -> Allowance:
         if config.llm.provider == "offline":  # the deterministic analyzers cost nothing
             return cls()
         return cls(
@@ -137,10 +137,10 @@ class Spent:
         return cls().plus(cls(starts=tuple(starts), tokens=tuple(tokens)))
 
 
-class Ledger:
+class Spending:
     """Pure bookkeeping of what was spent when; ``now`` is always passed in."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Allowance) -> None:
         self.limits = limits
         self._starts: collections.deque[float] = collections.deque()
         self._tokens: collections.deque[tuple[float, int]] = collections.deque()
@@ -154,11 +154,11 @@ class Ledger:
             self._tokens.append((now, count))
             self._token_sum += count
 
-    def used(self, now: float) -> dict[Kind, int]:
+    def used(self, now: float) -> dict[_Kind, int]:
         self._prune(now)
         return {"conversations": len(self._starts), "tokens": self._token_sum}
 
-    def exhausted(self, now: float) -> Kind | None:
+    def exhausted(self, now: float) -> _Kind | None:
         """Which limit forbids a new conversation now, if any."""
         used = self.used(now)
         limit = self.limits.conversations_per_hour
@@ -251,8 +251,8 @@ class Store(Protocol):
 class BudgetGate:
     """Admits conversations within the ledger's limits; the rest wait in severity-then-age order."""
 
-    def __init__(self, limits: Limits, *, clock: Timer | None = None, store: Store | None = None) -> None:
-        self.ledger = Ledger(limits)
+    def __init__(self, limits: Allowance, *, clock: Timer | None = None, store: Store | None = None) -> None:
+        self.ledger = Spending(limits)
         self.clock: Timer = clock or SystemTimer()
         self._store = store
         self._unsaved_starts: list[float] = []

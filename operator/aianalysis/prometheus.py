@@ -24,7 +24,7 @@ import httpx2
 
 from aianalysis import errors
 from aianalysis import settings as settings_mod
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers as _reader
 
 MAX_RESPONSE_BYTES = 4_000_000
 

@@ -16,8 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aianalysis.evaluation import scenario as scenario_mod
-from aianalysis.evaluation import scoring
+from aianalysis.evaluation import scoring, suite
 
 _TOKEN_FIELDS = (
     "requests",
@@ -68,7 +67,7 @@ class Summary:
         return self.correct.value or 0.0
 
 
-def summarize(results: Sequence[scoring.RunResult], *, scenarios: Sequence[scenario_mod.Scenario]) -> Summary:
+def summarize(results: Sequence[scoring.RunResult], *, scenarios: Sequence[suite.Scenario]) -> Summary:
     completed = [r for r in results if r.error is None]
     tags = {s.name: s.tags for s in scenarios}
     return Summary(

@@ -1,8 +1,8 @@
 """Before/after metrics and alert state from Prometheus: which queries, and one number out of an
 answer.
 
-The assessment talks to Prometheus through the product's one client (``kube.prometheus``, the
-``reader.MetricsReader`` the investigation tools use too, configured by the same
+The assessment talks to Prometheus through the product's one client (``aianalysis.prometheus``, the
+``readers.MetricsReader`` the investigation tools use too, configured by the same
 ``AIANALYSIS_PROMETHEUS_*`` settings: token, token file, CA, tenant, timeout, size cap).
 :class:`Source` is all the verdict needs (one instant value at a time); :class:`ReaderSource` reads
 it through that client. No retries: a Prometheus that is down or refuses makes the check "unknown",
@@ -16,10 +16,10 @@ import datetime
 from typing import Any, Protocol
 
 from aianalysis import errors
-from aianalysis.kube import reader
+from aianalysis.kube import readers
 
 
-class Unavailable(Exception):
+class NoAnswer(Exception):
     """Prometheus could not answer (down, refused, timed out, or an error reply)."""
 
 
@@ -33,13 +33,13 @@ class Source(Protocol):
 class ReaderSource:
     """:class:`Source` over the process' Prometheus client."""
 
-    client: reader.MetricsReader
+    client: readers.MetricsReader
 
     async def value(self, query: str, *, at: datetime.datetime) -> float | None:
         try:
             data = await self.client.query(promql=query, time=at.timestamp())
-        except (reader.Unavailable, errors.ClusterError) as exc:
-            raise Unavailable(str(exc)[:200]) from exc
+        except (readers.Unavailable, errors.ClusterError) as exc:
+            raise NoAnswer(str(exc)[:200]) from exc
         return total(data)
 
 
@@ -53,8 +53,8 @@ def total(data: Any) -> float | None:
         if kind == "vector" and isinstance(result, list):
             return sum(float(s["value"][1]) for s in result) if result else None
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise Unavailable("unreadable reply") from exc
-    raise Unavailable(f"unexpected reply (resultType {str(kind)[:40]})")
+        raise NoAnswer("unreadable reply") from exc
+    raise NoAnswer(f"unexpected reply (resultType {str(kind)[:40]})")
 
 
 def _selector(kind: str, name: str, namespace: str) -> str:

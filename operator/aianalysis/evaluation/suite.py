@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import validation
-from aianalysis.kube import kinds
+from aianalysis.kube import kind_table
 
 ANY_REVIEW = "any"
 SUFFIXES = (".yaml", ".yml")
@@ -30,7 +30,7 @@ SUFFIXES = (".yaml", ".yml")
 #: table says which of its kinds are cluster-scoped; the others here are kinds a scenario may hold
 #: that only the tools' listings or the scope read.
 CLUSTER_SCOPED_KINDS = frozenset(
-    {kind.kind for kind in kinds.KINDS if not kind.namespaced}
+    {kind.kind for kind in kind_table.KINDS if not kind.namespaced}
     | {"NodeMetrics", "StorageClass", "ClusterRole", "ClusterRoleBinding"}
 )
 _NAME = r"^[A-Za-z0-9][-A-Za-z0-9_.]*$"
@@ -155,7 +155,7 @@ class Scenario:
 # ---- loading ---------------------------------------------------------------------------------
 
 
-def load(paths: Iterable[Path | str]) -> list[Scenario]:
+def load_scenarios(paths: Iterable[Path | str]) -> list[Scenario]:
     """Scenarios from files and directories (searched recursively for ``*.yaml``/``*.yml``), in
     path order. Raises :class:`ScenarioError` on the first bad file, or on duplicate names."""
     scenarios = [parse_file(path) for path in _files(paths)]
