@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds containerd, ctr and containerd-shim-runc-v2 from Go modules (wrapper module hack/containerd/)
-# and our pause binary (hack/containerd/pause) into a versioned cache outside the repo, for the dev
-# cluster's real node. Like hack/build-k8s.sh: rebuilds only on a miss, prints the cache directory.
+# and our own pause and apiprobe (hack/containerd/pause, apiprobe) into a versioned cache outside the
+# repo, for the dev cluster's real node. Like hack/build-k8s.sh: rebuilds only on a miss, prints the cache directory.
 # CGO off; the tags are those containerd's own Makefile uses where btrfs headers are absent
 # (`no_btrfs`) and, for the shim, `no_grpc` (it speaks ttrpc only).
 set -euo pipefail
@@ -29,4 +29,5 @@ build containerd "$module/cmd/containerd" "urfave_cli_no_docs no_btrfs"
 build ctr "$module/cmd/ctr" "urfave_cli_no_docs no_btrfs"
 build containerd-shim-runc-v2 "$module/cmd/containerd-shim-runc-v2" "urfave_cli_no_docs no_btrfs no_grpc"
 build pause ./pause ""
+build apiprobe ./apiprobe ""  # the node tests' in-cluster client (in their busybox image)
 echo "$cache"
