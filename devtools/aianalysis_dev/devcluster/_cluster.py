@@ -189,10 +189,20 @@ class DevCluster:
         return _SHM if _SHM.is_dir() else Path(tempfile.gettempdir())
 
     def _launch(self) -> None:
+        self._create_dir()
+        self._spawn_control_plane()
+        self._wait_ready()
+        if self.controller_manager:
+            self._wait_healthy("kube-controller-manager", self._spawn_controller_manager())
+
+    def _create_dir(self) -> None:
         parent = self._parent_dir()
         _processes.sweep(parent, prefix=self.dir_prefix)
         self._dir = Path(tempfile.mkdtemp(prefix=self.dir_prefix, dir=parent))
         self._lock = _processes.claim(self._dir)
+
+    def _spawn_control_plane(self) -> None:
+        """etcd and kube-apiserver, started; ``_wait_ready`` waits for the API server."""
         etcd_port, peer_port, self._port = _config.free_ports(3)
         self._write_auth_files()
         self._etcd_port = etcd_port
@@ -204,18 +214,16 @@ class DevCluster:
         self._procs = {
             name: _processes.spawn(argv, log=self._log(name), env=env) for name, argv in argvs.items()
         }
-        self._wait_ready()
-        if self.controller_manager:
-            self._start_controller_manager()
 
-    def _start_controller_manager(self) -> None:
+    def _spawn_controller_manager(self) -> str:
         """Started after the apiserver is ready (it would only retry before); ready once it serves
-        ``/healthz``, and its Job controller is running from then on."""
+        the returned ``/healthz``, and its Job controller is running from then on."""
         (port,) = _config.free_ports(1)
         flags = self._controller_manager_flags(port)
-        name = "kube-controller-manager"
-        self._start_first(name, [str(self.binaries.kube_controller_manager), *_argv(flags)])
-        self._wait_healthy(name, f"https://127.0.0.1:{port}/healthz")
+        self._start_first(
+            "kube-controller-manager", [str(self.binaries.kube_controller_manager), *_argv(flags)]
+        )
+        return f"https://127.0.0.1:{port}/healthz"
 
     def _controller_manager_flags(self, port: int) -> dict[str, str]:
         return {

@@ -64,10 +64,11 @@ class NodeCluster(_cluster.DevCluster):
 
     Beyond :class:`DevCluster`: ``import_image(path)`` loads an OCI image-layout tar into the node's
     containerd (Pods use it with ``imagePullPolicy: Never`` or ``IfNotPresent``; a pull of anything
-    else fails on the machine); ``node_name``; ``timings`` (seconds: ``node_ready`` from the start
-    call, ``lock_wait``). The API server listens on the machine's own address (Pods reach it through
-    the ``kubernetes`` Service), with ServiceAccount admission and token controllers on, so Pods get
-    projected ServiceAccount tokens.
+    else fails on the machine); ``node_name``; ``timings`` (seconds since the machine lock was had:
+    ``containerd_ready``, ``apiserver_ready``, ``node_ready``, ``all_ready``; and ``lock_wait``).
+    The API server listens on the machine's own address (Pods reach it through the ``kubernetes``
+    Service), with ServiceAccount admission and token controllers on, so Pods get projected
+    ServiceAccount tokens.
     """
 
     dir_prefix = _host.DIR_PREFIX
@@ -131,17 +132,36 @@ class NodeCluster(_cluster.DevCluster):
         return Path(tempfile.gettempdir())  # on disk, not tmpfs: images and container layers live here
 
     def _launch(self) -> None:
+        """The slow parts overlap: containerd starts while the API server does, and kubelet,
+        kube-proxy, kube-scheduler and kube-controller-manager together once it is ready."""
         started = time.monotonic()
         self._machine_lock = _host.lock_machine(timeout_s=self.lock_timeout_s)
         self.timings["lock_wait"] = time.monotonic() - started
+        started = time.monotonic()
         _host.sweep(self._parent_dir(), nft=self.node_binaries.nft)
         address = _host.host_address()
         if address is None:
             raise _host.NodeUnavailableError("no non-loopback IPv4 address for the API server")
         self._host = address
-        super()._launch()  # etcd, the API server (on self._host) and kube-controller-manager
-        self._start_node()
+        self._create_dir()
+        layout = _nodeconfig.Layout(self.data_dir)
+        env = self._node_env(layout)
+        self._spawn_control_plane()
+        self._start_containerd(layout, env)
+        self.timings["containerd_ready"] = time.monotonic() - started
+        self._wait_ready()
+        self.timings["apiserver_ready"] = time.monotonic() - started
+        health = {
+            "kube-controller-manager": self._spawn_controller_manager(),
+            "kube-scheduler": self._spawn_scheduler(),
+            "kube-proxy": self._spawn_kube_proxy(layout, env),  # it waits for the Node to appear
+        }
+        self._spawn_kubelet(layout, env)
+        self._wait_for("kubelet", self._node_ready)
         self.timings["node_ready"] = time.monotonic() - started
+        for name, url in health.items():
+            self._wait_healthy(name, url)
+        self.timings["all_ready"] = time.monotonic() - started
 
     # --- what differs in the control plane -------------------------------------------------------
 
@@ -227,39 +247,38 @@ class NodeCluster(_cluster.DevCluster):
 
     # --- the node ----------------------------------------------------------------------------------
 
-    def _start_node(self) -> None:
-        layout = _nodeconfig.Layout(self.data_dir)
+    def _node_env(self, layout: _nodeconfig.Layout) -> dict[str, str]:
+        """The daemons' environment: no proxies; ``runc`` (for ctr) and ``nft`` (for kube-proxy) and
+        the containerd shim on PATH."""
         binaries = self.node_binaries
         layout.bin.mkdir()
-        for tool in (binaries.runc, binaries.nft):  # ctr runs `runc`, kube-proxy `nft`, from PATH
+        for tool in (binaries.runc, binaries.nft):
             (layout.bin / tool.name).symlink_to(tool)
         env = self._child_env()
         env["PATH"] = os.pathsep.join([str(layout.bin), str(binaries.containerd_dir), env.get("PATH", "")])
+        return env
+
+    def _start_containerd(self, layout: _nodeconfig.Layout, env: dict[str, str]) -> None:
+        """The machine's side first (cgroup parent, Pod network), then containerd with the pause
+        image imported (it is the sandbox image: a pull of it would go nowhere)."""
+        binaries = self.node_binaries
         self._bridge_nf_before = _host.BRIDGE_NF_CALL.read_text().strip()
         if self._bridge_nf_before != "1":  # Service translation of Pod-to-Pod traffic on the bridge
             _host.BRIDGE_NF_CALL.write_text("1")
         _host.make_cgroup_parent()
         _host.prepare_network(binaries.nft)
         _nodeconfig.write_containerd(layout, runc=binaries.runc, cni_bin=binaries.cni)
-        self._start_first(
-            "containerd",
-            [str(binaries.containerd_binary("containerd")), f"--config={layout.containerd_config}"],
-            env=env,
-        )
-        self._wait_for("containerd", lambda: self._ctr("version", check=False).returncode == 0)
+        argv = [str(binaries.containerd_binary("containerd")), f"--config={layout.containerd_config}"]
+        self._start_first("containerd", argv, env=env)
         pause = oci.single_binary_image(
             self.data_dir / "pause.tar",
             binary=binaries.containerd_binary("pause"),
             ref=_nodeconfig.PAUSE_IMAGE,
         )
+        self._wait_for("containerd", lambda: self._ctr("version", check=False).returncode == 0)
         self.import_image(pause)
-        self._start_kubelet(layout, env)
-        self._start_scheduler()
-        proxy_health = self._start_kube_proxy(layout, env)  # it waits for the Node object to appear
-        self._wait_for("kubelet", self._node_ready)
-        self._wait_healthy("kube-proxy", proxy_health)
 
-    def _start_kubelet(self, layout: _nodeconfig.Layout, env: dict[str, str]) -> None:
+    def _spawn_kubelet(self, layout: _nodeconfig.Layout, env: dict[str, str]) -> None:
         port, healthz = _config.free_ports(2)
         _nodeconfig.write_kubelet(layout, address=self._host, port=port, healthz_port=healthz)
         kubeconfig = self._component_kubeconfig("kubelet", f"system:node:{NODE_NAME}")
@@ -271,7 +290,7 @@ class NodeCluster(_cluster.DevCluster):
         ]  # fmt: skip
         self._start_first("kubelet", argv, env=env)
 
-    def _start_scheduler(self) -> None:
+    def _spawn_scheduler(self) -> str:
         (port,) = _config.free_ports(1)
         kubeconfig = self._component_kubeconfig("kube-scheduler", "system:kube-scheduler")
         flags = {
@@ -281,10 +300,10 @@ class NodeCluster(_cluster.DevCluster):
         }  # fmt: skip
         argv = [str(self.node_binaries.k8s_binary("kube-scheduler"))]
         argv += [f"--{name}={value}" for name, value in flags.items()]
-        self._start_first("kube-scheduler", argv, env=self._child_env())
-        self._wait_healthy("kube-scheduler", f"https://127.0.0.1:{port}/healthz")
+        self._start_first("kube-scheduler", argv)
+        return f"https://127.0.0.1:{port}/healthz"
 
-    def _start_kube_proxy(self, layout: _nodeconfig.Layout, env: dict[str, str]) -> str:
+    def _spawn_kube_proxy(self, layout: _nodeconfig.Layout, env: dict[str, str]) -> str:
         healthz, metrics = _config.free_ports(2)
         kubeconfig = self._component_kubeconfig("kube-proxy", "system:kube-proxy")
         _nodeconfig.write_kube_proxy(
