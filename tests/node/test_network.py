@@ -72,7 +72,10 @@ def test_forwarding_routes_and_rules_keep_the_pod_and_service_ranges_local(
 def test_a_pods_connect_outside_the_machine_fails_inside_the_pod(
     node_cluster: devcluster.NodeCluster, busybox: str, node_namespace: str
 ) -> None:
-    script = f"ip route; nc -w 2 {OUTSIDE} 80; echo rc=$?; nc -w 2 {FREE_SERVICE_ADDRESS} 80; echo rc=$?"
+    script = (
+        f"ip route; grep nameserver /etc/resolv.conf; nc -w 2 {OUTSIDE} 80; echo rc=$?; "
+        f"nc -w 2 {FREE_SERVICE_ADDRESS} 80; echo rc=$?"
+    )
     apply(node_cluster, node_namespace, pod("prober", f"({script}) 2>&1", image=busybox))
     wait_for(
         lambda: get(node_cluster, "pod", "prober", node_namespace)["status"].get("phase") == "Succeeded",
@@ -88,7 +91,8 @@ def test_a_pods_connect_outside_the_machine_fails_inside_the_pod(
         "10.96.0.0/24 via 10.244.0.1 dev eth0",
         f"10.244.0.0/24 dev eth0 scope link src {pod_ip}",
     ]  # no default route
-    assert lines[2:] == [
+    assert lines[2] == "nameserver 10.96.0.10"  # a Service address no DNS server has: fails on the machine
+    assert lines[3:] == [
         f"nc: can't connect to remote host ({OUTSIDE}): Network is unreachable",
         "rc=1",
         f"nc: can't connect to remote host ({FREE_SERVICE_ADDRESS}): No route to host",  # the host's answer

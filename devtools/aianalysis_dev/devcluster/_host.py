@@ -37,6 +37,7 @@ POD_CIDR = "10.244.0.0/24"
 GATEWAY = "10.244.0.1"
 SERVICE_CIDR = "10.96.0.0/24"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
+CLUSTER_DNS_IP = "10.96.0.10"
 ROUTE_TABLE = "244"
 """The routing table of packets arriving from the Pod bridge: it knows the bridge and nothing else."""
 LOCK_FILE = Path("/run/lock/aianalysis-operator-node.lock")

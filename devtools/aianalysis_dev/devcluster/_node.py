@@ -237,6 +237,7 @@ class NodeCluster(_cluster.DevCluster):
             "use-service-account-credentials": "true",
             "service-account-private-key-file": str(self.data_dir / "sa.key"),
             "root-ca-file": str(self.ca_file),
+            "service-cluster-ip-range": _host.SERVICE_CIDR,
             "node-monitor-grace-period": "40s",
         })  # fmt: skip
         return flags

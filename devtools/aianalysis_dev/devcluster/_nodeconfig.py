@@ -168,7 +168,12 @@ def write_kubelet(layout: Layout, *, address: str, port: int, healthz_port: int)
         "failSwapOn": False,
         "podLogsDir": str(layout.root / "var" / "log" / "pods"),
         "volumePluginDir": str(layout.kubelet_root / "volume-plugins"),
-        "resolvConf": "",  # no cluster DNS; Pods must not ask the host's resolver either
+        "resolvConf": "",  # Pods must not ask the host's resolver
+        # No DNS server runs there: a lookup fails at once on the machine (nothing translates the
+        # address), and kubelet does not warn "MissingClusterDNS" on every Pod sync — events an
+        # analysis reads.
+        "clusterDNS": [_host.CLUSTER_DNS_IP],
+        "clusterDomain": "cluster.local",
         "serializeImagePulls": False,
         "protectKernelDefaults": False,
         "evictionHard": {
