@@ -434,6 +434,7 @@ def unpack(path: Path, dest: Path) -> Image:
     Layers written here have no whiteouts; one that has some is refused rather than misapplied."""
     image = read_image(path)
     dest.mkdir(parents=True, exist_ok=True)
+    dest.chmod(0o755)  # the image's "/", as a runtime makes it (a temporary directory is 0700)
     with tarfile.open(path) as outer:
         for name in image.layers:
             source = outer.extractfile(name)
