@@ -169,6 +169,28 @@ def rolled_out(cluster: devcluster.DevCluster, namespace: str, name: str) -> Non
     cluster.kubectl("rollout", "status", "-n", namespace, f"deployment/{name}", "--timeout=60s")
 
 
+def create(
+    cluster: devcluster.DevCluster,
+    namespace: str,
+    name: str,
+    *,
+    containers: list[dict[str, Any]] | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> None:
+    """A Deployment, once the deployment controller has made its first ReplicaSet."""
+    containers = containers or [{"name": name, "image": f"example/{name}:1"}]
+    manifest = deployment(name, containers=containers, strategy=strategy)
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    rolled_out(cluster, namespace, name)
+
+
+def two_revisions(cluster: devcluster.DevCluster, namespace: str, name: str) -> None:
+    """``name`` at revision 2 (image ``example/<name>:2``) after revision 1 (``:1``)."""
+    create(cluster, namespace, name)
+    cluster.kubectl("set", "image", "-n", namespace, f"deployment/{name}", f"{name}=example/{name}:2")
+    rolled_out(cluster, namespace, name)
+
+
 def image_of(cluster: devcluster.DevCluster, namespace: str, name: str) -> str:
     return str(
         get(cluster, namespace, f"deployment/{name}")["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -244,17 +266,7 @@ def test_pinned_catalog_references_each_image_by_its_digest_and_is_accepted(
 def test_rollback_returns_the_deployment_to_its_previous_revision(
     cluster: devcluster.DevCluster, ns: str, run_workflow: Runner
 ) -> None:
-    cluster.kubectl(
-        "apply",
-        "-n",
-        ns,
-        "-f",
-        "-",
-        input=deployment("web", containers=[{"name": "web", "image": "example/web:1"}]),
-    )
-    rolled_out(cluster, ns, "web")
-    cluster.kubectl("set", "image", "-n", ns, "deployment/web", "web=example/web:2")
-    rolled_out(cluster, ns, "web")
+    two_revisions(cluster, ns, "web")
 
     result = run_workflow(
         "rollback-deployment",
@@ -285,17 +297,7 @@ def test_rollback_returns_the_deployment_to_its_previous_revision(
 def test_rollback_refuses_bad_input_and_what_it_cannot_do_and_changes_nothing(
     cluster: devcluster.DevCluster, ns: str, run_workflow: Runner
 ) -> None:
-    cluster.kubectl(
-        "apply",
-        "-n",
-        ns,
-        "-f",
-        "-",
-        input=deployment("web", containers=[{"name": "web", "image": "example/web:1"}]),
-    )
-    rolled_out(cluster, ns, "web")
-    cluster.kubectl("set", "image", "-n", ns, "deployment/web", "web=example/web:2")
-    rolled_out(cluster, ns, "web")
+    two_revisions(cluster, ns, "web")
     target = {"TARGET_NAMESPACE": ns, "TARGET_RESOURCE_KIND": "Deployment", "TARGET_RESOURCE_NAME": "web"}
     cases = [
         (
@@ -324,17 +326,7 @@ def test_a_workflow_acts_only_where_its_role_is_bound(
     other = f"{ns}-other"
     cluster.kubectl("create", "namespace", other)
     for namespace in (ns, other):
-        cluster.kubectl(
-            "apply",
-            "-n",
-            namespace,
-            "-f",
-            "-",
-            input=deployment("web", containers=[{"name": "web", "image": "example/web:1"}]),
-        )
-        rolled_out(cluster, namespace, "web")
-        cluster.kubectl("set", "image", "-n", namespace, "deployment/web", "web=example/web:2")
-        rolled_out(cluster, namespace, "web")
+        two_revisions(cluster, namespace, "web")
     result = run_workflow(
         "rollback-deployment", other, role_in=ns,
         TARGET_NAMESPACE=other, TARGET_RESOURCE_KIND="Deployment", TARGET_RESOURCE_NAME="web",
@@ -346,15 +338,7 @@ def test_a_workflow_acts_only_where_its_role_is_bound(
 def test_restart_rolls_a_new_pod_template_and_can_skip_waiting(
     cluster: devcluster.DevCluster, ns: str, run_workflow: Runner
 ) -> None:
-    cluster.kubectl(
-        "apply",
-        "-n",
-        ns,
-        "-f",
-        "-",
-        input=deployment("web", containers=[{"name": "web", "image": "example/web:1"}]),
-    )
-    rolled_out(cluster, ns, "web")
+    create(cluster, ns, "web")
     result = run_workflow(
         "restart-pods", ns, TARGET_NAMESPACE=ns, TARGET_RESOURCE_KIND="Deployment", TARGET_RESOURCE_NAME="web"
     )
@@ -403,8 +387,7 @@ def test_memory_workflow_raises_the_limit_of_the_named_container_only(
         },
         {"name": "proxy", "image": "example/proxy:1", "resources": {"limits": {"memory": "64Mi"}}},
     ]
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=deployment("api", containers=containers))
-    rolled_out(cluster, ns, "api")
+    create(cluster, ns, "api", containers=containers)
     target = {"TARGET_NAMESPACE": ns, "TARGET_RESOURCE_KIND": "Deployment", "TARGET_RESOURCE_NAME": "api"}
 
     failed(
@@ -453,10 +436,7 @@ def test_memory_workflow_takes_the_only_container_and_can_roll_out_by_recreate_o
 ) -> None:
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2, "maxUnavailable": 0}}
     containers = [{"name": "worker", "image": "example/worker:1", "resources": {"limits": {"memory": "1Gi"}}}]
-    cluster.kubectl(
-        "apply", "-n", ns, "-f", "-", input=deployment("worker", containers=containers, strategy=strategy)
-    )
-    rolled_out(cluster, ns, "worker")
+    create(cluster, ns, "worker", containers=containers, strategy=strategy)
     result = run_workflow(
         "oomkill-increase-memory", ns, TARGET_NAMESPACE=ns, TARGET_RESOURCE_KIND="Deployment",
         TARGET_RESOURCE_NAME="worker", MEMORY_LIMIT_NEW="2Gi", ROLLOUT_STRATEGY="recreate",
@@ -532,15 +512,7 @@ def test_cleanup_deletes_the_evicted_pods_of_the_workload_then_of_the_namespace_
     other = f"{ns}-other"
     cluster.kubectl("create", "namespace", other)
     for name in ("web", "api"):
-        cluster.kubectl(
-            "apply",
-            "-n",
-            ns,
-            "-f",
-            "-",
-            input=deployment(name, containers=[{"name": "c", "image": "example/c:1"}]),
-        )
-        rolled_out(cluster, ns, name)
+        create(cluster, ns, name)
     web, api = replicaset_of(cluster, ns, "web"), replicaset_of(cluster, ns, "api")
     hours, now = datetime.timedelta(hours=2), datetime.timedelta(0)
     evicted_pod(cluster, ns, "web-old", ago=hours, owner=web)

@@ -47,6 +47,7 @@ def wheels(*, context: Path, log: Callable[[str], None]) -> Wheels:
         .text("commands", json.dumps(dependency_commands))
         .text("env", json.dumps(builder.env(), sort_keys=True))
         .paths("locks", locks)
+        .path("recipe", Path(__file__))
         .hexdigest()
     )
 

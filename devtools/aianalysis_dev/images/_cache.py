@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 KEY_LENGTH = 20
-KEEP_PER_KIND = 4
+KEEP_PER_KIND = 2
 """Entries of one kind kept besides the one just used (other worktrees build other sources)."""
 _DONE = ".complete"
 

@@ -85,12 +85,13 @@ def _build(
     compile_all = [python, "-m", "compileall", "-q", "-j0", "--invalidation-mode", "unchecked-hash"]
     container.run([*compile_all, f"{_pybase.VENV}/lib"], what="compileall")
     _add_user(runtime, base=base.rootfs, app=app)
+    base_layer = oci.tree_layer(base.rootfs, out / "base.tar")
     layer = oci.tree_layer(app, out / "app.tar")
     config = runtime.config()
     digest = oci.write_image(
         out / "image.tar",
         name=name,
-        layers=[base.layer, layer],
+        layers=[base_layer, layer],
         config=oci.Config(
             entrypoint=config.entrypoint,
             cmd=config.cmd,
@@ -101,9 +102,9 @@ def _build(
         ),
         history=[base.history, f"the Dockerfile's runtime stage: pip install into {_pybase.VENV}; useradd"],
     )
-    for scratch in (found, app, layer.path):  # all in image.tar now
+    for scratch in (found, app, base_layer.path, layer.path):  # all in image.tar now
         _cache.remove_tree(scratch)
-    Built(path=out / "image.tar", name=name, digest=digest, size=base.layer.size + layer.size).save(out)
+    Built(path=out / "image.tar", name=name, digest=digest, size=base_layer.size + layer.size).save(out)
 
 
 def _add_user(runtime: dockerfile.Stage, *, base: Path, app: Path) -> None:

@@ -1,5 +1,6 @@
 """The operator image's base: Debian with Python 3 (what ``python:3.11-slim`` is, built here by
-debootstrap), trimmed, its standard library compiled reproducibly, written once as a layer.
+debootstrap), trimmed, its standard library compiled reproducibly. Cached as a tree: the image build
+chroots into it (read-only) and writes it as a layer.
 
 Its cache key is the recipe (this module and the Debian helpers) and the versions apt would install
 of the packages it names, so an ``apt-get update`` that brings a new Python rebuilds it.
@@ -12,7 +13,6 @@ import json
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from aianalysis_dev import oci
 from aianalysis_dev.images import _cache, _debian, _sandbox
 
 PACKAGES = ("python3-minimal", "python3-venv", "ca-certificates", "netbase", "tzdata")
@@ -31,7 +31,6 @@ STDLIB = "/usr/lib/python3.11"
 class Base:
     key: str
     rootfs: Path
-    layer: oci.Blob
     history: str
 
     def pip(self) -> list[str]:
@@ -47,18 +46,14 @@ def python_base(*, log: Callable[[str], None]) -> Base:
         _cache.Key("python-base")
         .text("suite", _debian.SUITE)
         .text("versions", json.dumps(versions, sort_keys=True))
-        .paths("recipe", [Path(__file__), Path(_debian.__file__), Path(oci.__file__)])
+        .paths("recipe", [Path(__file__), Path(_debian.__file__)])
         .hexdigest()
     )
     tools = _cache.root() / f"debootstrap-{versions['debootstrap']}"
     entry = _cache.entry("python-base", key, lambda out: _build(out, tools=tools, log=log))
-    layer = json.loads((entry / "layer.json").read_text())
     return Base(
         key=key,
         rootfs=entry / "rootfs",
-        layer=oci.Blob(
-            path=entry / "layer.tar", digest=layer["digest"], size=layer["size"], media_type=oci.LAYER
-        ),
         history=f"debootstrap --variant=minbase --include={','.join(PACKAGES)} {_debian.SUITE}; trimmed",
     )
 
@@ -73,6 +68,3 @@ def _build(out: Path, *, tools: Path, log: Callable[[str], None]) -> None:
     # with the layer's fixed mtimes. Never checked against the source: an image does not change.
     compile_all = [PYTHON, "-m", "compileall", "-q", "-j0", "--invalidation-mode", "unchecked-hash", STDLIB]
     _sandbox.Container(rootfs=rootfs, read_only=False, network=False).run(compile_all, what="compileall")
-    with _cache.timed("base layer", log):
-        layer = oci.tree_layer(rootfs, out / "layer.tar")
-    (out / "layer.json").write_text(json.dumps({"digest": layer.digest, "size": layer.size}))
