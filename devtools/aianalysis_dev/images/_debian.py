@@ -6,6 +6,8 @@ here (read from its sources): no other host is named or contacted.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -13,6 +15,7 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from aianalysis_dev.images import _cache
 
@@ -20,6 +23,7 @@ SUITE = "bookworm"
 """The release the host's apt sources name and the images are built from (Python 3.11, as the
 Dockerfile's base)."""
 SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
+LISTS = Path("/var/lib/apt/lists")
 
 
 class DebianError(_cache.ImageBuildError):
@@ -74,12 +78,26 @@ def _one_line(text: str) -> tuple[str, Path | None] | None:
 
 
 def candidate_versions(packages: Sequence[str]) -> dict[str, str]:
-    """The version apt would take of each package now (from its lists; nothing downloaded)."""
-    result = _run(["apt-cache", "show", "--no-all-versions", *packages], what="apt-cache show")
-    versions = dict(re.findall(r"^Package: (\S+)\n(?:.+\n)*?Version: (\S+)", result, flags=re.M))
-    if missing := sorted(set(packages) - versions.keys()):
-        raise DebianError(f"apt knows no package {', '.join(missing)} (run apt-get update?)")
-    return versions
+    """The version apt would take of each package now (from its lists; nothing downloaded). Asking
+    apt-cache takes seconds on a busy machine: the answer is kept until apt's lists change."""
+    memo = _cache.root() / "apt-candidates.json"
+    lists = sorted(LISTS.glob("*_Packages*"))
+    stats = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in lists]
+    signature = hashlib.sha256(repr(stats).encode())
+    known: dict[str, Any] = json.loads(memo.read_text()) if memo.exists() else {}
+    if known.get("lists") != signature.hexdigest():
+        known = {"lists": signature.hexdigest(), "versions": {}}
+    versions: dict[str, str] = known["versions"]
+    if missing := [p for p in packages if p not in versions]:
+        shown = _run(["apt-cache", "show", "--no-all-versions", *missing], what="apt-cache show")
+        versions.update(re.findall(r"^Package: (\S+)\n(?:.+\n)*?Version: (\S+)", shown, flags=re.M))
+        if unknown := sorted(set(missing) - versions.keys()):
+            raise DebianError(f"apt knows no package {', '.join(unknown)} (run apt-get update?)")
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f".{memo.name}.{os.getpid()}")
+        partial.write_text(json.dumps(known))
+        partial.replace(memo)
+    return {p: versions[p] for p in packages}
 
 
 def download(packages: Sequence[str], dest: Path) -> dict[str, Path]:
