@@ -2,13 +2,15 @@
 debootstrap), trimmed, its standard library compiled reproducibly. Cached as a tree: the image build
 chroots into it (read-only) and writes it as a layer.
 
-Its cache key is the recipe (this module and the Debian helpers) and the versions apt would install
-of the packages it names, so an ``apt-get update`` that brings a new Python rebuilds it.
+Its cache key is the recipe (this module, and the Debian helpers that make and trim the tree) and the
+versions apt would install of the packages it names, so an ``apt-get update`` that brings a new
+Python rebuilds it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -46,7 +48,10 @@ def python_base(*, log: Callable[[str], None]) -> Base:
         _cache.Key("python-base")
         .text("suite", _debian.SUITE)
         .text("versions", json.dumps(versions, sort_keys=True))
-        .paths("recipe", [Path(__file__), Path(_debian.__file__)])
+        .path("recipe", Path(__file__))
+        # of the Debian helpers, what shapes the tree (not how versions are looked up, say)
+        .text("debootstrap", inspect.getsource(_debian.debootstrap))
+        .text("trim", inspect.getsource(_debian.trim))
         .hexdigest()
     )
     tools = _cache.root() / f"debootstrap-{versions['debootstrap']}"
