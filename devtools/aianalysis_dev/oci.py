@@ -21,14 +21,19 @@ import io
 import json
 import os
 import stat
+import subprocess
 import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-EPOCH = 0
+EPOCH = 1
 """The modification time of every entry of every layer (and the config's ``created``): the digest of
-a layer depends on its files, never on when they were built."""
+a layer depends on its files, never on when they were built. (1, not 0: some tools read 0 as
+"unknown".)"""
+CREATED = "1970-01-01T00:00:01Z"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BUSYBOX_REF = "aianalysis.local/busybox:1"
 NAME_ANNOTATION = "io.containerd.image.name"
 REF_ANNOTATION = "org.opencontainers.image.ref.name"
 LAYOUT_VERSION = "1.0.0"
@@ -39,8 +44,11 @@ LAYER = "application/vnd.oci.image.layer.v1.tar"
 _CHUNK = 1 << 20
 
 
-class OCIError(Exception):
+class OCIError(ValueError):
     """An image layout that is not what the OCI image spec describes, or input we cannot write."""
+
+
+ImageError = OCIError
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -282,12 +290,12 @@ def write_image(
     if history and len(history) != len(layers):
         raise OCIError("history needs one entry per layer")
     config_json = {
-        "created": "1970-01-01T00:00:00Z",
+        "created": CREATED,
         "architecture": architecture,
         "os": os_name,
         "config": config.as_json(),
         "rootfs": {"type": "layers", "diff_ids": [layer.digest for layer in layers]},
-        "history": [{"created": "1970-01-01T00:00:00Z", "created_by": text} for text in history],
+        "history": [{"created": CREATED, "created_by": text} for text in history],
     }
     config_bytes = _canonical(config_json)
     manifest = {
@@ -491,3 +499,60 @@ def _blob(
     if f"sha256:{digest.hexdigest()}" != descriptor["digest"] or size != descriptor["size"]:
         raise OCIError(f"{name}: content does not match its descriptor (digest or size)")
     return bytes(kept)
+
+
+# ---- small images of the dev cluster's node --------------------------------------------------------
+
+
+def image_names(path: Path) -> list[str]:
+    """The ``io.containerd.image.name`` of each image in the layout tar ``path`` (what ``ctr images
+    import`` will call them)."""
+    try:
+        with tarfile.open(path) as tar:
+            index = json.loads(_read(tar, "index.json"))
+    except (OSError, KeyError, tarfile.TarError, json.JSONDecodeError) as error:
+        raise OCIError(f"{path} is not an OCI image-layout tar with an index.json: {error}") from error
+    names = [(m.get("annotations") or {}).get(NAME_ANNOTATION) for m in index.get("manifests") or []]
+    if not names or not all(isinstance(name, str) and name for name in names):
+        raise OCIError(f"{path}: every index.json entry needs the annotation {NAME_ANNOTATION}")
+    return [str(name) for name in names]
+
+
+def busybox_image(
+    out: Path, *, busybox: Path, ref: str = BUSYBOX_REF, extra: Mapping[str, Path] | None = None
+) -> Path:
+    """A test image: a static busybox with every applet linked in /bin, /etc/passwd and /etc/group
+    (root and nobody), /tmp, and ``extra`` files (path in the image → a file here, executable); its
+    command is ``sh``. (busybox's ``wget`` crashes without the NSS libraries; use ``nc``.)"""
+    applets = subprocess.run(
+        [str(busybox), "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    files: dict[str, Entry] = {
+        "/bin/busybox": File(content=busybox, mode=0o755),
+        **{f"/bin/{name}": Symlink(target="busybox") for name in applets if name != "busybox"},
+        **{
+            f"/{path.lstrip('/')}": File(content=source, mode=0o755) for path, source in (extra or {}).items()
+        },
+        "/etc/passwd": File(
+            content=b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
+        ),
+        "/etc/group": File(content=b"root:x:0:\nnogroup:x:65534:\n"),
+        "/tmp": Dir(mode=0o1777),  # noqa: S108 — the image's /tmp
+        "/root": Dir(mode=0o700),
+    }
+    return _one_layer_image(out, ref=ref, files=files, config=Config(cmd=["sh"], env={"PATH": DEFAULT_PATH}))
+
+
+def single_binary_image(out: Path, *, binary: Path, ref: str) -> Path:
+    """An image of one static binary at ``/<name>``, its entrypoint (the pause image)."""
+    files: dict[str, Entry] = {f"/{binary.name}": File(content=binary, mode=0o755)}
+    return _one_layer_image(out, ref=ref, files=files, config=Config(entrypoint=[f"/{binary.name}"]))
+
+
+def _one_layer_image(out: Path, *, ref: str, files: Mapping[str, Entry], config: Config) -> Path:
+    layer = files_layer(files, out.with_name(f".{out.name}.layer"))
+    try:
+        write_image(out, name=ref, layers=[layer], config=config)
+    finally:
+        layer.path.unlink()
+    return out

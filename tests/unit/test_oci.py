@@ -240,3 +240,38 @@ def test_unpack_applies_the_layers_in_order(image: tuple[Path, str, list[oci.Blo
     assert os.readlink(dest / "bin" / "sh") == "tool"
     assert (dest / "tmp").stat().st_mode & 0o7777 == 0o1777
     assert (dest / "app" / "run").stat().st_mode & 0o777 == 0o755
+
+
+def test_image_names_are_what_ctr_import_will_call_the_images(
+    image: tuple[Path, str, list[oci.Blob]], tmp_path: Path
+) -> None:
+    path, _, layers = image
+    assert oci.image_names(path) == [NAME]
+    index = json.loads(image_files(path)["index.json"])
+    del index["manifests"][0]["annotations"][oci.NAME_ANNOTATION]
+    rewrite(path, {"index.json": json.dumps(index).encode()})
+    with pytest.raises(oci.OCIError, match=oci.NAME_ANNOTATION):
+        oci.image_names(path)
+    with pytest.raises(oci.OCIError, match="not an OCI image-layout tar"):
+        oci.image_names(layers[0].path)
+
+
+def test_the_node_s_small_images_busybox_with_its_applets_and_one_binary(tmp_path: Path) -> None:
+    busybox = tmp_path / "busybox"
+    busybox.write_text("#!/bin/sh\necho busybox sh nc\n")  # answers --list as busybox does
+    busybox.chmod(0o755)
+    probe = tmp_path / "apiprobe"
+    probe.write_bytes(b"\x7fELF")
+    out = oci.busybox_image(tmp_path / "busybox.tar", busybox=busybox, extra={"bin/apiprobe": probe})
+    image = oci.read_image(out)
+    assert oci.image_names(out) == [oci.BUSYBOX_REF] and image.runtime["Cmd"] == ["sh"]
+    rootfs = tmp_path / "rootfs"
+    oci.unpack(out, rootfs)
+    assert os.readlink(rootfs / "bin" / "sh") == os.readlink(rootfs / "bin" / "nc") == "busybox"
+    assert (rootfs / "bin" / "apiprobe").stat().st_mode & 0o777 == 0o755
+    assert "nobody:x:65534" in (rootfs / "etc" / "passwd").read_text()
+    assert (rootfs / "tmp").stat().st_mode & 0o7777 == 0o1777
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["apiprobe", "busybox", "busybox.tar", "rootfs"]
+
+    pause = oci.single_binary_image(tmp_path / "pause.tar", binary=probe, ref="aianalysis.local/pause:1")
+    assert oci.read_image(pause).runtime == {"Entrypoint": ["/apiprobe"]}
