@@ -152,8 +152,15 @@ def get(cluster: devcluster.DevCluster, namespace: str, what: str) -> dict[str, 
     return json.loads(cluster.kubectl("get", "-n", namespace, what, "-o", "json").stdout)  # type: ignore[no-any-return]
 
 
-def deployment(name: str, *, containers: list[dict[str, Any]], strategy: dict[str, Any] | None = None) -> str:
+def deployment(
+    name: str,
+    *,
+    containers: list[dict[str, Any]],
+    strategy: dict[str, Any] | None = None,
+    paused: bool = False,
+) -> str:
     spec: dict[str, Any] = {
+        "paused": paused,  # paused from the start: the controller makes no ReplicaSet
         "replicas": 0,  # no node here: a rollout of no Pods completes as soon as its ReplicaSet exists
         "selector": {"matchLabels": {"app": name}},
         "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}},
@@ -537,6 +544,15 @@ def test_cleanup_deletes_the_evicted_pods_of_the_workload_then_of_the_namespace_
         "deleted 1 evicted Pods" in result.stdout
         and "kept 1 evicted less than 10 minutes ago" in result.stdout
     )
+
+    idle = deployment("idle", containers=[{"name": "c", "image": "example/c:1"}], paused=True)
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=idle)  # a workload without ReplicaSets
+    result = run_workflow(
+        "evicted-pods-cleanup", ns, TARGET_NAMESPACE=ns, TARGET_RESOURCE_KIND="Deployment",
+        TARGET_RESOURCE_NAME="idle", MIN_AGE_MINUTES="0",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert pods(cluster, ns) == everything - {"web-old"}, "a Pod without a controller is no workload's"
 
     result = run_workflow("evicted-pods-cleanup", ns, TARGET_NAMESPACE=ns)
     assert result.returncode == 0, result.stdout + result.stderr

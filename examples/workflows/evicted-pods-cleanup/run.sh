@@ -43,8 +43,8 @@ deleted=0 kept=0 failed=0
 # Read from a here-document, not a pipe: the counters stay in this shell.
 while IFS='|' read -r pod pod_uid reason created evicted owner; do
 	[ -n "$pod" ] && [ "$reason" = Evicted ] || continue
-	if [ -n "$kind" ]; then
-		printf '%s\n' "$owners" | grep -qx -- "$owner" || continue
+	if [ -n "$kind" ]; then # a Pod without a controller belongs to no workload
+		[ -n "$owner" ] && printf '%s\n' "$owners" | grep -qx -- "$owner" || continue
 	fi
 	since=$(date -u -D '%Y-%m-%dT%H:%M:%SZ' -d "${evicted:-$created}" +%s) ||
 		fail "cannot read the time '${evicted:-$created}' of Pod $namespace/$pod"
