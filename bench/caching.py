@@ -71,7 +71,9 @@ def _incidents() -> list[resources.AIAnalysisSpec]:
 
 async def _first_requests(base_url: str, specs: list[resources.AIAnalysisSpec]) -> None:
     config = settings.Settings(
-        provider="anthropic", api_key="bench", anthropic_base_url=base_url, model="claude-sonnet-4-6"
+        llm=settings.Llm(
+            provider="anthropic", api_key="bench", anthropic_base_url=base_url, model="claude-sonnet-4-6"
+        )
     )
     found = catalog.load_paths([harness.ROOT / "examples" / "catalog"])
     provider = llm.make_provider(config)

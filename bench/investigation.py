@@ -560,11 +560,9 @@ async def _replay(
     transcript: list[str],
 ) -> list[dict[str, Any]]:
     config = settings.Settings(
-        provider="anthropic",
-        api_key="bench",
-        anthropic_base_url=server.base_url,
-        prometheus_url=prom_url,
-        investigation_namespaces=("*",),
+        llm=settings.Llm(provider="anthropic", api_key="bench", anthropic_base_url=server.base_url),
+        investigation=settings.Investigation(namespaces=("*",)),
+        prometheus=settings.Prometheus(url=prom_url),
     )
     found = catalog.load_paths([harness.ROOT / "examples" / "catalog"])
     provider = llm.make_provider(config)

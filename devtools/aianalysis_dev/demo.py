@@ -94,7 +94,7 @@ def run(
 
 def _provider() -> str:
     """The provider the operator process will pick (same settings, same environment)."""
-    return settings.from_env().provider
+    return settings.from_env().llm.provider
 
 
 @contextlib.contextmanager

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from aianalysis import catalog, settings
-from aianalysis.analysis.llm import offline
+from aianalysis.analysis import offline
 from aianalysis.catalog import importer
 from aianalysis.evaluation import runner, scenario, scoring
 

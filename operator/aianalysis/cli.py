@@ -93,7 +93,7 @@ def operator_run(args: argparse.Namespace) -> int:
 
     handlers.run(
         namespaces=args.namespace,
-        log_format=config.log_format,
+        log_format=config.observability.log_format,
         verbose=args.verbose,
     )
     return 0
@@ -419,8 +419,9 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def mcp_serve(args: argparse.Namespace) -> int:
     from aianalysis.mcp import server as mcp_server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
 
+    config = settings.from_env(provider="offline")
     options = mcp_server.Options(
-        business=_business(args), max_chars=settings.from_env(provider="offline").tool_output_max_chars
+        business=_business(args), max_chars=config.investigation.tool_output_max_chars
     )
     serve = functools.partial(
         mcp_server.run,
@@ -428,7 +429,7 @@ def mcp_serve(args: argparse.Namespace) -> int:
         transport=args.transport,
         host=args.host,
         port=args.port,
-        token=settings.from_env(provider="offline").mcp_token,
+        token=config.mcp.token.get_secret_value() if config.mcp.token else None,
     )
     if args.catalog:
         try:
@@ -465,7 +466,7 @@ def executor_run(args: argparse.Namespace) -> int:
 
     handlers.run(
         namespaces=args.namespace,
-        log_format=config.log_format,
+        log_format=config.observability.log_format,
         verbose=args.verbose,
     )
     return 0

@@ -122,12 +122,14 @@ async def analyse(
 ) -> status.Decision:
     with ms.MessagesServer(*steps) as server:
         settings = settings_mod.Settings(
-            provider="anthropic",
-            api_key="sk-test-acceptance",
-            anthropic_base_url=server.base_url,
-            llm_max_retries=0,
-            llm_timeout_seconds=5.0,
-            max_validation_attempts=attempts,
+            llm=settings_mod.Llm(
+                provider="anthropic",
+                api_key="sk-test-acceptance",
+                anthropic_base_url=server.base_url,
+                max_retries=0,
+                timeout_seconds=5.0,
+            ),
+            analysis=settings_mod.Analysis(max_validation_attempts=attempts),
         )
         provider = pipeline.llm.make_provider(settings)
         try:

@@ -64,7 +64,7 @@ class Seen:
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
     made = runtime_mod.Runtime.create(
-        settings.Settings(provider="offline", max_concurrent_analyses=1),
+        settings.Settings(llm=settings.Llm(provider="offline"), analysis=settings.Analysis(max_concurrent=1)),
         kube.api_client(str(cluster.kubeconfig)),
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)

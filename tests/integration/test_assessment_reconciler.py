@@ -44,9 +44,14 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def make_runtime(cluster: devcluster.Cluster, **overrides: Any) -> runtime_mod.Runtime:
+async def make_runtime(
+    cluster: devcluster.Cluster, *, prometheus_url: str | None = None
+) -> runtime_mod.Runtime:
     config = settings.Settings(
-        provider="offline", provider_retry_delay_seconds=0.01, assessment_window_seconds=WINDOW, **overrides
+        llm=settings.Llm(provider="offline"),
+        retries=settings.Retries(delay_seconds=0.01),
+        assessment=settings.Assessment(window_seconds=WINDOW),
+        prometheus=settings.Prometheus(url=prometheus_url),
     )
     return runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
 

@@ -49,11 +49,13 @@ async def runtime(
     cluster: devcluster.Cluster, crds: list[str], llm_server: ms.MessagesServer, clock: ManualClock
 ) -> AsyncIterator[runtime_mod.Runtime]:
     config = settings.Settings(
-        provider="anthropic",
-        api_key="sk-test-budget",
-        anthropic_base_url=llm_server.base_url,
-        llm_max_retries=0,
-        llm_budget_conversations_per_hour=BUDGET,
+        llm=settings.Llm(
+            provider="anthropic",
+            api_key="sk-test-budget",
+            anthropic_base_url=llm_server.base_url,
+            max_retries=0,
+        ),
+        budget=settings.Budget(conversations_per_hour=BUDGET),
     )
     made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
@@ -165,12 +167,13 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     clock: ManualClock,
 ) -> None:
     config = settings.Settings(
-        provider="anthropic",
-        api_key="sk-test-budget",
-        anthropic_base_url=llm_server.base_url,
-        llm_max_retries=0,
-        llm_budget_conversations_per_hour=BUDGET,
-        llm_budget_namespace=namespace,
+        llm=settings.Llm(
+            provider="anthropic",
+            api_key="sk-test-budget",
+            anthropic_base_url=llm_server.base_url,
+            max_retries=0,
+        ),
+        budget=settings.Budget(conversations_per_hour=BUDGET, namespace=namespace),
     )
 
     def start() -> runtime_mod.Runtime:

@@ -32,7 +32,7 @@ EXECUTOR_CONDITION = {
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
     made = runtime_mod.Runtime.create(
-        settings.Settings(provider="offline", provider_retry_delay_seconds=0.01),
+        settings.Settings(llm=settings.Llm(provider="offline"), retries=settings.Retries(delay_seconds=0.01)),
         kube.api_client(str(cluster.kubeconfig)),
     )
     yield made

@@ -75,10 +75,9 @@ async def test_two_replicas_starting_at_once_never_overshoot(
         cap = running_elsewhere(replicas[0]) + 1  # room for exactly one more, cluster-wide
         config = [
             settings.Settings(
-                provider="offline",
-                executor_max_concurrent=cap,
-                executor_start_lock_namespace=namespace,
-                leader_identity=f"executor-{who}",
+                llm=settings.Llm(provider="offline"),
+                leadership=settings.Leadership(identity=f"executor-{who}"),
+                guards=settings.Guards(max_concurrent=cap, start_lock_namespace=namespace),
             )
             for who in "ab"
         ]

@@ -75,7 +75,9 @@ async def test_a_retried_startup_neither_rebinds_ports_nor_opens_second_clients(
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: Any) -> AsyncIterator[runtime_mod.Runtime]:
     made = runtime_mod.Runtime.create(
-        settings.Settings(provider="offline", catalog_sync_stale_seconds=900),
+        settings.Settings(
+            llm=settings.Llm(provider="offline"), catalog=settings.Catalog(sync_stale_seconds=900)
+        ),
         kube.api_client(str(cluster.kubeconfig)),
     )
     yield made

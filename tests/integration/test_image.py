@@ -108,7 +108,7 @@ def test_image_ports_and_entrypoint_match_the_operator_and_the_chart(stages: lis
     exposed = {int(port) for port in config.exposed_ports}
     defaults = settings.Settings()
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert exposed == {defaults.metrics_port, defaults.health_port}
+    assert exposed == {defaults.observability.metrics_port, defaults.observability.health_port}
     assert exposed == {values["metrics"]["port"], values["health"]["port"]}
 
 

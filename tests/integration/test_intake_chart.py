@@ -38,8 +38,8 @@ def test_intake_is_off_and_the_budget_limited_and_kept_in_the_cluster_by_default
     assert not any(name.startswith("AIANALYSIS_INTAKE") for name in env)
     plain = {name: item["value"] for name, item in env.items() if "value" in item}
     config = settings.from_env({**plain, "AIANALYSIS_API_KEY": "k"})
-    assert (config.llm_budget_conversations_per_hour, config.llm_budget_tokens_per_day) == (30, 3_000_000)
-    assert config.llm_budget_namespace == "aianalysis-system"
+    assert (config.budget.conversations_per_hour, config.budget.tokens_per_day) == (30, 3_000_000)
+    assert config.budget.namespace == "aianalysis-system"
     [role] = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"].endswith("-llm-budget")]
     assert role["metadata"]["namespace"] == "aianalysis-system"
     assert role["rules"] == [
@@ -66,8 +66,8 @@ def test_enabled_intake_reads_its_token_from_the_secret_and_the_operator_accepts
     }
     plain = {name: item["value"] for name, item in env.items() if "value" in item}
     config = settings.from_env({**plain, "AIANALYSIS_INTAKE_TOKEN": "from-the-secret"})
-    assert config.intake_port == 8081 and config.intake_cooldown_seconds == 1800
-    assert (config.llm_budget_conversations_per_hour, config.llm_budget_tokens_per_day) == (20, 2_000_000)
+    assert config.intake.port == 8081 and config.intake.cooldown_seconds == 1800
+    assert (config.budget.conversations_per_hour, config.budget.tokens_per_day) == (20, 2_000_000)
     assert {"name": "intake", "containerPort": 8081, "protocol": "TCP"} in container(objects)["ports"]
 
     configmap = one(objects, "ConfigMap")

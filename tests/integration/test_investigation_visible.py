@@ -58,7 +58,7 @@ async def analyse(cluster: devcluster.Cluster, spec: resources.AIAnalysisSpec) -
     api = kube.api_client(str(cluster.kubeconfig))
     with ms.MessagesServer(policy=Investigates(spec)) as server:
         config = settings.Settings(
-            provider="anthropic", api_key="sk-test", anthropic_base_url=server.base_url
+            llm=settings.Llm(provider="anthropic", api_key="sk-test", anthropic_base_url=server.base_url)
         )
         provider = llm.make_provider(config)
         try:
@@ -123,7 +123,10 @@ async def test_status_records_every_tool_call_for_kubectl_get_aia_o_yaml(
     assert not deployment.error and pod.error and deployment.result_tokens > pod.result_tokens > 0
     assert deployment.arguments is not None and f'"name":"{spec.resource.name}"' in deployment.arguments
     assert audit.output_tokens >= sum(call.result_tokens for call in audit.calls) - len(audit.calls)
-    assert audit.budget_tokens == settings.Settings().tool_output_budget_tokens and not audit.budget_exhausted
+    assert (
+        audit.budget_tokens == settings.Settings().investigation.tool_output_budget_tokens
+        and not audit.budget_exhausted
+    )
     written = status.completed(
         previous=resources.AIAnalysisStatus(phase="Investigating", attempt=1),
         decision=decision,

@@ -219,7 +219,8 @@ async def test_missing_object_and_secret(
     )
     box = toolbox(k8s.KubernetesReader(api), namespace)
     missing = await box.call("get_resource", {"kind": "Pod", "name": "nope"})
-    assert missing == tools.ToolResult(f"Pod {namespace}/nope not found", is_error=True)
+    # a 404 is an answer the offline provider reads (a missing object), not a failed read
+    assert missing == tools.ToolResult(f"Pod {namespace}/nope not found", is_error=True, data=tools.Absent())
     secret = await box.call("get_resource", {"kind": "Secret", "name": "db"})
     assert secret.is_error and "Secrets are never read" in secret.text and SECRET_VALUE not in secret.text
     with pytest.raises(tools.Unavailable):
@@ -287,7 +288,9 @@ async def test_pods_of_a_missing_owner(api: kube.ApiClient, namespace: str) -> N
     result = await toolbox(k8s.KubernetesReader(api), namespace).call(
         "list_pods_of_owner", {"kind": "Deployment", "name": "ghost"}
     )
-    assert result == tools.ToolResult(f"Deployment {namespace}/ghost not found", is_error=True)
+    assert result == tools.ToolResult(
+        f"Deployment {namespace}/ghost not found", is_error=True, data=tools.Absent()
+    )
 
 
 async def test_pod_logs_without_a_kubelet_give_a_clear_error(
@@ -302,7 +305,9 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
         is_error=True,
     )
     missing = await toolbox(k8s.KubernetesReader(api), namespace).call("get_pod_logs", {"name": "nope"})
-    assert missing == tools.ToolResult(f"the logs of Pod {namespace}/nope not found", is_error=True)
+    assert missing == tools.ToolResult(
+        f"the logs of Pod {namespace}/nope not found", is_error=True, data=tools.Absent()
+    )
 
 
 async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
@@ -317,8 +322,9 @@ async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
 async def test_a_volume_attachment_is_read_and_listed_with_its_volume_and_node(
     api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str
 ) -> None:
-    """VolumeAttachments (storage.k8s.io, cluster-scoped) tell which node holds a volume: the
-    offline investigation reads the PV, NODE and ATTACHED columns of the list."""
+    """VolumeAttachments (storage.k8s.io, cluster-scoped) tell which node holds a volume: the LLM
+    reads the PV, NODE and ATTACHED columns of the list, the offline investigation the objects
+    the listing returns beside them."""
     name = f"csi-{namespace}"
     create(
         cluster,
@@ -347,5 +353,8 @@ async def test_a_volume_attachment_is_read_and_listed_with_its_volume_and_node(
         listed = await box.call("list_resources", {"kind": "volumeattachments", "limit": 100})
         assert not listed.is_error, listed.text
         assert f"{name}  ebs.csi.aws.com  pvc-{namespace}  ip-10-0-3-9  true  " in listed.text
+        assert isinstance(listed.data, tools.ListResult)
+        [row] = [item for item in listed.data.items if item["metadata"]["name"] == name]
+        assert (row["spec"]["nodeName"], row["status"]["attached"]) == ("ip-10-0-3-9", True)
     finally:
         cluster.kubectl("delete", "volumeattachment", name, "--wait=false")

@@ -31,12 +31,9 @@ VERTEX_REGION = "europe-west1"
 OPENAI_KEY = "sk-openai-DO-NOT-LEAK-0123456789"
 LOCAL_MODEL = "qwen3-coder"
 
-COMMON: dict[str, Any] = {
-    "llm_timeout_seconds": 5.0,
-    "llm_max_retries": 2,
-    "max_tool_steps": 6,
-    "max_tokens": 1024,
-}
+COMMON: dict[str, Any] = {"timeout_seconds": 5.0, "max_retries": 2, "max_tokens": 1024}
+"""Fields of the ``llm`` group every platform test shares."""
+ANALYSIS = settings.Analysis(max_tool_steps=6)
 
 
 def raw_call(name: str, arguments: str) -> dict[str, Any]:
@@ -80,11 +77,14 @@ def bedrock(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.BedrockServer, 
         *steps, access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, **kwargs
     ) as server:
         config = settings.Settings(
-            provider="bedrock",
-            model=BEDROCK_MODEL,
-            aws_region=REGION,
-            bedrock_base_url=server.base_url,
-            **COMMON,
+            analysis=ANALYSIS,
+            llm=settings.Llm(
+                provider="bedrock",
+                model=BEDROCK_MODEL,
+                aws_region=REGION,
+                bedrock_base_url=server.base_url,
+                **COMMON,
+            ),
         )
         yield server, config
 
@@ -93,13 +93,16 @@ def bedrock(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.BedrockServer, 
 def vertex(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.VertexServer, settings.Settings]]:
     with ps.VertexServer(*steps, token=TOKEN, project=PROJECT, region=VERTEX_REGION, **kwargs) as server:
         config = settings.Settings(
-            provider="vertex",
-            model=MODEL,
-            vertex_region=VERTEX_REGION,
-            vertex_project_id=PROJECT,
-            vertex_base_url=server.base_url,
-            vertex_access_token=TOKEN,
-            **COMMON,
+            analysis=ANALYSIS,
+            llm=settings.Llm(
+                provider="vertex",
+                model=MODEL,
+                vertex_region=VERTEX_REGION,
+                vertex_project_id=PROJECT,
+                vertex_base_url=server.base_url,
+                vertex_access_token=TOKEN,
+                **COMMON,
+            ),
         )
         yield server, config
 
@@ -108,11 +111,14 @@ def vertex(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.VertexServer, se
 def chat(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.ChatCompletionsServer, settings.Settings]]:
     with ps.ChatCompletionsServer(*steps, served_models=[LOCAL_MODEL, "other"], **kwargs) as server:
         config = settings.Settings(
-            provider="openai",
-            model=LOCAL_MODEL,
-            openai_base_url=server.base_url,
-            openai_api_key=OPENAI_KEY,
-            **COMMON,
+            analysis=ANALYSIS,
+            llm=settings.Llm(
+                provider="openai",
+                model=LOCAL_MODEL,
+                openai_base_url=server.base_url,
+                openai_api_key=OPENAI_KEY,
+                **COMMON,
+            ),
         )
         yield server, config
 
@@ -161,11 +167,14 @@ async def test_bedrock_retries_throttling_and_rejects_a_wrong_signature(aws_cred
     ):
         await run(
             settings.Settings(
-                provider="bedrock",
-                model=BEDROCK_MODEL,
-                aws_region=REGION,
-                bedrock_base_url=server.base_url,
-                **COMMON,
+                analysis=ANALYSIS,
+                llm=settings.Llm(
+                    provider="bedrock",
+                    model=BEDROCK_MODEL,
+                    aws_region=REGION,
+                    bedrock_base_url=server.base_url,
+                    **COMMON,
+                ),
             )
         )
     assert not caught.value.retryable
@@ -176,7 +185,7 @@ async def test_bedrock_retries_throttling_and_rejects_a_wrong_signature(aws_cred
 async def test_bedrock_model_check(aws_credentials: None) -> None:
     with bedrock(retired_models=["anthropic.claude-v2"]) as (server, config):
         assert await llm.check_model(config) is None
-        retired = dataclasses_replace(config, model="anthropic.claude-v2")
+        retired = with_llm(config, model="anthropic.claude-v2")
         with pytest.raises(errors.ConfigError) as caught:
             await llm.check_model(retired)
     message = str(caught.value)
@@ -217,7 +226,7 @@ async def test_vertex_model_check_counts_tokens_for_free() -> None:
     with vertex(retired_models=["claude-2.1"]) as (server, config):
         assert await llm.check_model(config) is None
         with pytest.raises(errors.ConfigError) as caught:
-            await llm.check_model(dataclasses_replace(config, model="claude-2.1"))
+            await llm.check_model(with_llm(config, model="claude-2.1"))
     assert "'claude-2.1' is unknown or retired at provider 'vertex'" in str(caught.value)
     assert "was not found" in str(caught.value)
     assert [r.path.rsplit("/", 1)[-1] for r in server.model_lookups] == ["count-tokens:rawPredict"] * 2
@@ -300,7 +309,7 @@ async def test_openai_rate_limits_and_server_errors_are_retried_then_timeouts_fa
         chat(ms.Hang(), ms.Hang()) as (server, config),
         pytest.raises(errors.ProviderUnavailableError) as caught,
     ):
-        await run(dataclasses_replace(config, llm_timeout_seconds=0.5, llm_max_retries=1))
+        await run(with_llm(config, timeout_seconds=0.5, max_retries=1))
     assert "did not answer within 0.5s" in str(caught.value)
 
 
@@ -323,11 +332,11 @@ async def test_openai_truncated_answer_is_invalid_and_the_key_never_leaks() -> N
 
 async def test_openai_model_check_lists_the_served_models() -> None:
     with chat(lookup_failures=[ms.Fail(503, "warming up", headers={})]) as (server, config):
-        warning = await llm.check_model(dataclasses_replace(config, llm_max_retries=0))
+        warning = await llm.check_model(with_llm(config, max_retries=0))
         assert warning is not None and "could not verify model" in warning and "503" in warning
         assert await llm.check_model(config) is None
         with pytest.raises(errors.ConfigError) as caught:
-            await llm.check_model(dataclasses_replace(config, model="llama-2-retired"))
+            await llm.check_model(with_llm(config, model="llama-2-retired"))
     message = str(caught.value)
     assert "'llama-2-retired' is not served" in message and "other, qwen3-coder" in message
     assert "set AIANALYSIS_MODEL" in message
@@ -346,8 +355,9 @@ def test_openai_tool_definitions_reuse_the_toolbox_schemas() -> None:
     ]
 
 
-def dataclasses_replace(config: settings.Settings, **changes: Any) -> settings.Settings:
-    return dataclasses.replace(config, **changes)
+def with_llm(config: settings.Settings, **changes: Any) -> settings.Settings:
+    """``config`` with fields of its ``llm`` group changed."""
+    return dataclasses.replace(config, llm=config.llm.model_copy(update=changes))
 
 
 # ---- one retry-after cap for every provider ----------------------------------------------------

@@ -91,18 +91,20 @@ def server() -> Iterator[ms.MessagesServer]:
         yield running
 
 
-def make_settings(server: ms.MessagesServer, **overrides: Any) -> settings.Settings:
+def make_settings(server: ms.MessagesServer, *, max_tool_steps: int = 6, **llm: Any) -> settings.Settings:
+    """Claude through the scripted server; ``llm`` overrides fields of the ``llm`` group."""
     values: dict[str, Any] = {
         "provider": "anthropic",
         "model": MODEL,
         "api_key": SECRET,
         "anthropic_base_url": server.base_url,
-        "llm_timeout_seconds": 5.0,
-        "llm_max_retries": 2,
-        "max_tool_steps": 6,
+        "timeout_seconds": 5.0,
+        "max_retries": 2,
         "max_tokens": 1024,
     }
-    return settings.Settings(**(values | overrides))
+    return settings.Settings(
+        llm=settings.Llm(**(values | llm)), analysis=settings.Analysis(max_tool_steps=max_tool_steps)
+    )
 
 
 class Observed:
@@ -454,9 +456,7 @@ async def test_tokens_billed_before_a_failure_are_reported_once(server: ms.Messa
     server.add(ms.reply_tools(search_call(), usage=ms.usage(1200, 40, cache_read=500, cache_write=3000)))
     server.set_policy(lambda body: ms.server_error())
     observed = Observed()
-    provider = anthropic_provider.AnthropicProvider(
-        make_settings(server, llm_max_retries=0), on_request=observed
-    )
+    provider = anthropic_provider.AnthropicProvider(make_settings(server, max_retries=0), on_request=observed)
     conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
 
     with pytest.raises(errors.ProviderUnavailableError):
@@ -501,9 +501,7 @@ async def test_persistent_transient_failure_is_provider_unavailable(
 ) -> None:
     server.add(*[ms.Fail(status) for _ in range(3)])
     observed = Observed()
-    provider = anthropic_provider.AnthropicProvider(
-        make_settings(server, llm_max_retries=2), on_request=observed
-    )
+    provider = anthropic_provider.AnthropicProvider(make_settings(server, max_retries=2), on_request=observed)
     conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
 
     with pytest.raises(errors.ProviderUnavailableError) as caught:
@@ -517,7 +515,7 @@ async def test_persistent_transient_failure_is_provider_unavailable(
 
 async def test_rate_limit_beyond_retries_is_provider_unavailable(server: ms.MessagesServer) -> None:
     server.add(ms.rate_limited(), ms.rate_limited())
-    _, conversation = await converse(server, llm_max_retries=1)
+    _, conversation = await converse(server, max_retries=1)
 
     with pytest.raises(errors.ProviderUnavailableError, match="429"):
         await conversation.answer()
@@ -555,7 +553,7 @@ async def test_api_key_never_appears_in_error_messages(server: ms.MessagesServer
 
 async def test_timeout_is_provider_unavailable(server: ms.MessagesServer) -> None:
     server.add(ms.Hang(), ms.Hang())
-    _, conversation = await converse(server, llm_timeout_seconds=0.3, llm_max_retries=1)
+    _, conversation = await converse(server, timeout_seconds=0.3, max_retries=1)
 
     with pytest.raises(errors.ProviderUnavailableError, match=r"did not answer within 0\.3s"):
         await conversation.answer()
@@ -567,7 +565,9 @@ async def test_unreachable_endpoint_is_provider_unavailable() -> None:
     with ms.MessagesServer() as stopped:
         base_url = stopped.base_url
     config = settings.Settings(
-        provider="anthropic", model=MODEL, api_key=SECRET, anthropic_base_url=base_url, llm_max_retries=0
+        llm=settings.Llm(
+            provider="anthropic", model=MODEL, api_key=SECRET, anthropic_base_url=base_url, max_retries=0
+        )
     )
     provider = anthropic_provider.AnthropicProvider(config)
     conversation = provider.open(system="s", prompt="p", toolbox=RecordingToolbox(), spec=SPEC)
@@ -667,7 +667,7 @@ async def test_a_non_json_body_is_asked_for_again_within_the_same_conversation(
 
 async def test_a_retry_after_beyond_the_limit_is_not_waited_for(server: ms.MessagesServer) -> None:
     server.add(ms.Fail(429, "slow down", headers={"retry-after": "600"}), ms.submit({"x": 1}))
-    _, conversation = await converse(server, llm_max_retries=3, provider_max_retry_after_seconds=30.0)
+    _, conversation = await converse(server, max_retries=3, max_retry_after_seconds=30.0)
 
     started = asyncio.get_running_loop().time()
     with pytest.raises(errors.ProviderUnavailableError, match="retry after 600s, longer than the 30s limit"):
@@ -679,7 +679,7 @@ async def test_a_retry_after_beyond_the_limit_is_not_waited_for(server: ms.Messa
 
 async def test_a_retry_after_within_the_limit_is_obeyed(server: ms.MessagesServer) -> None:
     server.add(ms.Fail(429, "slow down", headers={"retry-after": "0.2"}), ms.submit({"x": 1}))
-    _, conversation = await converse(server, llm_max_retries=3, provider_max_retry_after_seconds=30.0)
+    _, conversation = await converse(server, max_retries=3, max_retry_after_seconds=30.0)
 
     submission = await conversation.answer()
 

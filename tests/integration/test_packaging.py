@@ -178,15 +178,15 @@ def test_platform_provider_values_become_a_valid_operator_configuration(
     plain = {name: item["value"] for name, item in env.items() if "value" in item}
     secret = {name: item["valueFrom"]["secretKeyRef"] for name, item in env.items() if "valueFrom" in item}
     config = settings.from_env({**plain, **{name: "from-a-secret" for name in secret}})
-    assert config.provider == provider and config.model_check is True
+    assert config.llm.provider == provider and config.llm.model_check is True
     if provider == "bedrock":
-        assert (config.aws_region, config.model) == ("eu-west-1", "eu.anthropic.claude-sonnet-4-6")
+        assert (config.llm.aws_region, config.llm.model) == ("eu-west-1", "eu.anthropic.claude-sonnet-4-6")
         assert secret == {}, "AWS credentials come from IRSA / the default chain, never a Secret of ours"
     if provider == "vertex":
-        assert (config.vertex_region, config.vertex_project_id) == ("europe-west1", "incidents")
+        assert (config.llm.vertex_region, config.llm.vertex_project_id) == ("europe-west1", "incidents")
         assert secret == {}
     if provider == "openai":
-        assert config.openai_base_url == "http://vllm.llm:8000/v1"
+        assert config.llm.openai_base_url == "http://vllm.llm:8000/v1"
         assert secret == {"OPENAI_API_KEY": {"name": "vllm-key", "key": "token"}}
     apply_dry_run(cluster, yaml.safe_dump_all(objects))
 
@@ -212,12 +212,15 @@ def test_prometheus_values_turn_on_the_prometheus_tools_with_token_ca_and_egress
         "key": "token",
     }
     config = settings.from_env({**plain, "AIANALYSIS_PROMETHEUS_TOKEN": "from-a-secret"})
-    assert (config.prometheus_url, config.prometheus_tenant) == (
+    assert (config.prometheus.url, config.prometheus.tenant) == (
         "https://thanos-query.monitoring.svc:9091",
         "team-a",
     )
-    assert config.prometheus_ca_file == "/etc/aianalysis/prometheus-ca/ca.crt"
-    assert config.investigation_namespaces == ("ingress-nginx",) and config.tool_output_budget_tokens == 12000
+    assert config.prometheus.ca_file == "/etc/aianalysis/prometheus-ca/ca.crt"
+    assert (
+        config.investigation.namespaces == ("ingress-nginx",)
+        and config.investigation.tool_output_budget_tokens == 12000
+    )
     pod = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert {"name": "prometheus-ca", "configMap": {"name": "prometheus-ca"}} in pod["volumes"]
     policy = next(o for o in objects if o["kind"] == "NetworkPolicy")["spec"]
@@ -259,12 +262,15 @@ def test_default_env_is_a_valid_operator_configuration(helm: Path, tmp_path: Pat
     env = {name: item["value"] for name, item in env_of(render(helm, tmp_path)).items()}
     config = settings.from_env(env)
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert config.provider == values["provider"] == "offline"
-    assert config.max_concurrent_analyses == values["maxConcurrentAnalyses"]
-    assert config.confidence_floor == values["confidenceFloor"]
-    assert config.max_recovery_attempts == values["maxRecoveryAttempts"]
-    assert config.log_format == values["logFormat"]
-    assert (config.metrics_port, config.health_port) == (values["metrics"]["port"], values["health"]["port"])
+    assert config.llm.provider == values["provider"] == "offline"
+    assert config.analysis.max_concurrent == values["maxConcurrentAnalyses"]
+    assert config.analysis.confidence_floor == values["confidenceFloor"]
+    assert config.analysis.max_recovery_attempts == values["maxRecoveryAttempts"]
+    assert config.observability.log_format == values["logFormat"]
+    assert (config.observability.metrics_port, config.observability.health_port) == (
+        values["metrics"]["port"],
+        values["health"]["port"],
+    )
     assert set(env) >= {
         "AIANALYSIS_PROVIDER", "AIANALYSIS_MODEL", "AIANALYSIS_MAX_CONCURRENT_ANALYSES",
         "AIANALYSIS_CONFIDENCE_FLOOR", "AIANALYSIS_MAX_RECOVERY_ATTEMPTS", "AIANALYSIS_LOG_FORMAT",

@@ -26,17 +26,17 @@ def incident(name: str) -> resources.AIAnalysisSpec:
     return resources.AIAnalysisSpec.model_validate(doc["spec"])
 
 
-def settings(server: ms.MessagesServer, **overrides: Any) -> settings_mod.Settings:
+def settings(server: ms.MessagesServer, **llm: Any) -> settings_mod.Settings:
+    """Claude through the scripted server; ``llm`` overrides fields of the ``llm`` group."""
     values: dict[str, Any] = {
         "provider": "anthropic",
         "api_key": "sk-test-pipeline",
         "anthropic_base_url": server.base_url,
-        "llm_max_retries": 2,
-        "llm_timeout_seconds": 5.0,
+        "max_retries": 2,
+        "timeout_seconds": 5.0,
         "model": "claude-sonnet-4-6",
     }
-    values.update(overrides)
-    return settings_mod.Settings(**values)
+    return settings_mod.Settings(llm=settings_mod.Llm(**(values | llm)))
 
 
 async def run(spec: resources.AIAnalysisSpec, config: settings_mod.Settings) -> resources.AIAnalysisStatus:
@@ -165,7 +165,7 @@ async def test_rate_limit_then_success() -> None:
 async def test_persistent_server_errors_raise_a_retryable_provider_error() -> None:
     failures = [ms.server_error() for _ in range(10)]
     with ms.MessagesServer(*failures) as server, pytest.raises(errors.ProviderUnavailableError) as caught:
-        await run(incident("payment-api-oomkilled"), settings(server, llm_max_retries=1))
+        await run(incident("payment-api-oomkilled"), settings(server, max_retries=1))
     assert caught.value.retryable is True
     assert "sk-test-pipeline" not in str(caught.value)
 

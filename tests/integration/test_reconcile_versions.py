@@ -28,7 +28,7 @@ analysis = analyses.crashloop
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
     made = runtime_mod.Runtime.create(
-        settings.Settings(provider="offline"), kube.api_client(str(cluster.kubeconfig))
+        settings.Settings(llm=settings.Llm(provider="offline")), kube.api_client(str(cluster.kubeconfig))
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
     yield made
@@ -101,7 +101,7 @@ async def test_an_analysis_ended_by_another_writer_while_it_waited_is_left_as_it
     runtime: runtime_mod.Runtime, namespace: str
 ) -> None:
     created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a6", namespace))
-    slots = runtime.settings.max_concurrent_analyses
+    slots = runtime.settings.analysis.max_concurrent
     for _ in range(slots):  # every slot is taken: the analysis shows Pending and waits
         await runtime.semaphore.acquire()
     task = asyncio.create_task(aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(created)))

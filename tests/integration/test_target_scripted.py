@@ -82,12 +82,14 @@ def incident(*, kind: str = "Deployment", name: str = "checkout", error: str = "
 
 def settings(server: ms.MessagesServer) -> settings_mod.Settings:
     return settings_mod.Settings(
-        provider="anthropic",
-        api_key="sk-test-target",
-        anthropic_base_url=server.base_url,
-        llm_max_retries=0,
-        llm_timeout_seconds=5.0,
-        model="claude-sonnet-4-6",
+        llm=settings_mod.Llm(
+            provider="anthropic",
+            api_key="sk-test-target",
+            anthropic_base_url=server.base_url,
+            max_retries=0,
+            timeout_seconds=5.0,
+            model="claude-sonnet-4-6",
+        )
     )
 
 

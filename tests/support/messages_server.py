@@ -14,7 +14,7 @@ protocol bug in the client fails the test instead of passing silently.
 Usage::
 
     with MessagesServer(reply_tools(tool_use("search_workflow_catalog", {...})), submit({...})) as server:
-        settings = Settings(provider="anthropic", api_key="k", anthropic_base_url=server.base_url)
+        config = Settings(llm=Llm(provider="anthropic", api_key="k", anthropic_base_url=server.base_url))
         ...
         assert server.requests[0].body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
 """

@@ -14,6 +14,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = [
     "aianalysis.analysis.llm",
+    "aianalysis.analysis.offline",
     "aianalysis.analysis.prompts",
     "aianalysis.analysis.tools",
     "aianalysis.analysis.validation",

@@ -95,7 +95,9 @@ def test_exhausted_script_answers_400_and_policy_takes_over_when_set() -> None:
 
 
 def test_delays_do_not_block_other_requests() -> None:
-    server = ms.MessagesServer(policy=lambda body: ms.reply_text("ok", delay=0.5))
+    # Each answer waits long enough that ten clients reach the server before the first one is
+    # answered even on a loaded machine (0.5 s was not: 7 of 10 arrived in time at load 18).
+    server = ms.MessagesServer(policy=lambda body: ms.reply_text("ok", delay=5.0))
     with server, concurrent.futures.ThreadPoolExecutor(10) as pool:
         codes = list(pool.map(lambda _: post(server, REQUEST).status_code, range(10)))
 

@@ -194,9 +194,9 @@ class EchoTools:
 
 async def ask_once(server: ms.MessagesServer) -> None:
     config = settings.Settings(
-        provider="anthropic", api_key="k", anthropic_base_url=server.base_url, llm_max_retries=0
+        llm=settings.Llm(provider="anthropic", api_key="k", anthropic_base_url=server.base_url, max_retries=0)
     )
-    provider = llm.make_provider(config, on_request=metrics.llm_observer(config.provider))
+    provider = llm.make_provider(config, on_request=metrics.llm_observer(config.llm.provider))
     try:
         await provider.open(system="s", prompt="p", toolbox=EchoTools(), spec=SPEC).answer()
     finally:
@@ -241,7 +241,7 @@ async def test_tokens_of_a_conversation_that_fails_midway_are_counted_once(
     )
 
     with pytest.raises(errors.ProviderUnavailableError):
-        await ask_once(server)  # llm_max_retries=0: the SDK does not retry the 500
+        await ask_once(server)  # max_retries=0: the SDK does not retry the 500
 
     assert len(server.requests) == 2
     assert delta() == [1, 1, 1200, 40, 500, 3000]

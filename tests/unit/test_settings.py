@@ -3,8 +3,6 @@ in a Deployment's env produces before anything starts."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from aianalysis import errors, settings
@@ -23,29 +21,33 @@ def rejected(env: dict[str, str]) -> str:
 def test_empty_environment_gives_the_documented_defaults() -> None:
     s = settings.from_env({})
 
-    assert s.provider == "offline"
-    assert s.api_key is None
-    assert s.model == "claude-sonnet-4-6"
-    assert s.anthropic_base_url is None
-    assert (s.llm_timeout_seconds, s.llm_max_retries) == (60.0, 4)
-    assert (s.max_tool_steps, s.max_validation_attempts) == (12, 3)
-    assert s.confidence_floor == 0.7
-    assert (s.max_concurrent_analyses, s.max_recovery_attempts, s.provider_retry_limit) == (8, 3, 5)
-    assert s.log_format == "text"
-    assert (s.metrics_port, s.health_port) == (9090, 8080)
+    assert s.llm.provider == "offline"
+    assert s.llm.api_key is None
+    assert s.llm.model == "claude-sonnet-4-6"
+    assert s.llm.anthropic_base_url is None
+    assert (s.llm.timeout_seconds, s.llm.max_retries) == (60.0, 4)
+    assert (s.analysis.max_tool_steps, s.analysis.max_validation_attempts) == (12, 3)
+    assert s.analysis.confidence_floor == 0.7
+    assert (s.analysis.max_concurrent, s.analysis.max_recovery_attempts, s.retries.provider_limit) == (
+        8,
+        3,
+        5,
+    )
+    assert s.observability.log_format == "text"
+    assert (s.observability.metrics_port, s.observability.health_port) == (9090, 8080)
 
 
 def test_an_api_key_selects_the_anthropic_provider() -> None:
     s = settings.from_env({"ANTHROPIC_API_KEY": KEY})
 
-    assert s.provider == "anthropic"
-    assert s.api_key == KEY
+    assert s.llm.provider == "anthropic"
+    assert s.llm.api_key is not None and s.llm.api_key.get_secret_value() == KEY
 
 
 def test_an_explicit_offline_provider_wins_over_a_present_key() -> None:
     s = settings.from_env({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_PROVIDER": "offline"})
 
-    assert s.provider == "offline"
+    assert s.llm.provider == "offline"
 
 
 def test_variables_are_read_and_typed() -> None:
@@ -64,28 +66,28 @@ def test_variables_are_read_and_typed() -> None:
         }
     )
 
-    assert s.model == "claude-opus-4-1"
-    assert s.anthropic_base_url == "http://gateway.local:8080"
-    assert s.llm_timeout_seconds == 12.5
-    assert s.llm_max_retries == 0
-    assert s.confidence_floor == 0.85
-    assert s.max_concurrent_analyses == 2
-    assert s.log_format == "json"
-    assert s.metrics_port == 0
+    assert s.llm.model == "claude-opus-4-1"
+    assert s.llm.anthropic_base_url == "http://gateway.local:8080"
+    assert s.llm.timeout_seconds == 12.5
+    assert s.llm.max_retries == 0
+    assert s.analysis.confidence_floor == 0.85
+    assert s.analysis.max_concurrent == 2
+    assert s.observability.log_format == "json"
+    assert s.observability.metrics_port == 0
 
 
 def test_empty_variables_mean_the_default() -> None:
     """A Helm value left empty renders as ``""``: that is "not set", not an invalid number."""
     s = settings.from_env({"AIANALYSIS_CONFIDENCE_FLOOR": "", "AIANALYSIS_PROVIDER": ""})
 
-    assert s.confidence_floor == 0.7
-    assert s.provider == "offline"
+    assert s.analysis.confidence_floor == 0.7
+    assert s.llm.provider == "offline"
 
 
 def test_the_sdk_base_url_variable_is_honoured_when_ours_is_unset() -> None:
-    assert settings.from_env({"ANTHROPIC_BASE_URL": "http://a"}).anthropic_base_url == "http://a"
+    assert settings.from_env({"ANTHROPIC_BASE_URL": "http://a"}).llm.anthropic_base_url == "http://a"
     both = {"ANTHROPIC_BASE_URL": "http://a", "AIANALYSIS_ANTHROPIC_BASE_URL": "http://b"}
-    assert settings.from_env(both).anthropic_base_url == "http://b"
+    assert settings.from_env(both).llm.anthropic_base_url == "http://b"
 
 
 def test_unknown_provider_is_rejected_with_the_allowed_values() -> None:
@@ -113,7 +115,7 @@ def test_anthropic_without_a_key_is_rejected() -> None:
     ],
 )
 def test_values_that_are_not_numbers_name_the_variable(variable: str, value: str, expected: str) -> None:
-    assert rejected({variable: value}) == expected
+    assert rejected({variable: value}) == "invalid settings: " + expected
 
 
 @pytest.mark.parametrize(
@@ -140,10 +142,14 @@ def test_every_problem_is_reported_at_once() -> None:
             "AIANALYSIS_PROVIDER": "anthropic",
             "AIANALYSIS_CONFIDENCE_FLOOR": "7",
             "AIANALYSIS_MAX_TOOL_STEPS": "0",
+            "AIANALYSIS_METRICS_PORT": "http",
+            "AIANALYSIS_EXECUTOR_FAILURE_BACKOFF_MAX_SECONDS": "60",
         }
     )
 
     assert message.startswith("invalid settings: ")
+    assert "AIANALYSIS_METRICS_PORT='http' is not an integer" in message, "a typo does not hide the rest"
+    assert "AIANALYSIS_EXECUTOR_FAILURE_BACKOFF_MAX_SECONDS must be at least the first backoff" in message
     assert "ANTHROPIC_API_KEY" in message
     assert "AIANALYSIS_CONFIDENCE_FLOOR" in message
     assert "AIANALYSIS_MAX_TOOL_STEPS" in message
@@ -151,15 +157,15 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_overrides_beat_the_environment_and_are_validated_too() -> None:
     """``aianalysis analyze --provider`` passes an override; it gets the same checks."""
-    assert settings.from_env({"ANTHROPIC_API_KEY": KEY}, provider="offline").provider == "offline"
+    assert settings.from_env({"ANTHROPIC_API_KEY": KEY}, provider="offline").llm.provider == "offline"
     with pytest.raises(errors.ConfigError, match="ANTHROPIC_API_KEY"):
         settings.from_env({}, provider="anthropic")
 
 
 def test_the_api_key_never_shows_in_repr_or_errors() -> None:
     s = settings.from_env({"ANTHROPIC_API_KEY": KEY})
-    assert KEY not in repr(s)
-    assert KEY not in str(dataclasses.replace(s, model="m"))
+    assert KEY not in repr(s) and KEY not in str(s)
+    assert KEY not in s.llm.model_dump_json() and KEY not in f"{s.llm.api_key}"
     message = rejected({"ANTHROPIC_API_KEY": KEY, "AIANALYSIS_MAX_TOKENS": "0"})
     assert KEY not in message
 
@@ -175,7 +181,7 @@ def test_platform_providers_read_their_settings_and_the_platforms_own_variables(
             "AWS_REGION": "eu-west-1",
         }
     )
-    assert (bedrock.provider, bedrock.aws_region, bedrock.model) == (
+    assert (bedrock.llm.provider, bedrock.llm.aws_region, bedrock.llm.model) == (
         "bedrock",
         "eu-west-1",
         "eu.anthropic.claude-x",
@@ -183,11 +189,11 @@ def test_platform_providers_read_their_settings_and_the_platforms_own_variables(
     vertex = settings.from_env(
         {"AIANALYSIS_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "AIANALYSIS_VERTEX_PROJECT_ID": "p"}
     )
-    assert (vertex.vertex_region, vertex.vertex_project_id) == ("us-east5", "p")
+    assert (vertex.llm.vertex_region, vertex.llm.vertex_project_id) == ("us-east5", "p")
     ours = settings.from_env(
         {"AIANALYSIS_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "AIANALYSIS_VERTEX_REGION": "global"}
     )
-    assert ours.vertex_region == "global", "AIANALYSIS_* wins over the platform's variable"
+    assert ours.llm.vertex_region == "global", "AIANALYSIS_* wins over the platform's variable"
     openai = settings.from_env(
         {
             "AIANALYSIS_PROVIDER": "openai",
@@ -195,7 +201,7 @@ def test_platform_providers_read_their_settings_and_the_platforms_own_variables(
             "AIANALYSIS_OPENAI_BASE_URL": "http://vllm:8000/v1",
         }
     )
-    assert (openai.openai_base_url, openai.openai_api_key) == ("http://vllm:8000/v1", None), (
+    assert (openai.llm.openai_base_url, openai.llm.openai_api_key) == ("http://vllm:8000/v1", None), (
         "the key is optional"
     )
 
@@ -221,8 +227,8 @@ def test_platform_providers_name_the_missing_setting(env: dict[str, str], expect
 
 
 def test_the_model_check_can_be_turned_off() -> None:
-    assert settings.from_env({}).model_check is True
-    assert settings.from_env({"AIANALYSIS_MODEL_CHECK": "false"}).model_check is False
+    assert settings.from_env({}).llm.model_check is True
+    assert settings.from_env({"AIANALYSIS_MODEL_CHECK": "false"}).llm.model_check is False
 
 
 def test_platform_secrets_never_show_in_repr() -> None:
@@ -238,7 +244,9 @@ def test_platform_secrets_never_show_in_repr() -> None:
             "OPENAI_API_KEY": key,
         }
     )
-    assert vertex.vertex_access_token == token and openai.openai_api_key == key
+    assert vertex.llm.vertex_access_token is not None and openai.llm.openai_api_key is not None
+    assert vertex.llm.vertex_access_token.get_secret_value() == token
+    assert openai.llm.openai_api_key.get_secret_value() == key
     assert token not in repr(vertex) and key not in repr(openai)
     assert key not in rejected(
         {
@@ -259,11 +267,11 @@ def test_executor_settings_from_the_environment() -> None:
             "AIANALYSIS_EXECUTOR_BACKOFF_LIMIT": "2",
         }
     )
-    assert s.executor_auto_execute is True
-    assert s.executor_auto_execute_environments == ("staging", "dev")
-    assert (s.executor_auto_execute_min_confidence, s.executor_backoff_limit) == (0.8, 2)
+    assert s.auto_execute.enabled is True
+    assert s.auto_execute.environments == ("staging", "dev")
+    assert (s.auto_execute.min_confidence, s.executor.backoff_limit) == (0.8, 2)
     defaults = settings.from_env({})
-    assert defaults.executor_auto_execute is False and defaults.executor_auto_execute_environments == ()
+    assert defaults.auto_execute.enabled is False and defaults.auto_execute.environments == ()
 
 
 def test_executor_settings_are_checked() -> None:
@@ -287,13 +295,15 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
         }
     )
     assert (
-        config.prometheus_url == "https://thanos.monitoring.svc:9091" and config.prometheus_tenant == "team-a"
+        config.prometheus.url == "https://thanos.monitoring.svc:9091" and config.prometheus.tenant == "team-a"
     )
-    assert config.prometheus_timeout_seconds == 2.5 and config.tool_output_budget_tokens == 12000
-    assert config.investigation_namespaces == ("ingress-nginx", "monitoring")
-    assert config.investigation_custom_groups == ("cert-manager.io", "*.toolkit.fluxcd.io")
+    assert (
+        config.prometheus.timeout_seconds == 2.5 and config.investigation.tool_output_budget_tokens == 12000
+    )
+    assert config.investigation.namespaces == ("ingress-nginx", "monitoring")
+    assert config.investigation.custom_groups == ("cert-manager.io", "*.toolkit.fluxcd.io")
     assert "prom-secret-token" not in repr(config)
-    assert settings.from_env({}).prometheus_url is None
+    assert settings.from_env({}).prometheus.url is None
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ from aianalysis.controller import budget
 
 def test_defaults_keep_the_intake_off_and_the_budget_limited_in_memory() -> None:
     s = settings.from_env({})
-    assert s.intake_port == 0
-    assert s.intake_cooldown_seconds == 3600.0
-    assert (s.llm_budget_conversations_per_hour, s.llm_budget_tokens_per_day) == (30, 3_000_000)
-    assert s.llm_budget_namespace == "", "no record outside a cluster install (the chart sets it)"
+    assert s.intake.port == 0
+    assert s.intake.cooldown_seconds == 3600.0
+    assert (s.budget.conversations_per_hour, s.budget.tokens_per_day) == (30, 3_000_000)
+    assert s.budget.namespace == "", "no record outside a cluster install (the chart sets it)"
 
 
 def test_the_budget_is_unlimited_only_when_asked_and_never_for_the_offline_analyzers() -> None:
@@ -24,7 +24,7 @@ def test_the_budget_is_unlimited_only_when_asked_and_never_for_the_offline_analy
             "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "Unlimited",
         }
     )
-    assert s.llm_budget_conversations_per_hour is None and s.llm_budget_tokens_per_day is None
+    assert s.budget.conversations_per_hour is None and s.budget.tokens_per_day is None
     assert budget.Limits.from_settings(s).unlimited
     offline = settings.from_env({"AIANALYSIS_PROVIDER": "offline"})
     assert budget.Limits.from_settings(offline).unlimited, "the offline analyzers cost nothing"
@@ -44,8 +44,9 @@ def test_intake_and_budget_from_the_environment() -> None:
             "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "2000000",
         }
     )
-    assert (s.intake_port, s.intake_token, s.intake_cooldown_seconds) == (9443, "t0ken", 5400.0)
-    assert (s.llm_budget_conversations_per_hour, s.llm_budget_tokens_per_day) == (20, 2_000_000)
+    assert s.intake.token is not None and s.intake.token.get_secret_value() == "t0ken"
+    assert (s.intake.port, s.intake.cooldown_seconds) == (9443, 5400.0)
+    assert (s.budget.conversations_per_hour, s.budget.tokens_per_day) == (20, 2_000_000)
     assert "t0ken" not in repr(s), "the token is never printed"
 
 
@@ -53,7 +54,7 @@ def test_intake_and_budget_from_the_environment() -> None:
     ("raw", "seconds"), [("1h", 3600.0), ("3600s", 3600.0), ("3600", 3600.0), ("1d", 86400.0)]
 )
 def test_cooldown_durations(raw: str, seconds: float) -> None:
-    assert settings.from_env({"AIANALYSIS_INTAKE_COOLDOWN": raw}).intake_cooldown_seconds == seconds
+    assert settings.from_env({"AIANALYSIS_INTAKE_COOLDOWN": raw}).intake.cooldown_seconds == seconds
 
 
 @pytest.mark.parametrize(

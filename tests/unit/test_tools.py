@@ -125,7 +125,7 @@ class FakeReader:
         try:
             return copy.deepcopy(self.objects[(kind, namespace, name)])
         except KeyError:
-            raise tools.Unavailable(f"{kind} {namespace}/{name} not found") from None
+            raise tools.NotFound(f"{kind} {namespace}/{name} not found", status=404) from None
 
     async def read(self, *, kind: _kinds.Kind, name: str, namespace: str | None) -> dict[str, Any]:
         return await self.get_object(kind=kind.kind, name=name, namespace=namespace)

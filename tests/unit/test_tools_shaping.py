@@ -84,7 +84,15 @@ def test_usage_rows_compare_pod_usage_with_limits() -> None:
             "spec": {"containers": [{"resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}]},
         }
     ]
-    assert _columns.usage_rows("pods", usage, pods, sort_by="memory") == ["web-1  250  50%  120  94%"]
+    [row] = _columns.usage_rows("pods", usage, pods, sort_by="memory")
+    assert (row.name, row.cpu, row.cpu_share, row.memory, row.memory_share) == (
+        "web-1",
+        0.25,
+        50,
+        120 * 2**20,
+        93.75,
+    )
+    assert _columns.usage_line("pods", row) == "web-1  250  50%  120  94%"
     assert _columns.quantity("1.5Gi") == 1.5 * 2**30
     assert _columns.quantity("garbage") is None
 

@@ -48,7 +48,9 @@ async def analyze(
     reader = tools.ReadOnce(reader) if reader is not None else None
     spec = normalized(spec, settings=settings)
     (spec, context_warnings), where, history_read = await asyncio.gather(
-        tools.with_business_context(reader, spec, prefixes=settings.business_label_prefixes, home=namespace),
+        tools.with_business_context(
+            reader, spec, prefixes=settings.catalog.business_label_prefixes, home=namespace
+        ),
         tools.gather_scope(reader, spec.resource),
         history if history is not None else _none(),
     )
@@ -57,7 +59,7 @@ async def analyze(
         spec=spec,
         catalog=catalog,
         reader=reader,
-        max_chars=settings.tool_output_max_chars,
+        max_chars=settings.investigation.tool_output_max_chars,
         facts=await facts.of(where.incident),
         metrics=metrics,
         limits=tool_limits(settings),
@@ -76,7 +78,7 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
-    for number in range(1, settings.max_validation_attempts + 1):
+    for number in range(1, settings.analysis.max_validation_attempts + 1):
         target = where.target(_affected(submission.raw))
         # Off the event loop: catalog patterns run here (bounded in time, but not free).
         verdict = await asyncio.to_thread(
@@ -95,7 +97,7 @@ async def analyze(
         )
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))
-        if verdict.valid or number == settings.max_validation_attempts:
+        if verdict.valid or number == settings.analysis.max_validation_attempts:
             break
         submission = await conversation.correct(verdict.errors)
     usage = conversation.usage.model_copy(
@@ -105,7 +107,7 @@ async def analyze(
             "cluster_read_failures": toolbox.cluster_read_failures,
         }
     )
-    floor = settings.confidence_floor
+    floor = settings.analysis.confidence_floor
     decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
     decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history_read)
     if context_warnings:
@@ -152,7 +154,7 @@ def normalized(
     """The spec with its signal type normalized (``catalog.signals``: alert names → signal types)."""
     table = {
         **catalog_mod.signals.DEFAULT_SIGNAL_TYPES,
-        **catalog_mod.signals.parse_pairs(settings.signal_types),
+        **catalog_mod.signals.parse_pairs(settings.catalog.signal_types),
     }
     signal = spec.signal
     wanted = catalog_mod.signals.normalize(signal.type, alert_name=signal.alert_name, table=table)
@@ -164,11 +166,11 @@ def normalized(
 def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
     """What the investigation tools may return and read, from settings."""
     return tools.Limits(
-        budget_tokens=settings.tool_output_budget_tokens,
-        max_audit_records=settings.tool_audit_max_records,
-        namespaces=settings.investigation_namespaces,
-        custom_groups=settings.investigation_custom_groups,
-        max_series=settings.prometheus_max_series,
+        budget_tokens=settings.investigation.tool_output_budget_tokens,
+        max_audit_records=settings.investigation.tool_audit_max_records,
+        namespaces=settings.investigation.namespaces,
+        custom_groups=settings.investigation.custom_groups,
+        max_series=settings.prometheus.max_series,
     )
 
 

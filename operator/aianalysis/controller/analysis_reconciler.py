@@ -12,7 +12,7 @@ Every path ends:
   A result is never written onto another object created under the same name;
 * permanent API refusals (400/403/404/422) end the analysis ``Failed`` with a reason naming them;
   transient API errors, provider unavailability and unexpected exceptions are retried a bounded
-  number of times (``max_reconcile_retries``/``provider_retry_limit``), then end ``Failed``;
+  number of times (``settings.retries.reconcile_limit``/``provider_limit``), then end ``Failed``;
 * ``status.attempt`` counts LLM conversations, written before each one starts; at
   ``max_conversations`` no further one starts (``ConversationLimit``). A conversation that finished
   but whose status write failed is written again, never run again;
@@ -34,7 +34,6 @@ from typing import Any
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
-from aianalysis import settings as settings_mod
 from aianalysis.analysis import pipeline, scope, status
 from aianalysis.assessment import history as assessment_history
 from aianalysis.controller import budget as budget_mod
@@ -120,11 +119,11 @@ async def drive(
         run.last_error = failure
         retries[cause] = retries.get(cause, 0) + 1
         backoff = kit.Backoff.of_reconciles(
-            first_seconds=runtime.settings.provider_retry_delay_seconds,
+            first_seconds=runtime.settings.retries.delay_seconds,
             retries=(
-                runtime.settings.provider_retry_limit - 1
+                runtime.settings.retries.provider_limit - 1
                 if cause == "provider"
-                else runtime.settings.max_reconcile_retries
+                else runtime.settings.retries.reconcile_limit
             ),
         )
         if not backoff.allows(retries[cause]):
@@ -180,7 +179,7 @@ class _Run:
         scoped = scope.own_namespace(
             spec,
             namespace=self.ref.namespace,
-            allowed=settings_mod.cross_namespace_pairs(self.runtime.settings),
+            allowed=self.runtime.settings.safety.cross_namespace_pairs(),
         )
         if isinstance(scoped, str):
             return await self.fail("NamespaceNotAllowed", scoped, review=None)
@@ -222,7 +221,7 @@ class _Run:
                         metrics=self.runtime.metrics_reader,
                         started=marking,
                     ),
-                    seconds=self.runtime.settings.analysis_deadline_seconds,
+                    seconds=self.runtime.settings.analysis.deadline_seconds,
                 )
             except errors.ProviderError as exc:
                 self.unbilled = not exc.billed
@@ -242,7 +241,7 @@ class _Run:
         budget (``Pending``, ``BudgetExhausted``), then a free concurrency slot (``Pending``,
         ``ConcurrencyLimit``)."""
         await self._await_budget(ticket)
-        semaphore, slots = self.runtime.semaphore, self.runtime.settings.max_concurrent_analyses
+        semaphore, slots = self.runtime.semaphore, self.runtime.settings.analysis.max_concurrent
         if semaphore.locked():
             metrics.WAITING.labels(reason="concurrency").inc()
             try:
@@ -286,10 +285,10 @@ class _Run:
         """Another paid conversation would exceed the cap (one that ended before any billed
         response in this process is tried again under its own number)."""
         started = self.previous.attempt or 0
-        return started >= self.runtime.settings.max_conversations and not (self.unbilled and started)
+        return started >= self.runtime.settings.analysis.max_conversations and not (self.unbilled and started)
 
     async def _limit_reached(self) -> kit.Transition | None:
-        cap = self.runtime.settings.max_conversations
+        cap = self.runtime.settings.analysis.max_conversations
         last = self.last_error
         if last is not None:
             return await self.fail(
@@ -311,8 +310,8 @@ class _Run:
             name=spec.resource.name,
             namespace=spec.resource.namespace or self.ref.namespace,
             now=resources.utcnow(),
-            window_seconds=settings.assessment_history_seconds,
-            recurrence_threshold=settings.assessment_recurrence_threshold,
+            window_seconds=settings.assessment.history_seconds,
+            recurrence_threshold=settings.assessment.recurrence_threshold,
         )
 
     async def _read(self) -> dict[str, Any]:

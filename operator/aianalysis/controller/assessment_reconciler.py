@@ -95,7 +95,7 @@ async def drive(
     now: Clock = resources.utcnow,
 ) -> kit.Transition | None:
     """Assess ``ref`` once its window ended; transient errors are retried, boundedly."""
-    limit = runtime.settings.max_reconcile_retries
+    limit = runtime.settings.retries.reconcile_limit
     tried = 0
     while True:
         try:
@@ -107,7 +107,7 @@ async def drive(
             metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
             log.warning("assessment of %s/%s postponed: %s", ref.namespace, ref.name, exc)
             await sleep(
-                min(MAX_RETRY_DELAY_SECONDS, runtime.settings.provider_retry_delay_seconds * 2 ** (tried - 1))
+                min(MAX_RETRY_DELAY_SECONDS, runtime.settings.retries.delay_seconds * 2 ** (tried - 1))
             )
             continue
         if isinstance(step, Wait):
@@ -160,7 +160,7 @@ async def _start_window(
     entry = runtime.catalog.get(spec.workflow_ref.workflow_id, spec.workflow_ref.version)
     window = timeline.window_seconds(
         entry.spec.stabilization_window if entry else None,
-        default_seconds=runtime.settings.assessment_window_seconds,
+        default_seconds=runtime.settings.assessment.window_seconds,
     )
     ended = timeline.parse_time(st.completed_at) or now
     after = None
@@ -236,7 +236,7 @@ async def observe(
             target_found=False,
             alert_detail=str(exc),
             skew_seconds=skew,
-            max_skew_seconds=settings.assessment_max_clock_skew_seconds,
+            max_skew_seconds=settings.assessment.max_clock_skew_seconds,
         )
     pods = None
     if found is not None:
@@ -260,7 +260,7 @@ async def observe(
         after=current.after_spec_hash,
         now=fingerprint.fingerprint(found) if found is not None else None,
         skew_seconds=skew,
-        max_skew_seconds=settings.assessment_max_clock_skew_seconds,
+        max_skew_seconds=settings.assessment.max_clock_skew_seconds,
     )
 
 

@@ -63,11 +63,11 @@ class Limits:
 
     @classmethod
     def from_settings(cls, config: settings.Settings) -> Limits:
-        if config.provider == "offline":  # the deterministic analyzers cost nothing
+        if config.llm.provider == "offline":  # the deterministic analyzers cost nothing
             return cls()
         return cls(
-            conversations_per_hour=config.llm_budget_conversations_per_hour,
-            tokens_per_day=config.llm_budget_tokens_per_day,
+            conversations_per_hour=config.budget.conversations_per_hour,
+            tokens_per_day=config.budget.tokens_per_day,
         )
 
     @property

@@ -46,8 +46,8 @@ async def drive(
 ) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
     backoff = kit.Backoff.of_reconciles(
-        first_seconds=runtime.settings.provider_retry_delay_seconds,
-        retries=runtime.settings.max_reconcile_retries,
+        first_seconds=runtime.settings.retries.delay_seconds,
+        retries=runtime.settings.retries.reconcile_limit,
     )
     limit = backoff.retries
     failure: Exception | None = None
@@ -91,7 +91,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         else None
     )
     decided = recovery.decide(
-        execution=body, analysis=analysed, max_attempts=runtime.settings.max_recovery_attempts
+        execution=body, analysis=analysed, max_attempts=runtime.settings.analysis.max_recovery_attempts
     )
     now = resources.utcnow()
     if isinstance(decided, recovery.Create):

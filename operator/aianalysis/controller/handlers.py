@@ -84,8 +84,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
             futures.ThreadPoolExecutor(kube.CONNECTION_POOL_SIZE, thread_name_prefix="aianalysis-io")
         )
         runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
-        metrics.serve(config.metrics_port)
-        await runtime.serve_health(config.health_port)
+        metrics.serve(config.observability.metrics_port)
+        await runtime.serve_health(config.observability.health_port)
     # With several replicas, only the Lease holder goes on; the others wait here (not ready).
     await runtime.lead(on_lost=_lease_lost)
     # What the previous leader (or this process before a restart) spent of the LLM budget.
@@ -98,14 +98,14 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         on_seen=lambda ref, version, body: _analyze(runtime, ref, version, body),
         on_left=lambda ref: _left(runtime, ref),
     )
-    if config.intake_port and getattr(memo, "intake", None) is None:
+    if config.intake.port and getattr(memo, "intake", None) is None:
         memo.intake = intake.Intake.create(config, runtime.api, on_cancelled=runtime.budget.withdraw)
-        await memo.intake.start(config.intake_port)
+        await memo.intake.start(config.intake.port)
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
-        config.provider,
-        config.model if config.provider != "offline" else "-",
-        config.max_concurrent_analyses,
+        config.llm.provider,
+        config.llm.model if config.llm.provider != "offline" else "-",
+        config.analysis.max_concurrent,
     )
 
 

@@ -50,12 +50,10 @@ class Runtime(kit_runtime.ProcessRuntime):
     ) -> Runtime:
         catalog = catalog_mod.Catalog()
         store = (
-            budget_store.ConfigMapStore(api, settings.llm_budget_namespace)
-            if settings.llm_budget_namespace
-            else None
+            budget_store.ConfigMapStore(api, settings.budget.namespace) if settings.budget.namespace else None
         )
         gate = budget_mod.BudgetGate(budget_mod.Limits.from_settings(settings), clock=clock, store=store)
-        observe = metrics.llm_observer(settings.provider)
+        observe = metrics.llm_observer(settings.llm.provider)
 
         def on_request(request: llm.RequestRecord) -> None:
             observe(request)
@@ -69,7 +67,7 @@ class Runtime(kit_runtime.ProcessRuntime):
             api=api,
             reader=k8s_tools.KubernetesReader(api),
             metrics_reader=pipeline.metrics_reader(settings),
-            semaphore=asyncio.Semaphore(settings.max_concurrent_analyses),
+            semaphore=asyncio.Semaphore(settings.analysis.max_concurrent),
             catalog_sync=catalog_sync_mod.CatalogSync(
                 api=api,
                 catalog=catalog,
@@ -81,17 +79,17 @@ class Runtime(kit_runtime.ProcessRuntime):
     async def lead(self, *, on_lost: Callable[[], None]) -> None:
         """With leader election configured: wait until this replica holds the Lease, then keep it
         (``on_lost`` if it cannot). Once per process."""
-        namespace = self.settings.leader_election_namespace
+        namespace = self.settings.leadership.namespace
         if not namespace or self.lease is not None:
             return
         self.lease = leadership.LeaderElection(
             api=self.api,
             namespace=namespace,
             name="aianalysis-operator",
-            identity=self.settings.leader_identity or f"aianalysis-{uuid.uuid4().hex[:12]}",
-            duration_seconds=self.settings.lease_duration_seconds,
-            renew_seconds=max(0.5, self.settings.lease_duration_seconds / 3),
-            renew_deadline_seconds=self.settings.lease_duration_seconds * 2 / 3,
+            identity=self.settings.leadership.identity or f"aianalysis-{uuid.uuid4().hex[:12]}",
+            duration_seconds=self.settings.leadership.lease_duration_seconds,
+            renew_seconds=max(0.5, self.settings.leadership.lease_duration_seconds / 3),
+            renew_deadline_seconds=self.settings.leadership.lease_duration_seconds * 2 / 3,
         )
         await self.lease.acquire()
         self._holding = asyncio.get_running_loop().create_task(self.lease.hold(on_lost), name="lease")

@@ -2,7 +2,7 @@
 LLM can investigate an incident without a cluster.
 
 It answers the way the API server would, as far as the investigation tools can tell: objects are
-copies (nothing the tools do leaks into the next run), a missing object is ``tools.Unavailable``
+copies (nothing the tools do leaks into the next run), a missing object is ``reader.NotFound``
 with the reader's wording, Events are matched on ``involvedObject``, pods of an owner are found
 through ``ownerReferences`` (Deployment → ReplicaSets → Pods, CronJob → Jobs → Pods), and a log
 request for a Pod with several containers needs the container name.
@@ -41,7 +41,7 @@ class InMemoryCluster:
         found = self._find(kind, name, namespace)
         if found is None:
             where = f"{namespace}/{name}" if namespace else name
-            raise tools.Unavailable(f"{kind} {where} not found")
+            raise reader.NotFound(f"{kind} {where} not found", status=404)
         return copy.deepcopy(found)
 
     async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[tools.JSONObject]:

@@ -43,7 +43,7 @@ class Options:
     provider: settings.Provider | None = None
     repeat: int = 1
     concurrency: int | None = None
-    """Conversations at once; default: the operator's ``max_concurrent_analyses``."""
+    """Conversations at once; default: the operator's ``settings.analysis.max_concurrent``."""
     out: Path | None = None
     """Report directory; default ``eval-report/<UTC time>-<provider>``."""
     min_accuracy: float | None = None
@@ -61,8 +61,8 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
     if warning:
         print(f"aianalysis eval: warning: {warning}", file=stderr)
     started = resources.utcnow()
-    out = options.out or DEFAULT_OUT / f"{started:%Y%m%dT%H%M%SZ}-{config.provider}"
-    concurrency = options.concurrency or config.max_concurrent_analyses
+    out = options.out or DEFAULT_OUT / f"{started:%Y%m%dT%H%M%SZ}-{config.llm.provider}"
+    concurrency = options.concurrency or config.analysis.max_concurrent
     bar = progress.Progress(len(scenarios) * options.repeat, stream=stderr)
     finished: list[scoring.RunResult] = []
 
@@ -71,7 +71,7 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
         bar(result)
 
     print(
-        f"aianalysis eval: {len(scenarios)} scenarios x {options.repeat} with provider {config.provider} "
+        f"aianalysis eval: {len(scenarios)} scenarios x {options.repeat} with provider {config.llm.provider} "
         f"({concurrency} at once)",
         file=stderr,
     )
@@ -117,7 +117,7 @@ async def _run(
             provider=provider,
             settings=config,
             repeat=options.repeat,
-            concurrency=options.concurrency or config.max_concurrent_analyses,
+            concurrency=options.concurrency or config.analysis.max_concurrent,
             on_result=on_result,
         )
     finally:

@@ -39,11 +39,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
     memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
-    metrics.serve(config.metrics_port)
-    await memo.runtime.serve_health(config.health_port)  # /healthz, /readyz: as the operator's
+    metrics.serve(config.observability.metrics_port)
+    await memo.runtime.serve_health(config.observability.health_port)  # /healthz, /readyz: as the operator's
     await memo.runtime.learn_identity()  # approvedBy of autoExecute's approvals
     await memo.runtime.load_catalog()  # before any execution is re-validated against it
-    log.info("aianalysis executor starting: autoExecute=%s", config.executor_auto_execute)
+    log.info("aianalysis executor starting: autoExecute=%s", config.auto_execute.enabled)
 
 
 @kopf.on.cleanup()

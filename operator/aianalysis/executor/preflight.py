@@ -51,14 +51,14 @@ Step = Blocked | DryRun | Go | Again
 def policy(settings: settings_mod.Settings) -> guards.Policy:
     s = settings
     return guards.Policy(
-        cooldown_seconds=s.executor_cooldown_seconds,
-        failure_threshold=s.executor_failure_threshold,
-        failure_backoff_seconds=s.executor_failure_backoff_seconds,
-        failure_backoff_max_seconds=s.executor_failure_backoff_max_seconds,
-        managed_label=s.executor_managed_label,
-        require_managed_label=s.executor_require_managed_label,
-        max_concurrent=s.executor_max_concurrent,
-        max_per_hour=s.executor_max_per_hour,
+        cooldown_seconds=s.guards.cooldown_seconds,
+        failure_threshold=s.guards.failure_threshold,
+        failure_backoff_seconds=s.guards.failure_backoff_seconds,
+        failure_backoff_max_seconds=s.guards.failure_backoff_max_seconds,
+        managed_label=s.guards.managed_label,
+        require_managed_label=s.guards.require_managed_label,
+        max_concurrent=s.guards.max_concurrent,
+        max_per_hour=s.guards.max_per_hour,
     )
 
 
@@ -78,14 +78,14 @@ async def before_job(
 
 
 def start_lock(api: Any, settings: settings_mod.Settings) -> contextlib.AbstractAsyncContextManager[None]:
-    """The Lease executor replicas share when ``executor_start_lock_namespace`` is set (the chart
+    """The Lease executor replicas share when ``settings.guards.start_lock_namespace`` is set (the chart
     sets it), else nothing more than the runner's lock within this process."""
-    if not settings.executor_start_lock_namespace:
+    if not settings.guards.start_lock_namespace:
         return startlock.nothing()
     lock = startlock.StartLock(
         api=api,
-        namespace=settings.executor_start_lock_namespace,
-        identity=f"{settings.leader_identity or 'aianalysis-executor'}-{PROCESS}",
+        namespace=settings.guards.start_lock_namespace,
+        identity=f"{settings.leadership.identity or 'aianalysis-executor'}-{PROCESS}",
     )
     return lock.held()
 
@@ -114,7 +114,7 @@ async def _decide(
     )
     if block is not None:
         return Blocked(block)
-    if settings.dry_run:
+    if settings.safety.dry_run:
         return DryRun()
     found = None
     if target is not None:

@@ -65,22 +65,22 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
     def job_settings(self) -> plan.JobSettings:
         s = self.settings
         return plan.JobSettings(
-            backoff_limit=s.executor_backoff_limit,
-            default_deadline_seconds=s.executor_default_deadline_seconds,
-            deadline_multiplier=s.executor_deadline_multiplier,
+            backoff_limit=s.executor.backoff_limit,
+            default_deadline_seconds=s.executor.default_deadline_seconds,
+            deadline_multiplier=s.executor.deadline_multiplier,
         )
 
     @property
     def auto_policy(self) -> approval.AutoPolicy:
         s = self.settings
         return approval.AutoPolicy(
-            enabled=s.executor_auto_execute,
-            min_confidence=s.executor_auto_execute_min_confidence,
-            namespaces=s.executor_auto_execute_namespaces,
-            namespace_label=s.executor_auto_execute_namespace_label,
-            max_risk=s.executor_auto_execute_max_risk,  # type: ignore[arg-type]  # checked by Settings
-            environments=s.executor_auto_execute_environments,
-            max_age_seconds=s.executor_auto_execute_max_age_seconds,
+            enabled=s.auto_execute.enabled,
+            min_confidence=s.auto_execute.min_confidence,
+            namespaces=s.auto_execute.namespaces,
+            namespace_label=s.auto_execute.namespace_label,
+            max_risk=s.auto_execute.max_risk,
+            environments=s.auto_execute.environments,
+            max_age_seconds=s.auto_execute.max_age_seconds,
         )
 
     async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
@@ -249,7 +249,7 @@ async def _admission(
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
     try:
         problem = await asyncio.to_thread(
-            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor_approval_policy
+            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor.approval_policy
         )
     except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
         problem = f"the admission policy cannot be read ({exc})"
@@ -263,7 +263,7 @@ async def _admission(
         approval_policy_problem=problem,
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
-        cross_namespace=settings_mod.cross_namespace_pairs(runtime.settings),
+        cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal, facts)

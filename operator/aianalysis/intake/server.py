@@ -61,20 +61,20 @@ class Intake:
     def create(
         cls, config: settings.Settings, api: kube.ApiClient, *, on_cancelled: Callable[[str], object]
     ) -> Intake:
-        assert config.intake_token, "settings require a token when the intake is on"
-        loaded = mapping.load_config(config.intake_mapping_file)
+        assert config.intake.token, "settings require a token when the intake is on"
+        loaded = mapping.load_config(config.intake.mapping_file)
         return cls(
-            token=config.intake_token,
+            token=config.intake.token.get_secret_value(),
             config=loaded,
             resolver=resolve.Resolver(
                 api,
-                prefixes=config.business_label_prefixes,
+                prefixes=config.catalog.business_label_prefixes,
                 orphans_to_namespace=loaded.namespace_incidents,
             ),
             tracker=dedup.Tracker(
-                api, cooldown_seconds=config.intake_cooldown_seconds, on_cancelled=on_cancelled
+                api, cooldown_seconds=config.intake.cooldown_seconds, on_cancelled=on_cancelled
             ),
-            queue_limit=config.intake_queue_limit,
+            queue_limit=config.intake.queue_limit,
         )
 
     def app(self) -> web.Application:

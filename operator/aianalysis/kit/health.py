@@ -4,7 +4,7 @@ plain-text reason per check, served on the operator's event loop (so an answer p
 * live: the event loop answers and the background work is alive (the catalog-sync thread, once
   started); a dead sync cannot heal itself, so the kubelet should restart the process;
 * ready: the catalog is loaded, the catalog sync is alive and heard from the API server within
-  ``catalog_sync_stale_seconds``, and the API server answers now.
+  ``settings.catalog.sync_stale_seconds``, and the API server answers now.
 """
 
 from __future__ import annotations

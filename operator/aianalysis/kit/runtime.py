@@ -5,7 +5,7 @@ cleanup.
 
 * live: the catalog-sync thread, once started, is alive (a dead sync cannot heal itself);
 * ready: the catalog is loaded, its sync is alive and heard from the API server within
-  ``catalog_sync_stale_seconds`` (a process adds its own checks).
+  ``settings.catalog.sync_stale_seconds`` (a process adds its own checks).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ProcessRuntime:
         return None
 
     async def _sync_fresh(self) -> str | None:
-        limit = self.settings.catalog_sync_stale_seconds
+        limit = self.settings.catalog.sync_stale_seconds
         if self.catalog_loaded and not self.catalog_sync.fresh(now=health.now(), max_age_seconds=limit):
             return f"catalog sync: nothing heard from the API server for more than {limit:g}s"
         return None

@@ -45,17 +45,17 @@ def from_settings(settings: settings_mod.Settings) -> PrometheusClient | None:
     """The process' client (one connection pool; close it at cleanup), or None when no Prometheus is
     configured (``AIANALYSIS_PROMETHEUS_URL`` unset)."""
     s = settings
-    if not s.prometheus_url:
+    if not s.prometheus.url:
         return None
     return PrometheusClient(
         PrometheusConfig(
-            url=s.prometheus_url,
-            token=s.prometheus_token,
-            token_file=Path(s.prometheus_token_file) if s.prometheus_token_file else None,
-            ca_file=Path(s.prometheus_ca_file) if s.prometheus_ca_file else None,
-            tenant=s.prometheus_tenant,
-            timeout_seconds=s.prometheus_timeout_seconds,
-            max_response_bytes=s.prometheus_max_response_bytes,
+            url=s.prometheus.url,
+            token=s.prometheus.token.get_secret_value() if s.prometheus.token else None,
+            token_file=Path(s.prometheus.token_file) if s.prometheus.token_file else None,
+            ca_file=Path(s.prometheus.ca_file) if s.prometheus.ca_file else None,
+            tenant=s.prometheus.tenant,
+            timeout_seconds=s.prometheus.timeout_seconds,
+            max_response_bytes=s.prometheus.max_response_bytes,
         )
     )
 

@@ -3,36 +3,39 @@
 ``make_provider(settings)`` returns the process-wide provider: ``anthropic`` (Claude through the
 SDK, see :mod:`aianalysis.analysis.llm.anthropic_provider`), ``bedrock`` / ``vertex`` (the same loop through
 the SDK's platform clients), ``openai`` (OpenAI-compatible Chat Completions, see
-:mod:`aianalysis.analysis.llm.openai_provider`) or ``offline`` (deterministic catalog ranking, see
-:mod:`aianalysis.analysis.llm.offline`). Callers depend on the :class:`Provider` and
-:class:`Conversation` protocols only. ``check_model(settings)`` is the startup model check.
+:mod:`aianalysis.analysis.llm.openai_provider`) or ``offline`` (deterministic: investigates, runs
+its rules, then picks from the catalog; a package of its own, :mod:`aianalysis.analysis.offline`).
+Callers depend on the :class:`Provider` and :class:`Conversation` protocols only.
+``check_model(settings)`` is the startup model check.
 """
 
 from __future__ import annotations
 
 from aianalysis import settings as settings_module
-from aianalysis.analysis.llm import base, offline
-from aianalysis.analysis.llm.base import Provider, RequestRecord, Submission
+from aianalysis.analysis import conversation, offline
+from aianalysis.analysis.conversation import Provider, RequestRecord, Submission
 
 
 def make_provider(
-    settings: settings_module.Settings, *, on_request: base.RequestObserver = base.ignore_request
+    settings: settings_module.Settings,
+    *,
+    on_request: conversation.RequestObserver = conversation.ignore_request,
 ) -> Provider:
-    """The provider ``settings.provider`` names; call once per process and ``aclose()`` it at exit."""
+    """The provider ``settings.llm.provider`` names; call once per process and ``aclose()`` it at exit."""
     # Imported on demand: the SDKs take over a second to import and offline runs never need them.
-    if settings.provider == "anthropic":
+    if settings.llm.provider == "anthropic":
         from aianalysis.analysis.llm import anthropic_provider  # noqa: PLC0415
 
         return anthropic_provider.AnthropicProvider(settings, on_request=on_request)
-    if settings.provider == "bedrock":
+    if settings.llm.provider == "bedrock":
         from aianalysis.analysis.llm import bedrock_provider  # noqa: PLC0415
 
         return bedrock_provider.BedrockProvider(settings, on_request=on_request)
-    if settings.provider == "vertex":
+    if settings.llm.provider == "vertex":
         from aianalysis.analysis.llm import vertex_provider  # noqa: PLC0415
 
         return vertex_provider.VertexProvider(settings, on_request=on_request)
-    if settings.provider == "openai":
+    if settings.llm.provider == "openai":
         from aianalysis.analysis.llm import openai_provider  # noqa: PLC0415
 
         return openai_provider.OpenAIProvider(settings, on_request=on_request)
@@ -43,7 +46,7 @@ async def check_model(settings: settings_module.Settings) -> str | None:
     """Verify the configured model once (see :mod:`aianalysis.analysis.llm.model_check`): ``None`` when it
     answered or the check is off, a warning when the check could not tell, ``ConfigError`` when the
     platform says the model is unknown or retired."""
-    if not settings.model_check or settings.provider == "offline":
+    if not settings.llm.model_check or settings.llm.provider == "offline":
         return None
     provider = make_provider(settings)
     try:

@@ -3,7 +3,7 @@ accounting, and the one place where SDK failures become :mod:`aianalysis.errors`
 
 Retries are the SDK's: it backs off and retries 408, 409, 429 and every 5xx (529 overloaded
 included) and connection failures/timeouts, honouring ``retry-after``/``retry-after-ms``, up to
-``llm_max_retries`` times. What still fails afterwards is classified here, once.
+``settings.llm.max_retries`` times. What still fails afterwards is classified here, once.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import httpx2
 from anthropic import types as atypes
 
 from aianalysis import errors, resources, settings
-from aianalysis.analysis import answer
-from aianalysis.analysis.llm import base, model_check, retry_after, sdk_loop
+from aianalysis.analysis import answer, conversation
+from aianalysis.analysis.llm import model_check, retry_after, sdk_loop
 
 if TYPE_CHECKING:
     from anthropic.lib.bedrock import AsyncAnthropicBedrock
@@ -59,16 +59,16 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
     def _credential(self, config: settings.Settings) -> str:
         """The secret this provider sends (kept out of every message), or "" when the platform's own
         credential chain signs the requests."""
-        if not config.api_key:
+        if not config.llm.api_key:
             raise errors.ConfigError("provider 'anthropic' needs ANTHROPIC_API_KEY (from a Secret)")
-        return config.api_key
+        return config.llm.api_key.get_secret_value()
 
     def _make_client(self, config: settings.Settings, http_client: httpx2.AsyncClient | None) -> Client:
         # Everything explicit: the SDK would otherwise read ANTHROPIC_* variables and profiles, and
         # only ``settings`` reads the environment.
         return retry_after.Anthropic(
-            api_key=config.api_key,
-            base_url=config.anthropic_base_url or DEFAULT_BASE_URL,
+            api_key=self._secret,
+            base_url=config.llm.anthropic_base_url or DEFAULT_BASE_URL,
             **sdk_loop.client_options(config, http_client),
         )
 
@@ -88,8 +88,8 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         failure = provider_error(
             err,
             secret=self._secret,
-            timeout_seconds=self._settings.llm_timeout_seconds,
-            max_retry_after_seconds=self._settings.provider_max_retry_after_seconds,
+            timeout_seconds=self._settings.llm.timeout_seconds,
+            max_retry_after_seconds=self._settings.llm.max_retry_after_seconds,
         )
         if isinstance(err, anthropic.APIStatusError) and err.api_message is None:
             body = err.body if isinstance(err.body, dict) else {}
@@ -104,10 +104,10 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         await self._client.models.retrieve(self.model)
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> AnthropicConversation:
         """A conversation about ``spec``; the incident is already in ``prompt``."""
-        return AnthropicConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
+        return AnthropicConversation(self, system, prompt, toolbox, self._settings.analysis.max_tool_steps)
 
     async def create(
         self,
@@ -119,12 +119,12 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
     ) -> atypes.Message:
         """One Messages API call (with the SDK's retries); failures leave as ``errors.Provider*``.
         A body that is not a Message (a proxy's page) is asked for again like the SDK retries a 5xx,
-        at most ``llm_max_retries`` times: the same request, not a new conversation."""
+        at most ``settings.llm.max_retries`` times: the same request, not a new conversation."""
 
         async def send() -> object:
             return await self._client.messages.create(
                 model=self.model,
-                max_tokens=self._settings.max_tokens,
+                max_tokens=self._settings.llm.max_tokens,
                 system=system,
                 tools=tools,
                 messages=messages,
@@ -133,11 +133,11 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
                 cache_control=_EPHEMERAL if self.caches_conversation else anthropic.omit,
             )
 
-        for retry in range(self._settings.llm_max_retries + 1):
+        for retry in range(self._settings.llm.max_retries + 1):
             try:
                 return await self._create_once(send)
             except errors.ProviderResponseError:
-                if retry == self._settings.llm_max_retries:
+                if retry == self._settings.llm.max_retries:
                     raise
             await asyncio.sleep(min(NON_JSON_BACKOFF_SECONDS * 2**retry, 8.0))
         raise AssertionError("unreachable: the last try returns or raises")
@@ -157,7 +157,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
             failure = provider_error(
                 json.JSONDecodeError("not a Message", str(message)[:64], 0),
                 secret=self._secret,
-                timeout_seconds=self._settings.llm_timeout_seconds,
+                timeout_seconds=self._settings.llm.timeout_seconds,
             )
             self._report(started, "unavailable")
             raise failure
@@ -170,7 +170,12 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
     """The tool loop of one analysis over the Messages API (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, provider: AnthropicProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self,
+        provider: AnthropicProvider,
+        system: str,
+        prompt: str,
+        toolbox: conversation.Tools,
+        max_steps: int,
     ) -> None:
         super().__init__(provider=provider.name, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
@@ -194,7 +199,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             blocks.append({"type": "text", "text": text})
         return blocks
 
-    async def _loop(self) -> base.Submission:
+    async def _loop(self) -> conversation.Submission:
         while self._steps < self._max_steps:
             self._steps += 1
             message = await self._provider.create(
@@ -208,9 +213,9 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             submission = await self._absorb(message)
             if submission is not None:
                 return submission
-        return base.Submission(raw=None, exhausted=True)
+        return conversation.Submission(raw=None, exhausted=True)
 
-    async def _absorb(self, message: atypes.Message) -> base.Submission | None:
+    async def _absorb(self, message: atypes.Message) -> conversation.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
         calls = [block for block in message.content if block.type == "tool_use"]
         submits = [call for call in calls if call.name == answer.SUBMIT_TOOL_NAME]
@@ -223,11 +228,11 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
                 for call in others
             ]
             self._submit_id = submits[0].id if submits else None
-            return base.Submission(
+            return conversation.Submission(
                 raw=dict(submits[0].input) if submits else None, truncated=True, prose=prose or None
             )
         if not calls:
-            return base.Submission(raw=None, prose=prose)
+            return conversation.Submission(raw=None, prose=prose)
         results = await self._run(others)
         if not submits:
             self._messages.append({"role": "user", "content": list(results)})
@@ -237,7 +242,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
             for call in submits[1:]
         ]
         self._owed, self._submit_id = [*results, *extra], submits[0].id
-        return base.Submission(raw=dict(submits[0].input))
+        return conversation.Submission(raw=dict(submits[0].input))
 
     async def _run(self, calls: list[atypes.ToolUseBlock]) -> list[atypes.ToolResultBlockParam]:
         """Execute the turn's tool calls concurrently (investigation reads are independent)."""
@@ -248,7 +253,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
         ]
 
 
-def tool_params(toolbox: base.Tools) -> list[atypes.ToolParam]:
+def tool_params(toolbox: conversation.Tools) -> list[atypes.ToolParam]:
     """The toolbox's tools plus the submit tool; the cache breakpoint on the last tool caches
     every tool definition (they precede the system prompt in the cache prefix)."""
     tools = [cast(atypes.ToolParam, dict(definition)) for definition in toolbox.definitions()]
@@ -268,10 +273,10 @@ def _submit_tool() -> atypes.ToolParam:
     }
 
 
-def usage_of(message: atypes.Message) -> base.UsageCounter:
+def usage_of(message: atypes.Message) -> conversation.UsageCounter:
     """The tokens one response billed."""
     usage = message.usage
-    return base.UsageCounter(
+    return conversation.UsageCounter(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_input_tokens or 0,

@@ -27,10 +27,11 @@ class BedrockProvider(anthropic_provider.AnthropicProvider):
     def _make_client(
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> AsyncAnthropicBedrock:
-        assert config.aws_region, "settings require it for provider bedrock"
+        assert config.llm.aws_region, "settings require it for provider bedrock"
         return retry_after.Bedrock(
-            aws_region=config.aws_region,
-            base_url=config.bedrock_base_url or f"https://bedrock-runtime.{config.aws_region}.amazonaws.com",
+            aws_region=config.llm.aws_region,
+            base_url=config.llm.bedrock_base_url
+            or f"https://bedrock-runtime.{config.llm.aws_region}.amazonaws.com",
             **sdk_loop.client_options(config, http_client),
         )
 

@@ -13,7 +13,7 @@ the Anthropic provider; what differs is the wire:
   (``prompt_tokens`` includes cached tokens, which are counted as cache reads, not input).
 
 Retries are the SDK's (408/409/429/5xx, connection failures, ``retry-after``), up to
-``llm_max_retries``; what still fails is classified here, once.
+``settings.llm.max_retries``; what still fails is classified here, once.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import openai
 from openai.types import chat as otypes
 
 from aianalysis import errors, resources, settings
-from aianalysis.analysis import answer
-from aianalysis.analysis.llm import anthropic_provider, base, model_check, retry_after, sdk_loop
+from aianalysis.analysis import answer, conversation
+from aianalysis.analysis.llm import anthropic_provider, model_check, retry_after, sdk_loop
 
 PROVIDER_NAME = "openai"
 NO_KEY = "unused"
@@ -48,21 +48,22 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
     name = PROVIDER_NAME
 
     def _credential(self, config: settings.Settings) -> str:
-        return config.openai_api_key or ""
+        key = config.llm.openai_api_key
+        return key.get_secret_value() if key else ""
 
     def _make_client(
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> retry_after.OpenAI:
         return retry_after.OpenAI(
-            api_key=config.openai_api_key or NO_KEY,
-            base_url=config.openai_base_url,
+            api_key=self._secret or NO_KEY,
+            base_url=config.llm.openai_base_url,
             **sdk_loop.client_options(config, http_client),
         )
 
     def open(
-        self, *, system: str, prompt: str, toolbox: base.Tools, spec: resources.AIAnalysisSpec
+        self, *, system: str, prompt: str, toolbox: conversation.Tools, spec: resources.AIAnalysisSpec
     ) -> OpenAIConversation:
-        return OpenAIConversation(self, system, prompt, toolbox, self._settings.max_tool_steps)
+        return OpenAIConversation(self, system, prompt, toolbox, self._settings.analysis.max_tool_steps)
 
     async def check_model(self) -> str | None:
         """Listing the models is free everywhere (vLLM, Ollama, LiteLLM serve ``GET /models``); a
@@ -71,7 +72,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
             page = await self._client.models.list()
         except openai.OpenAIError as err:
             failure = provider_error(
-                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+                err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             if isinstance(err, openai.APIStatusError) and err.status_code in (404, 405, 501):
                 return f"could not verify model {self.model!r}: the endpoint lists no models ({failure})"
@@ -85,7 +86,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         listed = ", ".join(sorted(served)[:10]) or "none"
         raise errors.ConfigError(
             f"model {self.model!r} is not served by provider 'openai' at {self._client.base_url} "
-            f"(it serves: {listed}); set {settings.env_name('model')} to one of them"
+            f"(it serves: {listed}); set {settings.Llm.env_name('model')} to one of them"
         )
 
     async def create(
@@ -103,11 +104,11 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
                 messages=messages,
                 tools=tools,
                 tool_choice=_FORCE_SUBMIT if force_submit else "auto",
-                max_tokens=self._settings.max_tokens,
+                max_tokens=self._settings.llm.max_tokens,
             )
         except openai.OpenAIError as err:
             failure = provider_error(
-                err, secret=self._secret, timeout_seconds=self._settings.llm_timeout_seconds
+                err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             self._report(started, "unavailable" if failure.retryable else "error")
             raise failure from None
@@ -119,7 +120,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
     """The tool loop of one analysis over Chat Completions (see :class:`sdk_loop.ToolLoop`)."""
 
     def __init__(
-        self, provider: OpenAIProvider, system: str, prompt: str, toolbox: base.Tools, max_steps: int
+        self, provider: OpenAIProvider, system: str, prompt: str, toolbox: conversation.Tools, max_steps: int
     ) -> None:
         super().__init__(provider=PROVIDER_NAME, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
@@ -137,7 +138,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         else:
             self._messages.append({"role": "user", "content": text})
 
-    async def _loop(self) -> base.Submission:
+    async def _loop(self) -> conversation.Submission:
         while self._steps < self._max_steps:
             self._steps += 1
             completion = await self._provider.create(
@@ -145,15 +146,15 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             )
             self._account(usage_of(completion), completion.model)
             if not completion.choices:
-                return base.Submission(raw=None, prose="(the endpoint returned no choices)")
+                return conversation.Submission(raw=None, prose="(the endpoint returned no choices)")
             choice = completion.choices[0]
             self._messages.append(_assistant_param(choice.message))
             submission = await self._absorb(choice)
             if submission is not None:
                 return submission
-        return base.Submission(raw=None, exhausted=True)
+        return conversation.Submission(raw=None, exhausted=True)
 
-    async def _absorb(self, choice: Any) -> base.Submission | None:
+    async def _absorb(self, choice: Any) -> conversation.Submission | None:
         """Run the turn's tool calls; a submission (or prose, or truncation) ends the loop."""
         message: otypes.ChatCompletionMessage = choice.message
         calls = [call for call in message.tool_calls or [] if call.type == "function"]
@@ -167,9 +168,9 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             ]
             self._submit_id = submits[0].id if submits else None
             raw, _ = arguments(submits[0].function.arguments) if submits else (None, None)
-            return base.Submission(raw=raw, truncated=True, prose=prose)
+            return conversation.Submission(raw=raw, truncated=True, prose=prose)
         if not calls:
-            return base.Submission(raw=None, prose=prose)
+            return conversation.Submission(raw=None, prose=prose)
         results = await self._run(others)
         if not submits:
             self._messages.extend(results)
@@ -182,7 +183,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         ]
         self._owed, self._submit_id = [*results, *extra], submits[0].id
         raw, problem = arguments(submits[0].function.arguments)
-        return base.Submission(raw=raw, malformed=problem)
+        return conversation.Submission(raw=raw, malformed=problem)
 
     async def _run(self, calls: list[Any]) -> list[otypes.ChatCompletionToolMessageParam]:
         """Execute the turn's tool calls concurrently; unreadable arguments are that call's error."""
@@ -203,7 +204,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         ]
 
 
-def tool_params(toolbox: base.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
+def tool_params(toolbox: conversation.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
     """The toolbox's tools plus the submit tool, as function tools (same schemas as Anthropic's)."""
     definitions = [d for d in toolbox.definitions() if d["name"] != answer.SUBMIT_TOOL_NAME]
     submit = {
@@ -238,14 +239,14 @@ def arguments(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def usage_of(completion: otypes.ChatCompletion) -> base.UsageCounter:
+def usage_of(completion: otypes.ChatCompletion) -> conversation.UsageCounter:
     """Billed tokens; ``prompt_tokens`` includes cached ones, reported apart as cache reads."""
     usage = completion.usage
     if usage is None:
-        return base.UsageCounter()
+        return conversation.UsageCounter()
     details = usage.prompt_tokens_details
     cached = (details.cached_tokens or 0) if details is not None else 0
-    return base.UsageCounter(
+    return conversation.UsageCounter(
         input_tokens=max(0, usage.prompt_tokens - cached),
         output_tokens=usage.completion_tokens,
         cache_read_tokens=cached,

@@ -12,7 +12,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 
 from aianalysis import resources, settings
-from aianalysis.analysis.llm import base
+from aianalysis.analysis import conversation
 
 T = TypeVar("T")
 Owed = TypeVar("Owed")
@@ -31,9 +31,9 @@ C = TypeVar("C", bound=_Client)
 def client_options(config: settings.Settings, http_client: httpx2.AsyncClient | None) -> dict[str, Any]:
     """The options every provider's client (:mod:`retry_after`) takes the same way."""
     return {
-        "max_retry_after_seconds": config.provider_max_retry_after_seconds,
-        "timeout": config.llm_timeout_seconds,
-        "max_retries": config.llm_max_retries,
+        "max_retry_after_seconds": config.llm.max_retry_after_seconds,
+        "timeout": config.llm.timeout_seconds,
+        "max_retries": config.llm.max_retries,
         "http_client": http_client,
     }
 
@@ -47,9 +47,9 @@ class ClientOwner(Generic[C]):
         config: settings.Settings,
         *,
         http_client: httpx2.AsyncClient | None = None,
-        on_request: base.RequestObserver = base.ignore_request,
+        on_request: conversation.RequestObserver = conversation.ignore_request,
     ) -> None:
-        self.model = config.model
+        self.model = config.llm.model
         self._settings = config
         self._secret = self._credential(config)
         self._on_request = on_request
@@ -57,12 +57,15 @@ class ClientOwner(Generic[C]):
         self._client: C = self._make_client(config, http_client)
 
     def _report(
-        self, started: float, outcome: base.RequestOutcome, tokens: base.UsageCounter | None = None
+        self,
+        started: float,
+        outcome: conversation.RequestOutcome,
+        tokens: conversation.UsageCounter | None = None,
     ) -> None:
         """One request (``started`` on the monotonic clock) to ``on_request``, with its billed tokens."""
-        billed = tokens or base.UsageCounter()
+        billed = tokens or conversation.UsageCounter()
         self._on_request(
-            base.RequestRecord(
+            conversation.RequestRecord(
                 outcome,
                 time.monotonic() - started,
                 input_tokens=billed.input_tokens,
@@ -95,14 +98,14 @@ class ToolLoop(Generic[Owed]):
     last assistant turn's other tool calls, sent with the correction; ``_submit_id`` is the id of
     the submit call a correction answers (None: the model wrote prose)."""
 
-    def __init__(self, *, provider: str, model: str, toolbox: base.Tools, max_steps: int) -> None:
+    def __init__(self, *, provider: str, model: str, toolbox: conversation.Tools, max_steps: int) -> None:
         self._provider_name = provider
         self._toolbox = toolbox
         self._max_steps = max_steps
         self._owed: list[Owed] = []
         self._submit_id: str | None = None
         self._steps = 0
-        self._counter = base.UsageCounter()
+        self._counter = conversation.UsageCounter()
         self._model: str = model
 
     @property
@@ -114,17 +117,17 @@ class ToolLoop(Generic[Owed]):
         """Model turns taken so far."""
         return self._steps
 
-    async def answer(self) -> base.Submission:
+    async def answer(self) -> conversation.Submission:
         return await self._loop()
 
-    async def correct(self, errors: list[str]) -> base.Submission:
+    async def correct(self, errors: list[str]) -> conversation.Submission:
         if self._steps >= self._max_steps:
-            return base.Submission(raw=None, exhausted=True)
+            return conversation.Submission(raw=None, exhausted=True)
         self._add_correction(errors)
         self._owed, self._submit_id = [], None
         return await self._loop()
 
-    def _account(self, tokens: base.UsageCounter, model: str | None) -> None:
+    def _account(self, tokens: conversation.UsageCounter, model: str | None) -> None:
         """One model turn: its billed tokens, and the model the endpoint says answered."""
         counter = self._counter
         counter.requests += 1
@@ -138,7 +141,7 @@ class ToolLoop(Generic[Owed]):
         """Append the validator's ``problems`` (and what is owed) to the history."""
         raise NotImplementedError
 
-    async def _loop(self) -> base.Submission:
+    async def _loop(self) -> conversation.Submission:
         raise NotImplementedError
 
     async def _run_all(self, calls: Iterable[Awaitable[T]]) -> list[T]:

@@ -23,17 +23,18 @@ class VertexProvider(anthropic_provider.AnthropicProvider):
     caches_conversation = False
 
     def _credential(self, config: settings.Settings) -> str:
-        return config.vertex_access_token or ""
+        token = config.llm.vertex_access_token
+        return token.get_secret_value() if token else ""
 
     def _make_client(
         self, config: settings.Settings, http_client: httpx2.AsyncClient | None
     ) -> AsyncAnthropicVertex:
-        assert config.vertex_region, "settings require it for provider vertex"
+        assert config.llm.vertex_region, "settings require it for provider vertex"
         return retry_after.Vertex(
-            region=config.vertex_region,
-            project_id=config.vertex_project_id or anthropic.not_given,
-            access_token=config.vertex_access_token,
-            base_url=config.vertex_base_url or _default_base_url(config.vertex_region),
+            region=config.llm.vertex_region,
+            project_id=config.llm.vertex_project_id or anthropic.not_given,
+            access_token=self._secret or None,
+            base_url=config.llm.vertex_base_url or _default_base_url(config.llm.vertex_region),
             **sdk_loop.client_options(config, http_client),
         )
 

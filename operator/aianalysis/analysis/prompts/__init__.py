@@ -6,7 +6,7 @@ fencing of untrusted text.
 from __future__ import annotations
 
 from aianalysis import resources
-from aianalysis.analysis.prompts._fence import CLOSE, fence
+from aianalysis.analysis.prompts._fence import CLOSE, fence, sanitize
 from aianalysis.analysis.prompts._history import history_section
 from aianalysis.analysis.prompts._incident import incident_prompt
 from aianalysis.analysis.prompts._reasons import reason_guidance
@@ -27,5 +27,6 @@ __all__ = [
     "incident_prompt",
     "reason_guidance",
     "recovery_prompt",
+    "sanitize",
     "user_prompt",
 ]

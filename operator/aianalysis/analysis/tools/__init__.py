@@ -3,8 +3,12 @@ cluster (one object, its events, pod logs, the pods of an owner; lists, search, 
 namespace events, custom kinds, resource usage) and of Prometheus (queries, metric and label
 lookup, alerts, rules).
 
-``ToolBox`` serves one conversation; ``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are
-what it needs from a cluster and from Prometheus; ``kube.api_reader.KubernetesReader`` and
+``ToolBox`` serves one conversation; each call returns a ``ToolResult``: the text the LLM reads
+and, for the investigation and catalog tools, what that text shows as values (``ObjectResult``,
+``EventsResult``, ``LogsResult``, ``PodsResult``, ``ListResult``, ``UsageResult``,
+``CatalogResult``; ``Absent`` for an object the API server says does not exist).
+``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are what it needs from a cluster and
+from Prometheus; ``kube.api_reader.KubernetesReader`` and
 ``kube.prometheus.PrometheusClient`` are the real ones.
 """
 
@@ -17,10 +21,22 @@ from aianalysis.analysis.tools._box import (
     TOOL_NAMES,
     Limits,
     ToolBox,
-    ToolResult,
     catalog_toolbox,
 )
 from aianalysis.analysis.tools._context import with_business_context
+from aianalysis.analysis.tools._results import (
+    Absent,
+    CatalogResult,
+    EventRow,
+    EventsResult,
+    ListResult,
+    LogsResult,
+    ObjectResult,
+    PodsResult,
+    ToolResult,
+    UsageResult,
+    UsageRow,
+)
 from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
 from aianalysis.analysis.tools._scope import kinds as target_kinds
 from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
@@ -28,6 +44,7 @@ from aianalysis.kube.reader import (
     ClusterReader,
     JSONObject,
     MetricsReader,
+    NotFound,
     Page,
     ReadOnce,
     ServedGroup,
@@ -39,11 +56,20 @@ __all__ = [
     "PROMETHEUS_TOOL_NAMES",
     "REDACTED",
     "TOOL_NAMES",
+    "Absent",
+    "CatalogResult",
     "ClusterReader",
+    "EventRow",
+    "EventsResult",
     "JSONObject",
     "Limits",
+    "ListResult",
+    "LogsResult",
     "MetricsReader",
+    "NotFound",
+    "ObjectResult",
     "Page",
+    "PodsResult",
     "PrometheusClient",
     "PrometheusConfig",
     "ReadOnce",
@@ -51,6 +77,8 @@ __all__ = [
     "ToolBox",
     "ToolResult",
     "Unavailable",
+    "UsageResult",
+    "UsageRow",
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",

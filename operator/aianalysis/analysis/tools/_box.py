@@ -31,17 +31,12 @@ from aianalysis.analysis.tools import (
     _policy,
     _prom_tools,
     _promql,
+    _results,
     _specs,
 )
 from aianalysis.kube import reader as _reader
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
-
-
-@dataclasses.dataclass(frozen=True)
-class ToolResult:
-    text: str
-    is_error: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -105,7 +100,7 @@ class ToolBox:
             namespaces=limits.namespaces,
             custom_groups=limits.custom_groups,
         )
-        self._handlers: dict[str, Callable[[Any], Awaitable[str]]] = {
+        self._handlers: dict[str, Callable[[Any], Awaitable[str | _results.ToolResult]]] = {
             "list_action_types": self._action_types,
             "search_workflow_catalog": self._search,
             "get_workflow_details": self._details,
@@ -158,7 +153,7 @@ class ToolBox:
         The same for every analysis of one configuration (the cache prefix stays stable)."""
         return [dict(_DEFINITIONS[name]) for name in self._offered]
 
-    async def call(self, name: str, arguments: object) -> ToolResult:
+    async def call(self, name: str, arguments: object) -> _results.ToolResult:
         """Run one call and account for it (audit record, budget)."""
         started = time.monotonic()
         spec = _specs.BY_NAME.get(name)
@@ -175,7 +170,7 @@ class ToolBox:
         )
         return result
 
-    async def _dispatch(self, spec: _specs.Spec | None, name: str, arguments: object) -> ToolResult:
+    async def _dispatch(self, spec: _specs.Spec | None, name: str, arguments: object) -> _results.ToolResult:
         self.calls += 1
         if spec is None or name not in self._offered:
             return self._error(f"unknown tool {name!r}; available tools: {', '.join(self._offered)}")
@@ -189,9 +184,12 @@ class ToolBox:
             return self._error(self.ledger.spent_message())
         self.cluster_reads += spec.investigates
         try:
-            return ToolResult(await self._handlers[name](args))
+            answer = await self._handlers[name](args)
         except (_args.Refused, _promql.BadRequest) as exc:
             return self._error(str(exc))
+        except _reader.NotFound as exc:
+            self.cluster_read_failures += spec.investigates
+            return self._error(str(exc), data=_results.Absent())
         except _reader.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
             return self._error(str(exc))
@@ -201,6 +199,7 @@ class ToolBox:
             return self._error(
                 f"reading {source} failed ({exc}); it may work later - continue with the evidence you have"
             )
+        return answer if isinstance(answer, _results.ToolResult) else _results.ToolResult(answer)
 
     def _call_limit(self, spec: _specs.Spec | None) -> int:
         if spec is None or not spec.investigates:
@@ -211,17 +210,17 @@ class ToolBox:
         """The facts detected on the remediation target, for workflows' detectedLabels (None = unknown)."""
         self._catalog.facts = facts
 
-    async def _action_types(self, args: _args.ActionTypesArgs) -> str:
+    async def _action_types(self, args: _args.ActionTypesArgs) -> _results.ToolResult:
         return self._catalog.action_types(args)
 
-    async def _search(self, args: _args.SearchArgs) -> str:
+    async def _search(self, args: _args.SearchArgs) -> _results.ToolResult:
         return self._catalog.search(args)
 
-    async def _details(self, args: _args.DetailsArgs) -> str:
-        text = self._catalog.details(args)
-        if text is None:
+    async def _details(self, args: _args.DetailsArgs) -> _results.ToolResult:
+        answer = self._catalog.details(args)
+        if answer is None:
             raise _args.Refused(_catalog_tools.refusal(args))
-        return text
+        return answer
 
     @property
     def investigation_failed(self) -> bool:
@@ -229,9 +228,9 @@ class ToolBox:
         incident rests on evidence."""
         return self.cluster_reads > 0 and self.cluster_read_failures == self.cluster_reads
 
-    def _error(self, message: str) -> ToolResult:
+    def _error(self, message: str, *, data: _results.Absent | None = None) -> _results.ToolResult:
         self.errors += 1
-        return ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True)
+        return _results.ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True, data=data)
 
 
 def _problems(exc: pydantic.ValidationError) -> str:

@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from aianalysis import catalog, resources
-from aianalysis.analysis.tools import _args, _output
+from aianalysis.analysis.tools import _args, _output, _results
 from aianalysis.catalog import policy
 
 MAX_DESCRIPTION_CHARS = 600
@@ -46,7 +46,7 @@ class CatalogTools:
         """Facts detected on the remediation target (None = unknown); may be replaced when the
         target is known better (e.g. after the cluster was read)."""
 
-    def action_types(self, args: _args.ActionTypesArgs) -> str:
+    def action_types(self, args: _args.ActionTypesArgs) -> _results.ToolResult:
         del args  # no arguments: the incident decides
         rows = self._catalog.action_types(business=self._business, facts=self.facts)
         listed = [
@@ -65,9 +65,9 @@ class CatalogTools:
             else "no workflow is eligible for this incident; submit with human_review_reason "
             '"no_eligible_workflow"'
         )
-        return _output.cap(_json(payload), max_chars=self._max_chars)
+        return _answer(payload, max_chars=self._max_chars)
 
-    def search(self, args: _args.SearchArgs) -> str:
+    def search(self, args: _args.SearchArgs) -> _results.ToolResult:
         query = catalog.SearchQuery(
             text=args.query,
             signal_type=args.signal_type,
@@ -81,14 +81,14 @@ class CatalogTools:
             top_k=args.top_k,
         )
         hits = self._catalog.search(query, business=self._business, facts=self.facts)
-        text, shown = self._fit(
+        text, payload = self._fit(
             [_hit(hit) for hit in hits], note=self._empty_note(args) if not hits else None
         )
-        for hit in shown:
+        for hit in payload["workflows"]:
             self._seen.setdefault(hit["workflow_id"], set()).add(hit["version"])
-        return text
+        return _results.ToolResult(text, data=_results.CatalogResult(payload=payload))
 
-    def details(self, args: _args.DetailsArgs) -> str | None:
+    def details(self, args: _args.DetailsArgs) -> _results.ToolResult | None:
         """The workflow as JSON, or None when it is unknown OR not eligible (same answer). Without
         a version (or ``latest``) it is the highest version eligible for this incident."""
         workflow = self._catalog.eligible(
@@ -119,9 +119,9 @@ class CatalogTools:
         warning = policy.deprecation(spec)
         if warning:
             payload["warning"] = warning
-        return _output.cap(_json(payload), max_chars=self._max_chars)
+        return _answer(payload, max_chars=self._max_chars)
 
-    def _fit(self, hits: list[dict[str, Any]], *, note: str | None) -> tuple[str, list[dict[str, Any]]]:
+    def _fit(self, hits: list[dict[str, Any]], *, note: str | None) -> tuple[str, dict[str, Any]]:
         """The JSON answer with as many hits as fit in ``max_chars`` (never a cut JSON document)."""
         shown = list(hits)
         while True:
@@ -135,7 +135,7 @@ class CatalogTools:
                 payload["note"] = note
             text = _json(payload)
             if len(text) <= self._max_chars or not shown:
-                return text, shown
+                return text, payload
             shown.pop()
 
     def _empty_note(self, args: _args.SearchArgs) -> str:
@@ -212,6 +212,13 @@ def _parameter(parameter: resources.WorkflowParameter) -> dict[str, Any]:
         if value is not None:
             out[field] = int(value) if float(value).is_integer() else value
     return out
+
+
+def _answer(payload: dict[str, Any], *, max_chars: int) -> _results.ToolResult:
+    """The payload as the tool's text (capped) and as its values."""
+    return _results.ToolResult(
+        _output.cap(_json(payload), max_chars=max_chars), data=_results.CatalogResult(payload=payload)
+    )
 
 
 def _json(payload: dict[str, Any]) -> str:

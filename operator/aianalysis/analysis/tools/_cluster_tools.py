@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aianalysis import resources
+from aianalysis.analysis import prompts, scope
 from aianalysis.analysis import redact as _redact
-from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _columns, _output, _policy
+from aianalysis.analysis.tools import _args, _columns, _output, _policy, _results
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
@@ -66,7 +66,7 @@ class ClusterTools:
         self._resolve = resolve
         """Resolves kinds beyond the fixed table (custom kinds from discovery); None: table only."""
 
-    async def get_resource(self, args: _args.ResourceArgs) -> str:
+    async def get_resource(self, args: _args.ResourceArgs) -> _results.ToolResult:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         if _kinds.BY_KIND.get(kind.kind) is kind:
@@ -82,31 +82,36 @@ class ClusterTools:
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
         if namespace is not None and namespace == self._home:
             self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
-        body = _output.to_yaml(_output.status_first(_output.compact(obj)))
+        shown = _output.status_first(_output.compact(obj))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status first; {_output.COMPACT_NOTE}; "
             f"secret-looking values {_redact.REDACTED}):"
         )
-        return _output.fenced(header, body, label=f"{kind.kind}/{args.name}", max_chars=self._max_chars)
+        text = _output.fenced(
+            header, _output.to_yaml(shown), label=f"{kind.kind}/{args.name}", max_chars=self._max_chars
+        )
+        return _results.ToolResult(text, data=_results.ObjectResult(body=shown))
 
-    async def list_events(self, args: _args.EventsArgs) -> str:
+    async def list_events(self, args: _args.EventsArgs) -> _results.ToolResult:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
         events = await self._reader.list_events(kind=kind.kind, name=args.name, namespace=namespace)
         where = f"{kind.kind} {_where(args.name, namespace)}"
         if not events:
-            return f"No events about {where} (events expire, by default after one hour)."
-        lines = [_event_line(event) for event in sorted(events, key=_columns.event_time)][-MAX_EVENTS:]
-        header = f"{len(events)} event(s) about {where}, oldest first (the most recent {len(lines)} shown):"
-        return _output.fenced(
+            text = f"No events about {where} (events expire, by default after one hour)."
+            return _results.ToolResult(text, data=_results.EventsResult(events=()))
+        rows = tuple(_event_row(event) for event in sorted(events, key=_columns.event_time))[-MAX_EVENTS:]
+        header = f"{len(events)} event(s) about {where}, oldest first (the most recent {len(rows)} shown):"
+        text = _output.fenced(
             header,
-            "\n".join(lines),
+            "\n".join(map(_event_line, rows)),
             label=f"events:{kind.kind}/{args.name}",
             max_chars=self._max_chars,
             keep="tail",
         )
+        return _results.ToolResult(text, data=_results.EventsResult(events=rows))
 
-    async def get_pod_logs(self, args: _args.LogsArgs) -> str:
+    async def get_pod_logs(self, args: _args.LogsArgs) -> _results.ToolResult:
         namespace = self._required_namespace("Pod", args.namespace)
         text = await self._reader.pod_logs(
             name=args.name,
@@ -119,16 +124,17 @@ class ClusterTools:
         run = "previous (terminated) run" if args.previous else "current run"
         header = f"Last {args.tail_lines} log lines of {container} of Pod {namespace}/{args.name}, {run}:"
         if not text.strip():
-            return header + await self._why_no_logs(args.name, namespace)
-        return _output.fenced(
-            header,
-            _redact.redact_text(text),
-            label=f"logs:{args.name}",
-            max_chars=self._max_chars,
-            keep="tail",
+            empty = header + await self._why_no_logs(args.name, namespace)
+            return _results.ToolResult(empty, data=_results.LogsResult(lines=()))
+        redacted = _redact.redact_text(text).rstrip("\n")
+        shown = _output.fenced(
+            header, redacted, label=f"logs:{args.name}", max_chars=self._max_chars, keep="tail"
         )
+        # The lines as the fence shows them: control and invisible characters dropped.
+        lines = tuple(prompts.sanitize(redacted).split("\n"))
+        return _results.ToolResult(shown, data=_results.LogsResult(lines=lines))
 
-    async def list_pods_of_owner(self, args: _args.OwnerArgs) -> str:
+    async def list_pods_of_owner(self, args: _args.OwnerArgs) -> _results.ToolResult:
         kind = _kind(args.kind)
         if kind.kind not in _kinds.OWNER_KINDS:
             raise _args.Refused(
@@ -140,15 +146,18 @@ class ClusterTools:
         self._returned.update(("pod", namespace, _pod_name(pod)) for pod in pods)
         where = f"{kind.kind} {namespace}/{args.name}"
         if not pods:
-            return f"{where} controls no Pods right now."
-        summaries = [_pod_summary(_redact.redact_object(pod)) for pod in sorted(pods, key=_pod_name)]
+            return _results.ToolResult(
+                f"{where} controls no Pods right now.", data=_results.PodsResult(pods=())
+            )
+        redacted = tuple(_redact.redact_object(pod) for pod in sorted(pods, key=_pod_name))
         header = f"{len(pods)} Pod(s) of {where} (use get_resource/get_pod_logs for details):"
-        return _output.fenced(
+        text = _output.fenced(
             header,
-            _output.to_yaml(summaries),
+            _output.to_yaml([_pod_summary(pod) for pod in redacted]),
             label=f"pods:{kind.kind}/{args.name}",
             max_chars=self._max_chars,
         )
+        return _results.ToolResult(text, data=_results.PodsResult(pods=redacted))
 
     async def _why_no_logs(self, name: str, namespace: str) -> str:
         """Empty logs are ambiguous (the API server answers an unscheduled Pod's log request with an
@@ -195,14 +204,30 @@ def _where(name: str, namespace: str | None) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _event_line(event: dict[str, Any]) -> str:
+def _event_row(event: dict[str, Any]) -> _results.EventRow:
     count = event.get("count") or (event.get("series") or {}).get("count") or 1
     source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or "?"
     message = " ".join(str(event.get("message") or "").split())
-    return (
-        f"{_columns.event_time(event) or '?'} {event.get('type') or '?'} {event.get('reason') or '?'} "
-        f"(x{count}, {source}): {_redact.redact_text(message)}"
+    return _results.EventRow(
+        time=_columns.event_time(event) or "?",
+        type=str(event.get("type") or "?"),
+        reason=str(event.get("reason") or "?"),
+        count=_count(count),
+        source=str(source),
+        message=prompts.sanitize(_redact.redact_text(message)),
     )
+
+
+def _count(value: object) -> int:
+    """An Event's ``count``: an integer from the API server (a hand-written one may be text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    return int(text) if text.isdigit() else 1
+
+
+def _event_line(row: _results.EventRow) -> str:
+    return f"{row.time} {row.type} {row.reason} (x{row.count}, {row.source}): {row.message}"
 
 
 def _pod_name(pod: dict[str, Any]) -> str:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aianalysis.analysis.tools import _results
+
 Obj = Mapping[str, Any]
 Row = list[str]
 
@@ -326,36 +328,53 @@ def quantity(text: object) -> float | None:
     return float(match[1]) * _SUFFIX[match[2] or ""]
 
 
-def _percent(used: float, total: float | None) -> str:
-    return f"{100 * used / total:.0f}%" if total else "-"
-
-
-def usage_rows(resource: str, usage: Sequence[Obj], objects: Sequence[Obj], *, sort_by: str) -> list[str]:
-    """Rows of ``kubectl top``: usage, and the share of allocatable (nodes) or of the limit (pods)."""
+def usage_rows(
+    resource: str, usage: Sequence[Obj], objects: Sequence[Obj], *, sort_by: str
+) -> list[_results.UsageRow]:
+    """The rows of ``kubectl top``, highest ``sort_by`` first: use, and its share of allocatable
+    (nodes) or of the limit (pods)."""
     by_name = {str(_meta(obj).get("name")): obj for obj in objects}
-    rows: list[tuple[float, str]] = []
+    rows: list[_results.UsageRow] = []
     for entry in usage:
         name = str(_meta(entry).get("name"))
         if resource == "nodes":
             used = entry.get("usage") or {}
             cpu, memory = quantity(used.get("cpu")) or 0.0, quantity(used.get("memory")) or 0.0
-            allocatable = _status(by_name.get(name, {})).get("allocatable") or {}
-            line = (
-                f"{name}  {cpu:.2f}  {_percent(cpu, quantity(allocatable.get('cpu')))}  "
-                f"{memory / 2**20:.0f}  {_percent(memory, quantity(allocatable.get('memory')))}"
-            )
+            total = _status(by_name.get(name, {})).get("allocatable") or {}
+            cpu_total, memory_total = quantity(total.get("cpu")), quantity(total.get("memory"))
         else:
             cpu = memory = 0.0
             for container in entry.get("containers") or ():
                 cpu += quantity((container.get("usage") or {}).get("cpu")) or 0.0
                 memory += quantity((container.get("usage") or {}).get("memory")) or 0.0
             limits = _pod_limits(by_name.get(name, {}))
-            line = (
-                f"{name}  {cpu * 1000:.0f}  {_percent(cpu, limits.get('cpu'))}  {memory / 2**20:.0f}  "
-                f"{_percent(memory, limits.get('memory'))}"
+            cpu_total, memory_total = limits.get("cpu"), limits.get("memory")
+        rows.append(
+            _results.UsageRow(
+                name=name,
+                cpu=cpu,
+                cpu_share=_share(cpu, cpu_total),
+                memory=memory,
+                memory_share=_share(memory, memory_total),
             )
-        rows.append((memory if sort_by == "memory" else cpu, line))
-    return [line for _, line in sorted(rows, key=lambda row: row[0], reverse=True)]
+        )
+    return sorted(rows, key=lambda row: row.memory if sort_by == "memory" else row.cpu, reverse=True)
+
+
+def usage_line(resource: str, row: _results.UsageRow) -> str:
+    """One line under ``USAGE_HEADERS[resource]``: CPU in cores (nodes) or millicores (pods), memory
+    in Mi, shares in whole percent."""
+    cpu = f"{row.cpu:.2f}" if resource == "nodes" else f"{row.cpu * 1000:.0f}"
+    memory = f"{row.memory / 2**20:.0f}"
+    return f"{row.name}  {cpu}  {_percent(row.cpu_share)}  {memory}  {_percent(row.memory_share)}"
+
+
+def _share(used: float, total: float | None) -> float | None:
+    return 100 * used / total if total else None
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0f}%"
 
 
 def _pod_limits(pod: Obj) -> dict[str, float | None]:

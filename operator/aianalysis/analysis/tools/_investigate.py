@@ -16,7 +16,7 @@ from typing import Any
 
 from aianalysis.analysis import redact as _redact
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _args, _columns, _output, _policy, _rollout
+from aianalysis.analysis.tools import _args, _columns, _output, _policy, _results, _rollout
 from aianalysis.kube import kinds as _kinds
 from aianalysis.kube import reader as _reader
 
@@ -37,6 +37,8 @@ NO_METRICS = (
     "metrics-server or a Prometheus adapter is not installed). Use requests/limits from get_resource "
     "or list_pods_of_owner instead"
 )
+
+_NOTHING_LISTED = _results.ListResult(items=())
 
 Clock = Callable[[], datetime.datetime]
 
@@ -65,7 +67,7 @@ class InvestigationTools:
 
     # ---- tools --------------------------------------------------------------------------------
 
-    async def list_resources(self, args: _args.ListArgs) -> str:
+    async def list_resources(self, args: _args.ListArgs) -> _results.ToolResult:
         kind = await self.resolve(args.kind)
         namespace = self._namespace(kind, args.namespace)
         page = await self._reader.list_page(
@@ -78,10 +80,12 @@ class InvestigationTools:
         where = f"in namespace {namespace}" if namespace else "(cluster-scoped)"
         filters = _filters(label=args.label_selector, field=args.field_selector)
         if not page.items:
-            return f"No {kind.plural} {where}{filters}."
+            return _results.ToolResult(
+                f"No {kind.plural} {where}{filters}.", data=_results.ListResult(items=())
+            )
         return self._table(kind, page, header=f"{kind.kind} objects {where}{filters}", spans=False)
 
-    async def find_resources(self, args: _args.FindArgs) -> str:
+    async def find_resources(self, args: _args.FindArgs) -> _results.ToolResult:
         kind = await self.resolve(args.kind)
         everywhere = not kind.namespaced or self._policy.every_namespace
         namespaces: list[str | None] = [None] if everywhere else [*self._policy.allowed_namespaces()]
@@ -108,7 +112,9 @@ class InvestigationTools:
         )
         what = _filters(label=args.label_selector, field=args.field_selector, name=args.name_contains)
         if not items:
-            return f"No {kind.plural} {scope_text}{what}."
+            return _results.ToolResult(
+                f"No {kind.plural} {scope_text}{what}.", data=_results.ListResult(items=())
+            )
         shown = items[: args.limit]
         page = _reader.Page(items=shown, more=more or len(items) > len(shown))
         return self._table(
@@ -182,7 +188,7 @@ class InvestigationTools:
         )
         return _output.fenced(header, "\n".join(lines), label="custom-kinds", max_chars=self._max_chars)
 
-    async def top(self, args: _args.TopArgs) -> str:
+    async def top(self, args: _args.TopArgs) -> _results.ToolResult:
         if not any(g.group == METRICS_GROUP for g in await self._served_groups()):
             raise _reader.Unavailable(NO_METRICS)
         if args.resource == "nodes":
@@ -200,16 +206,21 @@ class InvestigationTools:
             where = f"Pods in namespace {namespace}"
         rows = _columns.usage_rows(args.resource, usage.items, objects.items, sort_by=args.sort_by)
         if not rows:
-            return f"The metrics API has no usage for {where} yet (it reports after about a minute)."
+            text = f"The metrics API has no usage for {where} yet (it reports after about a minute)."
+            return _results.ToolResult(text, data=_results.UsageResult(rows=()))
         shown = rows[: args.limit]
         header = f"Resource usage of {where} (metrics API), highest {args.sort_by} first"
         if len(rows) > len(shown) or usage.more:
             _output.note_truncated()
             header += f"; {len(rows) - len(shown)} more not shown"
-        head = _columns.USAGE_HEADERS[args.resource]
-        return _output.fenced(
-            header + ":", "\n".join([head, *shown]), label=f"top:{args.resource}", max_chars=self._max_chars
+        lines = [
+            _columns.USAGE_HEADERS[args.resource],
+            *(_columns.usage_line(args.resource, r) for r in shown),
+        ]
+        text = _output.fenced(
+            header + ":", "\n".join(lines), label=f"top:{args.resource}", max_chars=self._max_chars
         )
+        return _results.ToolResult(text, data=_results.UsageResult(rows=tuple(shown)))
 
     # ---- kinds --------------------------------------------------------------------------------
 
@@ -255,7 +266,9 @@ class InvestigationTools:
 
     # ---- plumbing -----------------------------------------------------------------------------
 
-    def _table(self, kind: _kinds.Kind, page: _reader.Page, *, header: str, spans: bool) -> str:
+    def _table(
+        self, kind: _kinds.Kind, page: _reader.Page, *, header: str, spans: bool
+    ) -> _results.ToolResult:
         custom = _kinds.BY_KIND.get(kind.kind) is not kind
         clean = [(_redact.redact_custom if custom else _redact.redact_object)(obj) for obj in page.items]
         for obj in clean:
@@ -270,9 +283,10 @@ class InvestigationTools:
                 f", {remaining}more not shown: narrow with label_selector or field_selector "
                 f"(or raise limit, at most {_args.MAX_LIST_ROWS})"
             )
-        return _output.fenced(
+        text = _output.fenced(
             header + ":", "\n".join(lines), label=f"list:{kind.kind}", max_chars=self._max_chars
         )
+        return _results.ToolResult(text, data=_results.ListResult(items=tuple(clean)))
 
     def _namespace(self, kind: _kinds.Kind, given: str | None) -> str | None:
         return self._required_namespace(given) if kind.namespaced else None

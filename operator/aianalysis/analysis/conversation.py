@@ -1,8 +1,9 @@
-"""What every LLM provider offers the analysis pipeline: a conversation that investigates with
-tools and ends in a ``submit_selection`` call, plus its token/tool accounting.
+"""What every provider offers the analysis pipeline — the LLMs (``analysis/llm/``) and the
+offline one (``analysis/offline/``): a conversation that investigates with tools and ends in a
+``submit_selection`` call, plus its token/tool accounting.
 
-The toolbox is described structurally (:class:`Tools`) so this package depends on the shape of
-``tools.ToolBox``, not on its module: providers stay testable with any object that answers
+The toolbox is described structurally (:class:`Tools`) so providers depend on the shape of
+``tools.ToolBox``, not on its module: they stay testable with any object that answers
 ``definitions()`` and ``call()``.
 """
 
@@ -35,13 +36,17 @@ class Submission:
 
 
 class ToolOutcome(Protocol):
-    """What one tool call returned (``tools.ToolResult``)."""
+    """What one tool call returned (``tools.ToolResult``): the text a model reads, and what it
+    shows as values (``data``) for a provider that is not a model."""
 
     @property
     def text(self) -> str: ...
 
     @property
     def is_error(self) -> bool: ...
+
+    @property
+    def data(self) -> object: ...
 
 
 class Tools(Protocol):

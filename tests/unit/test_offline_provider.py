@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import answer, tools, validation
-from aianalysis.analysis.llm import base, make_provider, offline
+from aianalysis.analysis import answer, conversation, offline, tools, validation
+from aianalysis.analysis.llm import make_provider
+from aianalysis.analysis.offline import answers
 from aianalysis.evaluation import runner, scenario
 from aianalysis.evaluation.cluster import InMemoryCluster
 
@@ -109,14 +110,15 @@ class RecordingToolbox:
         result = await self.box.call(name, arguments)
         if name != "search_workflow_catalog" or self._order is None or result.is_error:
             return result
-        payload = json.loads(result.text)
+        assert isinstance(result.data, tools.CatalogResult)
         order = self._order
-        payload["workflows"].sort(key=lambda hit: order.index(hit["workflow_id"]))
-        return tools.ToolResult(json.dumps(payload))
+        payload = dict(result.data.payload)
+        payload["workflows"] = sorted(payload["workflows"], key=lambda hit: order.index(hit["workflow_id"]))
+        return tools.ToolResult(json.dumps(payload), data=tools.CatalogResult(payload=payload))
 
 
 def verdict(
-    submission: base.Submission,
+    submission: conversation.Submission,
     *,
     index: catalog.Catalog,
     toolbox: RecordingToolbox,
@@ -143,7 +145,7 @@ def converse(
     return conversation, toolbox
 
 
-def selected(submission: base.Submission) -> dict[str, Any]:
+def selected(submission: conversation.Submission) -> dict[str, Any]:
     assert submission.raw is not None
     chosen = submission.raw["selected_workflow"]
     assert isinstance(chosen, dict)
@@ -285,13 +287,13 @@ async def test_correct_moves_to_the_next_candidate_unless_only_parameters_were_r
     order = ["oomkill-restart-deployment", "oomkill-rollback-deployment", "oomkill-increase-memory"]
     conversation, _ = converse(index, spec(), order=order)
 
-    answers = [await conversation.answer()]
-    answers.append(await conversation.correct(["[component_mismatch] rejected"]))
-    answers.append(await conversation.correct(["[missing_parameter] X is required"]))
+    submitted = [await conversation.answer()]
+    submitted.append(await conversation.correct(["[component_mismatch] rejected"]))
+    submitted.append(await conversation.correct(["[missing_parameter] X is required"]))
     for _ in range(2):
-        answers.append(await conversation.correct(["[policy] rejected"]))
+        submitted.append(await conversation.correct(["[policy] rejected"]))
 
-    assert [selected(s)["workflow_id"] for s in answers] == [
+    assert [selected(s)["workflow_id"] for s in submitted] == [
         "oomkill-restart-deployment",
         "oomkill-rollback-deployment",
         "oomkill-rollback-deployment",  # parameters only: the choice stands
@@ -305,7 +307,7 @@ async def test_confidence_is_capped_and_never_certain() -> None:
 
     submission = await converse(index, spec())[0].answer()
 
-    assert 0 < selected(submission)["confidence"] <= offline.MAX_CONFIDENCE
+    assert 0 < selected(submission)["confidence"] <= answers.MAX_CONFIDENCE
 
 
 async def test_recovery_prefers_a_workflow_that_has_not_failed_yet() -> None:
@@ -368,7 +370,7 @@ async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_wh
 
 
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
-    provider = make_provider(settings.Settings(provider="offline"))
+    provider = make_provider(settings.Settings(llm=settings.Llm(provider="offline")))
 
     assert (provider.name, provider.model) == ("offline", offline.MODEL_NAME)
     await provider.aclose()
@@ -693,3 +695,40 @@ async def test_a_database_claim_and_a_pressured_node_are_read_through_the_listin
     assert node.selected_workflow == "memory-pressure-relief"
     assert node.parameters["MEMORY_FREE_TARGET"] == "11Gi"
     assert "metrics API reports Node" in (node.status or {})["rootCause"]["summary"]
+
+
+class Textless:
+    """The real tool box with every tool's text replaced: what the offline provider reads must be
+    the values the tools return beside their text (``ToolResult.data``), never the text."""
+
+    def __init__(self, box: tools.ToolBox) -> None:
+        self.box = box
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return self.box.definitions()
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> tools.ToolResult:
+        result = await self.box.call(name, arguments)
+        return tools.ToolResult("(text withheld)", is_error=result.is_error, data=result.data)
+
+
+async def test_the_offline_provider_reads_the_tools_values_never_their_text() -> None:
+    """A changed column, header or fence cannot change what the rules see: with every text
+    withheld, the answers to the demo's incidents are the same."""
+    index = catalog.load_paths([ROOT / "examples" / "catalog"])
+    recognised = 0
+    for found in scenario.load([ROOT / "examples" / "demo"]):
+        answers_given = []
+        for wrap in (lambda box: box, Textless):
+            box = tools.ToolBox(
+                spec=found.spec, catalog=index, reader=InMemoryCluster.of(found), max_chars=8000
+            )
+            conversation = offline.OfflineProvider().open(
+                system="", prompt="", toolbox=wrap(box), spec=found.spec
+            )
+            answers_given.append((await conversation.answer()).raw)
+        assert answers_given[0] == answers_given[1], found.name
+        assert answers_given[0] is not None
+        recognised += "no analyzer recognised" not in answers_given[0]["analysis_summary"]
+    # every one but calico-node's, which no rule covers (its catalog's workflows are excluded by policy)
+    assert recognised == 7, "the answers rest on the evidence the tools returned"

@@ -1,0 +1,136 @@
+"""The rest of the operator process: the catalog and business context, the effectiveness
+assessment, the Alertmanager intake, leader election, logs and endpoints, the MCP server."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+import pydantic
+
+from aianalysis.settings import _fields as f
+
+
+def _signal_pair(entry: str) -> bool:
+    return entry.count("=") == 1 and all(part.strip() for part in entry.split("="))
+
+
+def _label_prefix(prefix: str) -> bool:
+    return re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/", prefix) is not None
+
+
+class Catalog(f.Group):
+    """The catalog of RemediationWorkflows and how an incident is matched to it: signal names and
+    the business context read from namespaces."""
+
+    sync_stale_seconds: Annotated[f.Seconds, f.Env("AIANALYSIS_CATALOG_SYNC_STALE_SECONDS")] = 900.0
+    """Readiness fails when the catalog sync has not heard from the API server for this long."""
+
+    signal_types: Annotated[
+        f.Names, pydantic.AfterValidator(f.Check("takes AlertName=SignalType pairs", _signal_pair, each=True))
+    ] = ()
+    """Extra ``AlertName=SignalType`` pairs (comma-separated) for signal normalization at analysis
+    time, added to (and overriding) the built-in table in ``catalog/signals.py``."""
+
+    business_label_prefixes: Annotated[
+        f.Names,
+        pydantic.AfterValidator(f.Check("takes prefixes like 'example.com/'", _label_prefix, each=True)),
+    ] = (
+        "kubernaut.io/",
+        "kubernaut.ai/",
+    )
+    """Prefixes (comma-separated) under which a namespace's labels and annotations state the business
+    context of its incidents (environment, criticality, business unit, team, SLA, custom labels; the
+    table is in ``catalog/business.py``); an earlier prefix wins. What an AIAnalysis spec states wins
+    over the namespace."""
+
+
+class Assessment(f.Group):
+    """The effectiveness assessment (in the operator; read-only): did an execution work."""
+
+    env_prefix = f.PREFIX + "ASSESSMENT_"
+
+    window_seconds: f.Pause = 300.0
+    """Stabilization window: how long after an execution ended its effect is assessed (a workflow's
+    ``stabilizationWindow`` overrides it)."""
+
+    max_clock_skew_seconds: f.Seconds = 30.0
+    """If this process' clock and the API server's differ by more, the verdict is ``unknown``
+    (``ClockSkew``): "since the execution" cannot be told apart then."""
+
+    history_seconds: f.Pause = 86400.0
+    """How far back earlier executions on the same target are fed into the next analysis."""
+
+    recurrence_threshold: f.Tries = 2
+    """An incident analysed again after this many ``effective`` executions on its target within
+    the history goes to human review (``recurring_after_remediation``); 0 disables it."""
+
+
+class Intake(f.Group):
+    """The Alertmanager webhook receiver ``POST /api/v1/alertmanager`` (in the operator process)."""
+
+    env_prefix = f.PREFIX + "INTAKE_"
+
+    port: f.Port = 0
+    """Port of the receiver (0 = no intake)."""
+
+    token: Annotated[pydantic.SecretStr | None, pydantic.Field(repr=False)] = None
+    """Bearer token Alertmanager must send (from a Secret); required when the intake is on. Never logged."""
+
+    cooldown_seconds: Annotated[
+        f.Duration, f.Env("AIANALYSIS_INTAKE_COOLDOWN", "AIANALYSIS_INTAKE_COOLDOWN_SECONDS")
+    ] = 3600.0
+    """After an analysis ends, repeats of its incident start nothing for this long (``90m``, ``1h``,
+    ``3600s`` or plain seconds)."""
+
+    mapping_file: str | None = None
+    """YAML file overriding the alert → AIAnalysis mapping (signal types, severities, defaults)."""
+
+    queue_limit: f.Count = 5000
+    """Alerts accepted but not yet processed; a payload that does not fit is answered 429."""
+
+    def conflicts(self) -> list[str]:
+        if self.port and not self.token:
+            return [f"the intake ({self.env_name('port')}) needs {self.env_name('token')} (from a Secret)"]
+        return []
+
+
+class Leadership(f.Group):
+    """Leader election: one of several operator replicas acts, the others stand by."""
+
+    namespace: Annotated[str, f.Env("AIANALYSIS_LEADER_ELECTION_NAMESPACE")] = ""
+    """Namespace of the Lease that lets one of several replicas act (empty: no leader election,
+    for a single replica). The chart sets it to the release namespace."""
+
+    lease_duration_seconds: f.Count = 15
+    """How long a leader's Lease holds without renewal: a standby takes over at most this long
+    (plus a 2 s retry) after the leader died."""
+
+    identity: Annotated[str, f.Env("AIANALYSIS_LEADER_IDENTITY", "HOSTNAME")] = ""
+    """This replica's name in the Lease (default: the pod name from ``HOSTNAME``)."""
+
+
+class Observability(f.Group):
+    """Logs, the metrics endpoint and the health endpoint (of every process)."""
+
+    log_format: Annotated[
+        Literal["text", "json"],
+        pydantic.BeforeValidator(f.Choice(("text", "json"), "must be 'text' or 'json'")),
+    ] = "text"
+    """``text`` for people, ``json`` for log pipelines."""
+
+    metrics_port: f.Port = 9090
+    """Port of the Prometheus ``/metrics`` endpoint (0 disables it)."""
+
+    health_port: f.Port = 8080
+    """Port of kopf's liveness endpoint ``/healthz`` (0 disables it)."""
+
+
+class Mcp(f.Group):
+    """``aianalysis mcp``: the MCP server that lets an assistant read analyses and the catalog."""
+
+    env_prefix = f.PREFIX + "MCP_"
+
+    token: Annotated[pydantic.SecretStr | None, pydantic.Field(repr=False)] = None
+    """``--transport http``: the bearer token clients must send (from a Secret). Without it the server
+    only listens on a loopback address. Never logged."""
