@@ -20,6 +20,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,15 @@ def operator_pods(cluster: devcluster.NodeCluster) -> list[dict[str, Any]]:
 def ready(pod: dict[str, Any]) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def config_digest(built: images.Built) -> str:
+    """The digest of the image's config, read from its OCI layout (index → manifest → config)."""
+    with tarfile.open(built.path) as layout:
+        member = layout.extractfile(f"blobs/sha256/{built.digest.removeprefix('sha256:')}")
+        assert member is not None
+        digest: str = json.load(member)["config"]["digest"]
+    return digest
 
 
 def timestamp(text: str) -> datetime.datetime:
@@ -295,8 +305,8 @@ def test_the_operator_pod_runs_the_image_with_its_projected_service_account_toke
 ) -> None:
     pod = get(node_cluster, "pod", installed["pod"]["metadata"]["name"], NAMESPACE)
     (status,) = pod["status"]["containerStatuses"]
-    assert status["image"].endswith(operator_image.name.rpartition("/")[2])
-    assert status["imageID"].endswith(operator_image.digest)
+    # The kubelet names the image it runs by its config's digest (a local image has no repo digest).
+    assert (status["image"], status["imageID"]) == (operator_image.name, config_digest(operator_image))
     assert pod["spec"]["serviceAccountName"] == RELEASE
     projected = [
         v for v in pod["spec"]["volumes"] if v.get("projected") and v["name"].startswith("kube-api-access")
@@ -319,6 +329,20 @@ def test_the_operator_pod_runs_the_image_with_its_projected_service_account_toke
         "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         "None",
     ]
+
+
+def test_the_root_filesystem_is_read_only_and_only_tmp_is_writable(
+    node_cluster: devcluster.NodeCluster, installed: dict[str, Any]
+) -> None:
+    script = (
+        "import errno, sysconfig, tempfile\n"
+        "places = {'/': '/', 'site-packages': sysconfig.get_paths()['purelib'], '/tmp': '/tmp'}\n"
+        "for name, d in places.items():\n"
+        "    try: tempfile.TemporaryFile(dir=d).close(); print(name, 'writable')\n"
+        "    except OSError as x: print(name, errno.errorcode[x.errno])"
+    )
+    shown = python_in(node_cluster, installed["pod"]["metadata"]["name"], script)
+    assert shown.splitlines() == ["/ EROFS", "site-packages EROFS", "/tmp writable"]
 
 
 def test_the_pod_turns_ready_by_the_kubelet_s_readiness_probe(
@@ -359,6 +383,35 @@ def test_the_operator_was_never_refused_by_the_api_server(
     log = logs(node_cluster, pod["metadata"]["name"])
     assert log.strip(), "the operator logged nothing"
     assert refusals(node_cluster, pod["metadata"]["name"]) == []
+
+
+def test_a_permission_the_chart_forgot_would_show_in_the_log(
+    node_cluster: devcluster.NodeCluster, installed: dict[str, Any], team: str
+) -> None:
+    """The check above can fail: without the rule for ``aianalyses/status`` the operator's result
+    is refused, and its log says Forbidden. The ClusterRole is put back as the chart made it."""
+    (pod,) = operator_pods(node_cluster)
+    role = json.loads(node_cluster.kubectl("get", "clusterrole", RELEASE, "-o", "json").stdout)
+    kept = [r for r in role["rules"] if "aianalyses/status" not in r.get("resources", [])]
+    assert len(kept) == len(role["rules"]) - 1
+    patch = json.dumps([{"op": "replace", "path": "/rules", "value": kept}])
+    node_cluster.kubectl("patch", "clusterrole", RELEASE, "--type=json", "-p", patch)
+    try:
+        apply(node_cluster, team, analyses.crashloop("unpermitted", team))
+        refused = wait_for(
+            lambda: refusals(node_cluster, pod["metadata"]["name"]),
+            what="the refusal in the operator's log",
+            timeout=60,
+        )
+        assert "aianalyses" in "".join(refused) and not selected(node_cluster, "unpermitted", team)
+    finally:
+        restore = json.dumps([{"op": "replace", "path": "/rules", "value": role["rules"]}])
+        node_cluster.kubectl("patch", "clusterrole", RELEASE, "--type=json", "-p", restore)
+    wait_for(
+        lambda: selected(node_cluster, "unpermitted", team),
+        what="the analysis to succeed once the permission is back",
+        timeout=120,
+    )
 
 
 # ---- 2. two replicas, one leader ---------------------------------------------------------------------
