@@ -44,14 +44,15 @@ def helm_bin() -> Path:
 
 
 def executor_rbac() -> list[dict[str, Any]]:
-    """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them."""
+    """The chart's executor objects (ServiceAccount, roles, bindings, its start lock's Lease) as `helm
+    template` renders them."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
          "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease")
     admission = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     return [
         d
@@ -81,7 +82,7 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
         assert {o["kind"] for o in objects} == {
-            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         }  # fmt: skip
         # Everything but the per-namespace Job RoleBinding (applied by the ns fixture) up front.
@@ -568,6 +569,7 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         (f"update leases.coordination.k8s.io/aianalysis-executor-start -n {INSTALL_NAMESPACE}", True),
         (f"update leases.coordination.k8s.io/aianalysis-operator -n {INSTALL_NAMESPACE}", False),
         ("create leases.coordination.k8s.io -n {ns}", False),
+        (f"create leases.coordination.k8s.io -n {INSTALL_NAMESPACE}", False),  # the chart makes it
     ],
 )
 def test_executor_service_account_is_least_privilege(

@@ -43,6 +43,12 @@ OPERATOR_PODS = f"{SELECTOR},app.kubernetes.io/component=operator"
 #: What the operator logs when the API server refused it (kopf's and ours), in text or JSON.
 FORBIDDEN = re.compile(r"Forbidden|\b403\b|forbidden")
 
+CRASH_UNTIL_READY = (
+    "test -e /ready/ok || { echo 'dial tcp 10.244.0.250:5432: connect: connection refused'; exit 1; }; "
+    "exec sleep 3600"
+)
+"""The api Deployment's container: it cannot reach its database until the ConfigMap says it can."""
+
 MEASURED: dict[str, float] = {}
 """Seconds, by what was measured; printed at the end of the module."""
 
@@ -167,7 +173,7 @@ def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
     )
     container = {
         "name": "api", "image": busybox, "imagePullPolicy": "Never",
-        "command": ["sh", "-c", "test -e /ready/ok || { echo dependency missing; exit 1; }; exec sleep 3600"],
+        "command": ["sh", "-c", CRASH_UNTIL_READY],
         "volumeMounts": [{"name": "ready", "mountPath": "/ready"}],
     }  # fmt: skip
     deployment = {
@@ -371,7 +377,9 @@ def test_the_first_analysis_selects_a_catalog_workflow_offline(
     listed = node_cluster.kubectl("get", "remediationworkflows", "-o", "json").stdout
     catalog = json.loads(listed)["items"]
     assert chosen["workflowId"] in {w["spec"]["workflowId"] for w in catalog}
-    assert chosen["containerImage"].startswith("aianalysis.local/")  # the pinned catalog's image
+    # The log says a dependency refuses connections: a restart, with the image the pinned catalog names.
+    assert chosen["workflowId"] == "restart-pods"
+    assert chosen["containerImage"].startswith("aianalysis.local/")
 
 
 def test_the_operator_was_never_refused_by_the_api_server(
