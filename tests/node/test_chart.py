@@ -43,11 +43,9 @@ OPERATOR_PODS = f"{SELECTOR},app.kubernetes.io/component=operator"
 #: What the operator logs when the API server refused it (kopf's and ours), in text or JSON.
 FORBIDDEN = re.compile(r"Forbidden|\b403\b|forbidden")
 
-CRASH_UNTIL_READY = (
-    "test -e /ready/ok || { echo 'dial tcp 10.244.0.250:5432: connect: connection refused'; exit 1; }; "
-    "exec sleep 3600"
-)
-"""The api Deployment's container: it cannot reach its database until the ConfigMap says it can."""
+HEALTHY = "echo serving; exec sleep 3600"
+BAD_RELEASE = "echo 'panic: missing configuration key DATABASE_URL'; exit 1"
+"""The api Deployment's two revisions."""
 
 MEASURED: dict[str, float] = {}
 """Seconds, by what was measured; printed at the end of the module."""
@@ -159,24 +157,9 @@ def workflows(node_cluster: devcluster.NodeCluster) -> dict[str, images.Built]:
     return built
 
 
-@pytest.fixture(scope="module")
-def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
-    """A team's namespace with the Deployment ``api`` crash-looping until the ConfigMap ``api-ready``
-    exists (a dependency that recovers: new Pods then start fine, old ones keep failing)."""
-    name = f"team-{secrets.token_hex(3)}"
-    node_cluster.kubectl("create", "namespace", name)
-    wait_for(
-        lambda: (
-            node_cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
-        ),
-        what="the default ServiceAccount",
-    )
-    container = {
-        "name": "api", "image": busybox, "imagePullPolicy": "Never",
-        "command": ["sh", "-c", CRASH_UNTIL_READY],
-        "volumeMounts": [{"name": "ready", "mountPath": "/ready"}],
-    }  # fmt: skip
-    deployment = {
+def api_deployment(image: str, script: str) -> dict[str, Any]:
+    container = {"name": "api", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", script]}
+    return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "api", "labels": {"app": "api"}},
@@ -185,22 +168,34 @@ def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
             "selector": {"matchLabels": {"app": "api"}},
             "template": {
                 "metadata": {"labels": {"app": "api"}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [container],
-                    "volumes": [{"name": "ready", "configMap": {"name": "api-ready", "optional": True}}],
-                },
+                "spec": {"terminationGracePeriodSeconds": 1, "containers": [container]},
             },
         },
     }
-    apply(node_cluster, name, deployment)
+
+
+@pytest.fixture(scope="module")
+def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
+    """A team's namespace with the Deployment ``api``: revision 1 healthy, revision 2 crash-looping
+    (its rollout stalls: the old Pod keeps serving) — a bad release, as it happens."""
+    name = f"team-{secrets.token_hex(3)}"
+    node_cluster.kubectl("create", "namespace", name)
+    wait_for(
+        lambda: (
+            node_cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
+        ),
+        what="the default ServiceAccount",
+    )
+    apply(node_cluster, name, api_deployment(busybox, HEALTHY))
+    node_cluster.kubectl("rollout", "status", "deployment/api", "-n", name, "--timeout=120s")
+    apply(node_cluster, name, api_deployment(busybox, BAD_RELEASE))
     wait_for(
         lambda: any(
             (status.get("restartCount") or 0) >= 1
             for pod in items(node_cluster, "pods", name, "-l", "app=api")
             for status in pod.get("status", {}).get("containerStatuses") or []
         ),
-        what="the api Deployment's Pod to crash and restart",
+        what="the new revision's Pod to crash and restart",
         timeout=120,
         describe=nodes.describer(node_cluster, name),
     )
@@ -377,8 +372,8 @@ def test_the_first_analysis_selects_a_catalog_workflow_offline(
     listed = node_cluster.kubectl("get", "remediationworkflows", "-o", "json").stdout
     catalog = json.loads(listed)["items"]
     assert chosen["workflowId"] in {w["spec"]["workflowId"] for w in catalog}
-    # The log says a dependency refuses connections: a restart, with the image the pinned catalog names.
-    assert chosen["workflowId"] == "restart-pods"
+    # Only the newest revision fails: a rollback, with the image the pinned catalog names.
+    assert (chosen["workflowId"], chosen["parameters"]["TO_REVISION"]) == ("rollback-deployment", "1")
     assert chosen["containerImage"].startswith("aianalysis.local/")
 
 
@@ -543,8 +538,6 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     analysis = get(node_cluster, "aianalysis", "first", team)
     chosen = analysis["status"]["selectedWorkflow"]
     account = workflow_account(node_cluster, team, chosen["workflowId"])
-    # The dependency the crash loop waited for is back: new Pods of api will start.
-    node_cluster.kubectl("create", "configmap", "api-ready", "-n", team, "--from-literal=ok=1")
     approved = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "aianalysis"), "approve", "first", "-n", team],
         capture_output=True, text=True, timeout=60, check=False,
@@ -568,8 +561,9 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     # The catalog pins the image by digest, and the kubelet runs it so.
     assert spec["containers"][0]["image"] == workflows[chosen["workflowId"]].pinned
     assert execution["status"]["phase"] == "Completed", execution["status"]
-    template = get(node_cluster, "deployment", "api", team)["spec"]["template"]
-    assert "kubectl.kubernetes.io/restartedAt" in (template["metadata"].get("annotations") or {})
+    # Rolled back for real: the deployment controller brought revision 1's template back.
+    (container,) = get(node_cluster, "deployment", "api", team)["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["sh", "-c", HEALTHY]
     for pod in items(node_cluster, "pods", NAMESPACE, "-l", SELECTOR):
         assert refusals(node_cluster, pod["metadata"]["name"]) == [], pod["metadata"]["name"]
 
