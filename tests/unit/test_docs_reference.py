@@ -46,9 +46,11 @@ def test_the_chart_value_of_a_setting_is_named() -> None:
     assert rows["AIANALYSIS_AWS_REGION"].endswith("| `bedrock.region` |")
     assert rows["AIANALYSIS_MAX_TOOL_STEPS"].endswith("|  |")  # the chart does not set it
     values = yaml.safe_load((docsite.CHART_TEMPLATES.parent / "values.yaml").read_text())
-    for path in docsite.chart_values().values():  # every named value exists in values.yaml
-        head = path.split(".")[0]
-        assert head in values, path
+    for path in docsite.chart_values().values():  # every named value is one values.yaml has
+        node = values
+        for part in path.split("."):
+            assert isinstance(node, dict) and part in node, path
+            node = node[part]
 
 
 def test_every_metric_is_in_the_metrics_reference() -> None:
