@@ -198,11 +198,11 @@ def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
     apply(node_cluster, name, api_deployment(busybox, BAD_RELEASE))
     wait_for(
         lambda: any(
-            (status.get("restartCount") or 0) >= 1
+            (status.get("restartCount") or 0) >= 2
             for pod in items(node_cluster, "pods", name, "-l", "app=api")
             for status in pod.get("status", {}).get("containerStatuses") or []
         ),
-        what="the new revision's Pod to crash and restart",
+        what="the new revision's Pod to crash-loop",
         timeout=120,
         describe=nodes.describer(node_cluster, name),
     )
