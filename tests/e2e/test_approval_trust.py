@@ -48,10 +48,11 @@ from tests.e2e.test_executor import (
     refused,
     serving,
 )
+from tests.support import approval_policy
 
 MARGIN_SECONDS = 2
 """The executor's propagation margin in these tests (one API server: the policy is in force at once)."""
-POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+POLICY_KINDS = approval_policy.KINDS
 APPROVER = f"{RELEASE}-approver"
 
 
@@ -64,7 +65,7 @@ def executor_objects() -> list[dict[str, Any]]:
          "--set", "executor.autoExecute.enabled=true"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", *POLICY_KINDS)
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
     return [
         d
         for d in yaml.safe_load_all(rendered)
@@ -72,16 +73,6 @@ def executor_objects() -> list[dict[str, Any]]:
         and d["kind"] in kinds
         and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER)
     ]
-
-
-def shipped_policy() -> list[dict[str, Any]]:
-    """The approval policy and its binding, from wherever this version ships them (``crds/``; the
-    chart's executor templates before)."""
-    docs = [d for p in sorted((ROOT / "crds").glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
-    docs += executor_objects()
-    found = {(d["kind"], d["metadata"]["name"]): d for d in docs if d["kind"] in POLICY_KINDS}
-    assert {kind for kind, _ in found} == set(POLICY_KINDS), "the approval policy ships nowhere"
-    return list(found.values())
 
 
 def as_list(docs: list[dict[str, Any]]) -> str:
@@ -151,14 +142,14 @@ def enable_executor(cluster: devcluster.DevCluster) -> None:
 
 
 def remove_policy(cluster: devcluster.DevCluster) -> None:
-    for doc in shipped_policy():
+    for doc in approval_policy.shipped():
         kind = doc["kind"].lower()
         cluster.kubectl("delete", kind, doc["metadata"]["name"], "--ignore-not-found", "--wait=true")
 
 
 def weaken_policy(cluster: devcluster.DevCluster) -> None:
     """The same-named policy, still failing closed and denying, that checks nothing."""
-    [policy] = [d for d in shipped_policy() if d["kind"] == "ValidatingAdmissionPolicy"]
+    [policy] = [d for d in approval_policy.shipped() if d["kind"] == "ValidatingAdmissionPolicy"]
     weak = json.loads(json.dumps(policy))
     weak["spec"]["validations"] = [{"expression": "true", "message": "anything goes"}]
     weak["spec"].pop("variables", None)
@@ -166,28 +157,14 @@ def weaken_policy(cluster: devcluster.DevCluster) -> None:
 
 
 def restore_policy(cluster: devcluster.DevCluster) -> None:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=as_list(shipped_policy()))
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", input=as_list(approval_policy.shipped())
+    )
 
 
 def settled(cluster: devcluster.DevCluster) -> None:
-    """Wait until the policy's last change is older than the executor's margin (times as the API
-    server wrote them: creation and every managedFields entry)."""
-
-    def last_change() -> datetime.datetime:
-        times = []
-        for doc in shipped_policy():
-            got = cluster.kubectl(
-                "get", doc["kind"].lower(), doc["metadata"]["name"], "-o", "json", "--show-managed-fields"
-            )
-            meta = json.loads(got.stdout)["metadata"]
-            times += [meta["creationTimestamp"], *(e["time"] for e in meta.get("managedFields") or [])]
-        return max(datetime.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times)
-
-    until = last_change() + datetime.timedelta(seconds=MARGIN_SECONDS + 1.5)
-    wait_for(
-        lambda: datetime.datetime.now(datetime.UTC) > until,
-        what="the policy to have been in force longer than the margin", timeout=30, interval=0.2,
-    )  # fmt: skip
+    """Until approvals made now count for the executor (its margin past the policy's last change)."""
+    approval_policy.wait_in_force(cluster, margin_seconds=MARGIN_SECONDS)
 
 
 # ---- what mallory and alice do ---------------------------------------------------------------------
@@ -323,7 +300,8 @@ def test_every_install_path_ships_the_approval_policy() -> None:
     """`kubectl apply -f crds/`, the chart (executor off: its default) and `kubectl apply -k deploy`
     all carry the approval policy and its binding, exactly as shipped."""
     wanted = sorted(
-        (d["kind"], d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True)) for d in shipped_policy()
+        (d["kind"], d["metadata"]["name"], json.dumps(d["spec"], sort_keys=True))
+        for d in approval_policy.shipped()
     )
 
     def policy_in(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -372,8 +350,10 @@ def test_an_approval_written_while_no_policy_was_in_force_is_refused_later(
     analysed(cluster, ns, wf, name="api-oom-2")
     remove_policy(cluster)
     try:
-        made = create_as(cluster, MALLORY, forged(cluster, ns, analysis="api-oom", name="forged"))
-        assert made.returncode == 0, made.stderr  # nothing checks approvals now
+        forgery = forged(cluster, ns, analysis="api-oom", name="forged")
+        wait_for(  # once the API server no longer sees the policy, nothing checks approvals
+            lambda: create_as(cluster, MALLORY, forgery).returncode == 0, what="the forgery to be accepted"
+        )
     finally:
         enable_executor(cluster)
     again = forged(cluster, ns, analysis="api-oom", name="again")
@@ -409,8 +389,10 @@ def test_an_approval_admitted_by_a_weakened_policy_is_refused_also_after_it_is_r
     weaken_policy(cluster)
     try:
         executor = start_executor()
-        first = create_as(cluster, MALLORY, forged(cluster, ns, analysis="api-1", name="forged-1"))
-        assert first.returncode == 0, first.stderr  # the weakened policy lets it through
+        first = forged(cluster, ns, analysis="api-1", name="forged-1")
+        wait_for(  # once the API server sees the weakened policy, it lets the forgery through
+            lambda: create_as(cluster, MALLORY, first).returncode == 0, what="the forgery to be accepted"
+        )
         done = wait_for(
             lambda: refused(cluster, ns, "forged-1"), what="the refusal", logs=executor.logs, timeout=60
         )

@@ -23,6 +23,7 @@ import yaml
 from aianalysis import catalog, resources
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
+from tests.support import approval_policy
 
 CHART = ROOT / "helm" / "aianalysis-operator"
 RELEASE, INSTALL_NAMESPACE = "aianalysis-operator", "aianalysis-system"
@@ -34,6 +35,7 @@ PLACEHOLDER = "opted-in"
 """The chart is rendered for this namespace; each test's namespace gets the same RoleBinding."""
 """alice may approve (the chart's approver ClusterRole); mallory may only create WorkflowExecutions."""
 IMAGE = "registry.example/wf/fix@sha256:" + "a" * 64
+VAP = "validatingadmissionpolicies.admissionregistration.k8s.io"
 
 
 def helm_bin() -> Path:
@@ -52,15 +54,11 @@ def executor_rbac() -> list[dict[str, Any]]:
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    admission = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     return [
         d
         for d in docs
-        if (
-            d["kind"] in kinds
-            and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER_ROLE)
-        )
-        or d["kind"] in admission
+        if d["kind"] in kinds
+        and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER_ROLE)
     ]
 
 
@@ -77,12 +75,11 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
     users = {EXECUTOR: groups, ALICE: [], MALLORY: []}
     cluster = devcluster.DevCluster(controller_manager=True, users=users).start()
     try:
-        devcluster.apply_crds(cluster, ROOT / "crds")
+        devcluster.apply_crds(cluster, ROOT / "crds")  # with the approval policy
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
         assert {o["kind"] for o in objects} == {
             "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         }  # fmt: skip
         # Everything but the per-namespace Job RoleBinding (applied by the ns fixture) up front.
         cluster_wide = [o for o in objects if not _job_binding(o)]
@@ -90,6 +87,7 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
             "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_wide})
         )
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
+        approval_policy.wait_in_force(cluster)  # approvals made from now on count
         yield cluster
     finally:
         cluster.stop()
@@ -557,7 +555,8 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("create pods -n {ns}", False),
         ("create workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
         ("approve workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
-        ("get validatingadmissionpolicies.admissionregistration.k8s.io", True),
+        (f"get {VAP}/workflowexecution-approval.kubernaut.io", True),
+        (f"get {VAP}/another-policy", False),  # that one policy only
         ("patch aianalyses.kubernaut.io --subresource=status -n {ns}", False),
         ("create jobs.batch -n {ns}", True),
         ("create jobs.batch -n kube-system", False),  # a namespace it was not opted in to
@@ -688,19 +687,6 @@ def test_auto_execute_runs_fresh_selections_in_opted_in_namespaces_once(
         assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["in-prod-2-exec-1"]
     finally:
         executor.stop()
-
-
-def test_the_static_approval_policy_is_the_charts() -> None:
-    """``admission/`` (demo, kustomize installs) and the chart carry one approval policy."""
-    static = [
-        d
-        for d in yaml.safe_load_all((ROOT / "admission" / "workflowexecution-approval.yaml").read_text())
-        if d
-    ]
-    charted = [d for d in executor_rbac() if d["kind"].startswith("ValidatingAdmissionPolicy")]
-    assert [(d["kind"], d["metadata"]["name"], d["spec"]) for d in static] == [
-        (d["kind"], d["metadata"]["name"], d["spec"]) for d in charted
-    ]
 
 
 def test_an_event_forged_for_the_pods_name_does_not_choose_the_failure_reason(

@@ -10,7 +10,7 @@ import pytest
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import validation
-from aianalysis.executor import admission, approval
+from aianalysis.executor import admission, approval, proof
 
 NOW = datetime.datetime(2026, 11, 20, 10, 5, 0, tzinfo=datetime.UTC)
 
@@ -43,6 +43,8 @@ def workflow(image: str = "registry.example/wf/restart:1", risk: str = "medium")
 
 
 WORKFLOW = workflow()
+IN_FORCE = proof.InForce(since=datetime.datetime(2026, 11, 20, 10, 0, 10, tzinfo=datetime.UTC))
+"""The shipped approval policy's last change plus its margin."""
 VALIDATED = {"TARGET_NAMESPACE": "prod", "REPLICAS": "2", "STRATEGY": "rolling"}  # defaults filled
 
 
@@ -77,7 +79,8 @@ def approved(subject: dict[str, Any], **options: Any) -> dict[str, Any]:
     decided = approval.approve(subject, executions=[], approver="alice", **options)
     assert isinstance(decided, approval.Create), decided
     body = decided.body
-    body["metadata"]["uid"] = "wfe-uid"
+    # as the API server writes them: created after the approval policy came into force, unchanged since
+    body["metadata"].update(uid="wfe-uid", generation=1, creationTimestamp="2026-11-20T10:04:30Z")
     return body
 
 
@@ -87,7 +90,7 @@ def facts(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: 
         "spec": resources.WorkflowExecutionSpec.model_validate(execution["spec"]),
         "analysis": subject,
         "workflow": WORKFLOW,
-        "approval_policy_problem": None,
+        "approval_policy": IN_FORCE,
         "auto": approval.AutoPolicy(),
     }
     return admission.Facts(**{**values, **changes})
@@ -136,10 +139,26 @@ def test_an_approval_for_another_selection_is_not_approved() -> None:
 
 def test_approvals_are_not_trusted_when_the_admission_policy_is_missing() -> None:
     subject = analysis()
-    why = refused(
-        approved(subject), subject, approval_policy_problem="ValidatingAdmissionPolicy x is not installed"
-    )
+    why = refused(approved(subject), subject, approval_policy="ValidatingAdmissionPolicy x is not installed")
     assert why.reason == admission.NOT_APPROVED and "cannot be verified" in why.message
+
+
+@pytest.mark.parametrize(
+    ("meta", "said"),
+    [
+        ({"creationTimestamp": "2026-11-20T09:00:00Z"}, "before the approval policy was certainly in force"),
+        ({"creationTimestamp": "2026-11-20T10:00:10Z"}, "before the approval policy was certainly in force"),
+        ({"generation": 2}, "its spec changed after it was created"),
+    ],
+)
+def test_an_approval_the_policy_cannot_have_checked_is_not_trusted(meta: dict[str, Any], said: str) -> None:
+    """Created before the policy (with the shipped content) was in force — its margin included — or
+    changed since: whatever its approval says, nothing proves the API server checked it."""
+    subject = analysis()
+    execution = approved(subject)
+    execution["metadata"].update(meta)
+    why = refused(execution, subject)
+    assert why.reason == admission.NOT_APPROVED and said in why.message, why.message
 
 
 def test_an_execution_bound_to_an_earlier_analysis_of_the_same_name_is_refused() -> None:
@@ -246,7 +265,8 @@ def test_an_auto_approval_is_checked_again_before_the_job() -> None:
     subject = analysis()
     created = auto(subject)
     assert isinstance(created, approval.Create)
-    execution = {**created.body, "metadata": {**created.body["metadata"], "uid": "wfe-uid"}}
+    server_set = {"uid": "wfe-uid", "generation": 1, "creationTimestamp": "2026-11-20T10:04:30Z"}
+    execution = {**created.body, "metadata": {**created.body["metadata"], **server_set}}
     assert admission.refusal(facts(execution, subject, auto=POLICY, auto_facts=OPTED_IN)) is None
     opted_out = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
     why = refused(execution, subject, auto=POLICY, auto_facts=opted_out)

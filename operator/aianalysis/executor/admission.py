@@ -5,7 +5,8 @@ AIAnalysis it names — same namespace, same uid, same workflow id, version and 
 canonical parameter values, the same target — and that selection still passes the analysis'
 own validator (:func:`validation.revalidate`, against the workflow as the catalog holds it now),
 and its approval was recorded by the API server for that very selection (or the autoExecute policy
-still admits it). Anything else is refused with one :class:`Refusal`: a reason code and what was
+still admits it) — provably: it was created while the shipped approval policy was in force
+(:mod:`proof`). Anything else is refused with one :class:`Refusal`: a reason code and what was
 wrong. A refusal is never a failed execution, so it never starts a (paid) recovery.
 """
 
@@ -20,6 +21,7 @@ import pydantic
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, validation
 from aianalysis.executor import approval as approval_mod
+from aianalysis.executor import proof
 
 NOT_APPROVED = "NotApproved"
 SELECTION_MISMATCH = "SelectionMismatch"
@@ -49,8 +51,8 @@ class Facts:
     """The AIAnalysis named by ``analysisRef`` in the execution's namespace (None: none)."""
     workflow: catalog.Workflow | None
     """The catalog's accepted entry for the execution's workflow id and version (None: none)."""
-    approval_policy_problem: str | None
-    """Why approvals cannot be trusted (the admission policy is missing); None when in force."""
+    approval_policy: proof.InForce | str
+    """Since when the shipped approval policy has been in force, or why it is not."""
     auto: approval_mod.AutoPolicy
     auto_facts: approval_mod.AutoFacts | None = None
     """Read only for ``mode: Auto`` approvals."""
@@ -183,11 +185,12 @@ def _approval(
     spec, given = facts.spec, facts.spec.approval
     if given is None:
         return Refusal(reason=NOT_APPROVED, problems=["the execution carries no approval (spec.approval)"])
-    if facts.approval_policy_problem is not None:
+    if isinstance(facts.approval_policy, str):
         return Refusal(
-            reason=NOT_APPROVED,
-            problems=[f"approvals cannot be verified: {facts.approval_policy_problem}"],
+            reason=NOT_APPROVED, problems=[f"approvals cannot be verified: {facts.approval_policy}"]
         )
+    if (unchecked := proof.unproven(facts.execution, facts.approval_policy)) is not None:
+        return Refusal(reason=NOT_APPROVED, problems=[f"the approval cannot be trusted: {unchecked}"])
     digest = approval_mod.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,

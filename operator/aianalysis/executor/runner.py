@@ -24,7 +24,7 @@ from aianalysis import settings as settings_mod
 from aianalysis.analysis import status
 from aianalysis.catalog import gate as catalog_admission
 from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import admission, approval, guards, plan, preflight, reasons
+from aianalysis.executor import admission, approval, guards, plan, preflight, proof, reasons
 from aianalysis.kit import runtime as kit_runtime
 from aianalysis.kube import api_reader, objects, reader
 from aianalysis.kube import approvals as kube_approvals
@@ -87,6 +87,16 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
         labels = await asyncio.to_thread(kube_approvals.namespace_labels, self.api, namespace)
         return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
 
+    async def approval_policy(self) -> proof.InForce | str:
+        """Since when the shipped approval policy has been in force (fresh reads), or why it is not."""
+        name = self.settings.executor.approval_policy
+        try:
+            policy, binding = await asyncio.to_thread(kube_approvals.approval_policy, self.api, name)
+        except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
+            return f"the approval policy {name} cannot be read ({exc})"
+        margin = self.settings.executor.approval_policy_margin_seconds
+        return proof.in_force(policy, binding, name=name, margin_seconds=margin)
+
     async def learn_identity(self) -> None:
         self.identity = await asyncio.to_thread(kube_approvals.whoami, self.api)
         log.info("executor runs as %s", self.identity)
@@ -119,6 +129,10 @@ async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> k
             runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
+
+
+async def read_analysis(runtime: ExecutorRuntime, *, namespace: str, name: str) -> dict[str, Any] | None:
+    return await objects.get(runtime.api, namespace, AIA, name)
 
 
 async def _reconcile(runtime: ExecutorRuntime, body: dict[str, Any]) -> kit.Transition | None:
@@ -247,12 +261,7 @@ async def _admission(
     """Fresh reads of every fact the admission check needs, then the pure check."""
     namespace = body["metadata"]["namespace"]
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
-    try:
-        problem = await asyncio.to_thread(
-            kube_approvals.approval_policy_in_force, runtime.api, runtime.settings.executor.approval_policy
-        )
-    except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
-        problem = f"the admission policy cannot be read ({exc})"
+    policy = await runtime.approval_policy()
     mode = spec.approval.mode if spec.approval is not None else None
     auto_facts = await runtime.auto_facts(namespace, workflow) if mode == "Auto" else None
     facts = admission.Facts(
@@ -260,7 +269,7 @@ async def _admission(
         spec=spec,
         analysis=analysis,
         workflow=workflow,
-        approval_policy_problem=problem,
+        approval_policy=policy,
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
         cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
