@@ -54,6 +54,8 @@ MARGIN_SECONDS = 2
 """The executor's propagation margin in these tests (one API server: the policy is in force at once)."""
 POLICY_KINDS = approval_policy.KINDS
 APPROVER = f"{RELEASE}-approver"
+CAROL = "carol"
+"""An approver cluster-wide (a ClusterRoleBinding of the chart's approver role)."""
 
 
 def executor_objects() -> list[dict[str, Any]]:
@@ -83,7 +85,8 @@ def as_list(docs: list[dict[str, Any]]) -> str:
 def trust_cluster() -> Iterator[devcluster.DevCluster]:
     """A default install: the CRDs as shipped (``kubectl apply -f crds/``), the executor off."""
     groups = ["system:serviceaccounts", f"system:serviceaccounts:{INSTALL_NAMESPACE}"]
-    cluster = devcluster.DevCluster(users={EXECUTOR: groups, ALICE: [], MALLORY: []}).start()
+    users = {EXECUTOR: groups, ALICE: [], MALLORY: [], CAROL: []}
+    cluster = devcluster.DevCluster(users=users).start()
     try:
         devcluster.apply_crds(cluster, ROOT / "crds")
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
@@ -469,3 +472,54 @@ def test_auto_execute_never_runs_a_namespace_target_outside_the_analysis_namespa
 
     assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["own-quota-exec-1"]
     assert [j["metadata"]["name"] for j in items(cluster, "jobs", ns)] == ["own-quota-exec-1"]
+
+
+def test_a_cluster_scoped_target_needs_an_approver_of_the_cluster(
+    trust_cluster: devcluster.DevCluster, ns: str
+) -> None:
+    """A Node belongs to no namespace: approving what runs on it is for someone who may approve
+    cluster-wide, not any approver of the namespace the analysis happens to be in."""
+    cluster = trust_cluster
+    enable_executor(cluster)
+    cluster.kubectl(
+        "create", "clusterrolebinding", f"{CAROL}-approves", f"--clusterrole={APPROVER}", f"--user={CAROL}",
+        check=False,  # there already: the module's cluster is shared
+    )  # fmt: skip
+    wid = f"node-fix-{secrets.token_hex(3)}"
+    wf = {
+        "apiVersion": "kubernaut.io/v1alpha1", "kind": "RemediationWorkflow",
+        "metadata": {"name": f"{wid}-v1"},
+        "spec": {
+            "workflowId": wid, "version": "1.0.0", "title": "Clean a node", "description": "Frees disk.",
+            "riskLevel": "low", "labels": {"signalTypes": ["DiskPressure"], "component": ["Node"]},
+            "parameters": [{"name": "TARGET_RESOURCE_NAME", "type": "string", "required": True}],
+            "execution": {"engine": "job", "containerImage": IMAGE, "serviceAccountName": "wf-fixer"},
+        },
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(wf))
+    body = {
+        "apiVersion": "kubernaut.io/v1alpha1", "kind": "AIAnalysis",
+        "metadata": {"name": "disk", "namespace": ns},
+        "spec": {"signal": {"type": "DiskPressure", "severity": "high"},
+                 "resource": {"kind": "Node", "name": "worker-1"}},
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(body), user=MALLORY)
+    status = {
+        "phase": "Completed", "completedAt": now(),
+        "rootCause": {"summary": "disk full", "severity": "high", "signalType": "DiskPressure",
+                      "affectedResource": {"kind": "Node", "name": "worker-1", "apiVersion": "v1"}},
+        "selectedWorkflow": {
+            "workflowId": wid, "version": "1.0.0", "containerImage": IMAGE, "confidence": 0.95,
+            "rationale": "disk full", "parameters": {"TARGET_RESOURCE_NAME": "worker-1"},
+            "specDigest": digest_of(cluster, wf),
+        },
+    }  # fmt: skip
+    patch_status(cluster, "aianalysis", "disk", ns, status)
+
+    by_alice = approve(cluster, ns, "disk")
+    assert by_alice.returncode == 1 and "refused the approval" in by_alice.stderr, by_alice.stderr
+    as_alice = create_as(cluster, ALICE, forged(cluster, ns, analysis="disk", name="by-alice"))  # the reason
+    assert denied_by_policy(as_alice) and "cluster-wide" in as_alice.stderr, as_alice.stderr
+    by_carol = approve(cluster, ns, "disk", user=CAROL)
+    assert by_carol.returncode == 0, by_carol.stderr
+    assert [e["spec"]["approval"]["approvedBy"] for e in items(cluster, "wfe", ns)] == [CAROL]

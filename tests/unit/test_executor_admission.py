@@ -212,6 +212,21 @@ def test_a_target_in_another_namespace_needs_an_allowed_pair() -> None:
     assert admission.refusal(facts(execution, subject, cross_namespace={("prod", "shared")})) is None
 
 
+def test_a_namespace_target_is_in_the_namespace_it_names_not_the_executions() -> None:
+    """An analysis in prod about Namespace kube-system (written by an operator that took it for its
+    own namespace): the executor refuses it unless (prod, kube-system) is an allowed pair."""
+    chosen = analysis()["status"]["selectedWorkflow"]
+    subject = analysis(selectedWorkflow={**chosen, "parameters": {"REPLICAS": "2", "STRATEGY": "rolling"}})
+    subject["status"]["rootCause"]["affectedResource"] = {"kind": "Namespace", "name": "kube-system"}
+    execution = approved(subject)
+    assert execution["spec"]["targetResource"] == {"kind": "Namespace", "name": "kube-system"}
+    why = refused(execution, subject)
+    assert why.reason == admission.NAMESPACE_NOT_ALLOWED and "in namespace kube-system" in why.message
+    assert admission.refusal(facts(execution, subject, cross_namespace={("prod", "kube-system")})) is None
+    subject["status"]["rootCause"]["affectedResource"]["name"] = "prod"  # its own namespace: runs
+    assert admission.refusal(facts(approved(subject), subject)) is None
+
+
 # ---- autoExecute: server-side facts only ---------------------------------------------------------
 
 POLICY = approval.AutoPolicy(enabled=True, namespaces=("prod",), max_risk="medium", min_confidence=0.9)
@@ -259,6 +274,26 @@ def test_the_specs_business_context_and_a_high_confidence_do_not_open_auto_execu
         workflow=WORKFLOW,
     )
     assert isinstance(auto(subject, policy=envs, known=labelled), approval.Create)
+
+
+@pytest.mark.parametrize(
+    ("affected", "where"),
+    [
+        ({"kind": "Namespace", "name": "kube-system"}, "belongs to namespace kube-system"),
+        ({"kind": "Node", "name": "worker-1"}, "belongs to the cluster"),
+        ({"kind": "Deployment", "name": "orders", "namespace": "shared"}, "belongs to namespace shared"),
+    ],
+)
+def test_auto_execute_acts_only_on_what_belongs_to_the_analysis_namespace(
+    affected: dict[str, str], where: str
+) -> None:
+    """Nobody is asked: never another namespace (pairs or not), nor a cluster-scoped object."""
+    subject = analysis()
+    subject["status"]["rootCause"]["affectedResource"] = affected
+    declined = auto(subject)
+    assert isinstance(declined, approval.Refuse) and where in declined.message, declined
+    subject["status"]["rootCause"]["affectedResource"] = {"kind": "Namespace", "name": "prod"}
+    assert isinstance(auto(subject), approval.Create)  # its own Namespace
 
 
 def test_an_auto_approval_is_checked_again_before_the_job() -> None:

@@ -120,15 +120,18 @@ def _mismatch(
 def _namespace(
     namespace: str, target: resources.ResourceRef, allowed: Set[tuple[str, str]]
 ) -> Refusal | None:
-    if not target.namespace or target.namespace == namespace:
-        return None
-    if (namespace, target.namespace) in allowed or (namespace, "*") in allowed:
+    """The analysis' own namespace gate, again (``scope.foreign_namespace``: a Namespace target
+    belongs to itself; a cluster-scoped one to the cluster, whose approval the API server checked)."""
+    other = scope.foreign_namespace(
+        namespace, kind=target.kind, name=target.name, namespace=target.namespace, allowed=allowed
+    )
+    if other is None:
         return None
     return Refusal(
         reason=NAMESPACE_NOT_ALLOWED,
         problems=[
-            f"the target is in namespace {target.namespace}, not the execution's {namespace}, and that pair "
-            "is not allowed (AIANALYSIS_CROSS_NAMESPACE)"
+            f"the target {_show(target)} is in namespace {other}, not the execution's {namespace}, and that "
+            "pair is not allowed (AIANALYSIS_CROSS_NAMESPACE)"
         ],
     )
 

@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-SHIPPED = "sha256:517fc4225c504240107424d5ad275529bd2f8e4be2f7df97981827014d3985e2"
+SHIPPED = "sha256:28c1d752c0ab1d42f9adc1dbd0d36686e484c2a94d456e28214d24415fba4faa"
 """The digest of the shipped policy's and binding's ``terms`` (kept by a unit test)."""
 
 
