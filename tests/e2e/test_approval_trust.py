@@ -47,6 +47,7 @@ from tests.e2e.test_executor import (
     patch_status,
     refused,
     serving,
+    workflow,
 )
 from tests.support import approval_policy
 
@@ -173,16 +174,16 @@ def settled(cluster: devcluster.DevCluster) -> None:
 # ---- what mallory and alice do ---------------------------------------------------------------------
 
 
-def namespace_workflow(cluster: devcluster.DevCluster) -> dict[str, Any]:
-    """A catalog workflow that acts on Namespaces (its target's name fills TARGET_RESOURCE_NAME)."""
-    wid = f"ns-fix-{secrets.token_hex(3)}"
+def acting_on(cluster: devcluster.DevCluster, kind: str, *, signal: str) -> dict[str, Any]:
+    """A catalog workflow for ``signal`` that acts on objects of ``kind`` (the target's name fills
+    TARGET_RESOURCE_NAME)."""
+    wid = f"{kind.lower()}-fix-{secrets.token_hex(3)}"
     body = {
         "apiVersion": "kubernaut.io/v1alpha1", "kind": "RemediationWorkflow",
         "metadata": {"name": f"{wid}-v1"},
         "spec": {
-            "workflowId": wid, "version": "1.0.0", "title": "Fix a namespace",
-            "description": "Resets a namespace's quota.", "riskLevel": "low",
-            "labels": {"signalTypes": ["ResourceQuotaExceeded"], "component": ["Namespace"]},
+            "workflowId": wid, "version": "1.0.0", "title": f"Fix a {kind}", "description": "Fixes it.",
+            "riskLevel": "low", "labels": {"signalTypes": [signal], "component": [kind]},
             "parameters": [{"name": "TARGET_RESOURCE_NAME", "type": "string", "required": True}],
             "execution": {"engine": "job", "containerImage": IMAGE, "serviceAccountName": "wf-fixer"},
         },
@@ -191,49 +192,29 @@ def namespace_workflow(cluster: devcluster.DevCluster) -> dict[str, Any]:
     return body
 
 
-def fix_workflow(cluster: devcluster.DevCluster) -> dict[str, Any]:
-    wid = f"fix-{secrets.token_hex(3)}"
-    body = {
-        "apiVersion": "kubernaut.io/v1alpha1", "kind": "RemediationWorkflow",
-        "metadata": {"name": f"{wid}-v1"},
-        "spec": {
-            "workflowId": wid, "version": "1.0.0", "title": "Fix it", "description": "Fixes the workload.",
-            "labels": {"signalTypes": ["OOMKilled"]}, "riskLevel": "low",
-            "parameters": [
-                {"name": "TARGET_NAMESPACE", "type": "string", "required": True},
-                {"name": "MEMORY_LIMIT_NEW", "type": "string", "pattern": "^[0-9]+(Mi|Gi)$"},
-            ],
-            "execution": {"engine": "job", "containerImage": IMAGE, "serviceAccountName": "wf-fixer"},
-        },
-    }  # fmt: skip
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
-    return body
-
-
-def about_a_namespace(
-    cluster: devcluster.DevCluster, ns: str, wf: dict[str, Any], *, name: str, target: str, completed_at: str
+def selected(
+    cluster: devcluster.DevCluster, ns: str, wf: dict[str, Any], *, name: str, kind: str, target: str
 ) -> None:
-    """An AIAnalysis in ``ns`` about the Namespace ``target``, completed with ``wf`` selected for it
-    (the status written as an operator that took the Namespace for the analysis' own would)."""
+    """mallory's AIAnalysis in ``ns`` about ``kind`` ``target``, completed with ``wf`` selected for it
+    (the status written as an operator that took the object for one of the analysis' namespace would)."""
+    signal = wf["spec"]["labels"]["signalTypes"][0]
+    resource = {"kind": kind, "name": target, **({"namespace": ns} if kind == "Namespace" else {})}
     body = {
         "apiVersion": "kubernaut.io/v1alpha1", "kind": "AIAnalysis",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "signal": {"type": "ResourceQuotaExceeded", "severity": "high"},
-            "resource": {"kind": "Namespace", "name": target, "namespace": ns},
-            "businessContext": {"environment": "production"},
-        },
+        "spec": {"signal": {"type": signal, "severity": "high"}, "resource": resource,
+                 "businessContext": {"environment": "production"}},
     }  # fmt: skip
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body), user=MALLORY)
     status = {
-        "phase": "Completed", "completedAt": completed_at,
+        "phase": "Completed", "completedAt": now(),
         "rootCause": {
-            "summary": "quota exhausted", "severity": "high", "signalType": "ResourceQuotaExceeded",
-            "affectedResource": {"kind": "Namespace", "name": target, "apiVersion": "v1"},
+            "summary": "it broke", "severity": "high", "signalType": signal,
+            "affectedResource": {"kind": kind, "name": target, "apiVersion": "v1"},
         },
         "selectedWorkflow": {
             "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
-            "confidence": 0.95, "rationale": "quota exhausted",
+            "confidence": 0.95, "rationale": "it broke",
             "parameters": {"TARGET_RESOURCE_NAME": target}, "specDigest": digest_of(cluster, wf),
         },
     }  # fmt: skip
@@ -334,7 +315,7 @@ def test_a_default_install_denies_a_forged_approval_at_once(
     trust_cluster: devcluster.DevCluster, ns: str
 ) -> None:
     cluster = trust_cluster
-    wf = fix_workflow(cluster)
+    wf = workflow(cluster)
     analysed(cluster, ns, wf)
     attempt = create_as(cluster, MALLORY, forged(cluster, ns, analysis="api-oom", name="forged"))
     assert denied_by_policy(attempt), attempt.stderr or attempt.stdout
@@ -348,7 +329,7 @@ def test_an_approval_written_while_no_policy_was_in_force_is_refused_later(
     approval in alice's name → the admin enables the executor (policy back) → nothing of hers runs,
     while alice's own approval afterwards does."""
     cluster = trust_cluster
-    wf = fix_workflow(cluster)
+    wf = workflow(cluster)
     analysed(cluster, ns, wf, name="api-oom")
     analysed(cluster, ns, wf, name="api-oom-2")
     remove_policy(cluster)
@@ -385,7 +366,7 @@ def test_an_approval_admitted_by_a_weakened_policy_is_refused_also_after_it_is_r
     content, not its name — and an approval it let through stays untrusted once the shipped content
     is back (in place: same object, a later change)."""
     cluster = trust_cluster
-    wf = fix_workflow(cluster)
+    wf = workflow(cluster)
     for name in ("api-1", "api-2", "api-3"):
         analysed(cluster, ns, wf, name=name)
     enable_executor(cluster)
@@ -432,9 +413,9 @@ def test_a_namespace_target_is_not_the_analysis_own_namespace_for_approvers_or_t
     cluster = trust_cluster
     enable_executor(cluster)
     settled(cluster)
-    nswf = namespace_workflow(cluster)
-    about_a_namespace(cluster, ns, nswf, name="quota", target="kube-system", completed_at=now())
-    about_a_namespace(cluster, ns, nswf, name="own-quota", target=ns, completed_at=now())
+    nswf = acting_on(cluster, "Namespace", signal="ResourceQuotaExceeded")
+    selected(cluster, ns, nswf, name="quota", kind="Namespace", target="kube-system")
+    selected(cluster, ns, nswf, name="own-quota", kind="Namespace", target=ns)
     executor = start_executor()
 
     by_alice = approve(cluster, ns, "quota")
@@ -461,12 +442,12 @@ def test_auto_execute_never_runs_a_namespace_target_outside_the_analysis_namespa
     enable_executor(cluster)
     settled(cluster)
     cluster.kubectl("label", "namespace", ns, "kubernaut.io/auto-execute=true")
-    nswf = namespace_workflow(cluster)
+    nswf = acting_on(cluster, "Namespace", signal="ResourceQuotaExceeded")
     executor = start_executor(
         AIANALYSIS_EXECUTOR_AUTO_EXECUTE="true", AIANALYSIS_EXECUTOR_AUTO_EXECUTE_NAMESPACES=ns
     )
-    about_a_namespace(cluster, ns, nswf, name="quota", target="kube-system", completed_at=now())
-    about_a_namespace(cluster, ns, nswf, name="own-quota", target=ns, completed_at=now())
+    selected(cluster, ns, nswf, name="quota", kind="Namespace", target="kube-system")
+    selected(cluster, ns, nswf, name="own-quota", kind="Namespace", target=ns)
 
     wait_for(lambda: job_of(cluster, ns, "own-quota-exec-1"), what="the barrier's Job", logs=executor.logs)
 
@@ -485,36 +466,8 @@ def test_a_cluster_scoped_target_needs_an_approver_of_the_cluster(
         "create", "clusterrolebinding", f"{CAROL}-approves", f"--clusterrole={APPROVER}", f"--user={CAROL}",
         check=False,  # there already: the module's cluster is shared
     )  # fmt: skip
-    wid = f"node-fix-{secrets.token_hex(3)}"
-    wf = {
-        "apiVersion": "kubernaut.io/v1alpha1", "kind": "RemediationWorkflow",
-        "metadata": {"name": f"{wid}-v1"},
-        "spec": {
-            "workflowId": wid, "version": "1.0.0", "title": "Clean a node", "description": "Frees disk.",
-            "riskLevel": "low", "labels": {"signalTypes": ["DiskPressure"], "component": ["Node"]},
-            "parameters": [{"name": "TARGET_RESOURCE_NAME", "type": "string", "required": True}],
-            "execution": {"engine": "job", "containerImage": IMAGE, "serviceAccountName": "wf-fixer"},
-        },
-    }  # fmt: skip
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(wf))
-    body = {
-        "apiVersion": "kubernaut.io/v1alpha1", "kind": "AIAnalysis",
-        "metadata": {"name": "disk", "namespace": ns},
-        "spec": {"signal": {"type": "DiskPressure", "severity": "high"},
-                 "resource": {"kind": "Node", "name": "worker-1"}},
-    }  # fmt: skip
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(body), user=MALLORY)
-    status = {
-        "phase": "Completed", "completedAt": now(),
-        "rootCause": {"summary": "disk full", "severity": "high", "signalType": "DiskPressure",
-                      "affectedResource": {"kind": "Node", "name": "worker-1", "apiVersion": "v1"}},
-        "selectedWorkflow": {
-            "workflowId": wid, "version": "1.0.0", "containerImage": IMAGE, "confidence": 0.95,
-            "rationale": "disk full", "parameters": {"TARGET_RESOURCE_NAME": "worker-1"},
-            "specDigest": digest_of(cluster, wf),
-        },
-    }  # fmt: skip
-    patch_status(cluster, "aianalysis", "disk", ns, status)
+    wf = acting_on(cluster, "Node", signal="DiskPressure")
+    selected(cluster, ns, wf, name="disk", kind="Node", target="worker-1")
 
     by_alice = approve(cluster, ns, "disk")
     assert by_alice.returncode == 1 and "refused the approval" in by_alice.stderr, by_alice.stderr

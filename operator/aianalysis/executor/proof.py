@@ -35,6 +35,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aianalysis.assessment import timeline
+
 SHIPPED = "sha256:28c1d752c0ab1d42f9adc1dbd0d36686e484c2a94d456e28214d24415fba4faa"
 """The digest of the shipped policy's and binding's ``terms`` (kept by a unit test)."""
 
@@ -80,14 +82,15 @@ def unproven(execution: Mapping[str, Any], state: InForce) -> str | None:
     meta = execution.get("metadata") or {}
     if meta.get("generation") != 1:
         return f"its spec changed after it was created (generation {meta.get('generation')})"
-    created = parse_time(meta.get("creationTimestamp"))
+    created = timeline.parse_time(meta.get("creationTimestamp"))
     if created is None:
         return "it has no creation time"
     if created <= state.since:
+        at, since = timeline.timestamp(created), timeline.timestamp(state.since)
         return (
-            f"it was created at {_show(created)}, before the approval policy was certainly in force "
-            f"with the shipped content ({_show(state.since)}, its last change plus a margin): nothing "
-            "proves the API server checked its approval; approve again"
+            f"it was created at {at}, before the approval policy was certainly in force with the shipped "
+            f"content ({since}, its last change plus a margin): nothing proves the API server checked its "
+            "approval; approve again"
         )
     return None
 
@@ -96,9 +99,9 @@ def changed_at(obj: Mapping[str, Any]) -> datetime.datetime | None:
     """When ``obj``'s spec last changed, from what the API server wrote (see the module doc)."""
     meta = obj.get("metadata") or {}
     if meta.get("generation") == 1:
-        return parse_time(meta.get("creationTimestamp"))
+        return timeline.parse_time(meta.get("creationTimestamp"))
     times = [
-        parse_time(entry.get("time"))
+        timeline.parse_time(entry.get("time"))
         for entry in meta.get("managedFields") or ()
         if not entry.get("subresource") and "f:spec" in (entry.get("fieldsV1") or {})
     ]
@@ -158,17 +161,3 @@ def _rule(rule: Mapping[str, Any]) -> dict[str, Any]:
         "resourceNames": listed("resourceNames"),
         "scope": rule.get("scope") or "*",
     }
-
-
-def parse_time(text: object) -> datetime.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
-
-
-def _show(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
