@@ -14,9 +14,11 @@ ALERTMANAGER_BIN = $(shell hack/build-alertmanager.sh)
 KUBE_SCORE_BIN = $(shell hack/build-kube-score.sh)
 PROMTOOL_BIN = $(shell hack/build-promtool.sh)
 PROMETHEUS_BIN = $(shell hack/build-prometheus.sh)
+CONTAINERD_BIN = $(shell hack/build-containerd.sh)
+NODE_DEBS = $(shell hack/build-node-debs.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s helm alertmanager kube-score promtool prometheus manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -47,8 +49,12 @@ deps: venv  ## the lock matches pyproject.toml; every imported module is declare
 	$(VENV)/bin/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004
 	cd devtools && ../$(VENV)/bin/deptry aianalysis_dev
 
-k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl, kube-controller-manager from Go modules
+k8s:  ## build (or reuse) kube-apiserver, etcd, kubectl, kube-controller-manager, kubelet, kube-scheduler, kube-proxy from Go modules
 	hack/build-k8s.sh
+
+node: k8s  ## the real node's other parts: containerd + pause (Go modules), runc, CNI plugins, busybox, nft (the distribution's packages)
+	hack/build-containerd.sh
+	hack/build-node-debs.sh
 
 helm:  ## build (or reuse) the helm CLI from Go modules (chart tests)
 	hack/build-helm.sh
@@ -64,6 +70,12 @@ promtool:  ## build (or reuse) promtool from Go modules (alert rule tests)
 
 prometheus:  ## unpack (or reuse) a Prometheus server from the distribution's package (Prometheus tools' tests, bench)
 	hack/build-prometheus.sh
+
+image: venv  ## build (or reuse) the operator image as an OCI image-layout tar, without Docker (needs root)
+	hack/build-image.sh operator --json
+
+workflow-images: venv  ## build (or reuse) the example workflows' images (busybox + kubectl + a script)
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" hack/build-image.sh workflows
 
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
@@ -86,6 +98,7 @@ test: venv lint typecheck contracts deps
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
 	AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
+	AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)" \
 	    $(VENV)/bin/pytest -q -ra --durations=15 -n 2 --dist loadfile
 
 demo: venv

@@ -29,7 +29,7 @@ from kubernetes import config as k8s_config
 from kubernetes import watch
 
 from aianalysis import kube, resources
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, in_a_pod
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = ("Completed", "Failed")
@@ -296,7 +296,8 @@ class TerminalWatch:
 OPERATOR_PYTHON = os.environ.get("AIANALYSIS_OPERATOR_PYTHON") or sys.executable
 """The interpreter the operator runs on: ``make bench`` gives one with the runtime dependencies
 alone, as the image installs them (the dev environment adds the typed ``kubernetes`` client, which
-kopf imports whenever it is installed: ~25 MiB more)."""
+kopf imports whenever it is installed: ~25 MiB more). The operator runs on it as in the image's
+Pod (``aianalysis_dev.in_a_pod``): a kubeconfig outside a Pod would need the ``kubeconfig`` extra."""
 
 
 def _python_env(extra: Mapping[str, str]) -> dict[str, str]:
@@ -310,9 +311,12 @@ class Operator:
 
     def __init__(self, cluster: Cluster, *, env: Mapping[str, str], log_dir: Path) -> None:
         self.health_port, self.metrics_port = free_port(), free_port()
+        self.service_account = in_a_pod.mount(
+            cluster.dev, log_dir / f"serviceaccount-{secrets.token_hex(3)}", namespace="default"
+        )
         self.env = _python_env(
             {
-                "KUBECONFIG": str(cluster.kubeconfig),
+                **in_a_pod.environment(cluster.dev),
                 "AIANALYSIS_METRICS_PORT": str(self.metrics_port),
                 "AIANALYSIS_HEALTH_PORT": str(self.health_port),
                 # The benches measure the operator, not the LLM budget that would stop a storm of
@@ -337,7 +341,7 @@ class Operator:
         self.started = time.monotonic()
         with self.log_file.open("wb") as sink:
             self.proc = subprocess.Popen(
-                [OPERATOR_PYTHON, "-m", "aianalysis", "run"],
+                in_a_pod.argv(OPERATOR_PYTHON, self.service_account, "run"),
                 env=self.env,
                 stdout=sink,
                 stderr=subprocess.STDOUT,

@@ -33,7 +33,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
     for obj in workload.catalog_objects():
         found.upsert(obj["metadata"]["name"], resources.RemediationWorkflowSpec.model_validate(obj["spec"]))
     spec = resources.AIAnalysisSpec.model_validate(workload.analysis_body(0)["spec"])
-    config = settings.Settings(llm=settings.Llm(provider="offline"))
+    config = settings.Settings(llm=settings.LlmSettings(provider="offline"))
     from aianalysis.analysis import llm  # noqa: PLC0415
 
     decision = asyncio.run(
@@ -45,7 +45,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
     marked = status.investigating(previous=resources.AIAnalysisStatus(), attempt=1, now=now, generation=1)
     final = status.completed(previous=marked, decision=decision, now=now, generation=1)
     assert final.selected_workflow is not None, "the bench catalog must solve the bench analysis"
-    return status.merge_patch(marked), status.merge_patch(final)
+    return marked.merge_patch(), final.merge_patch()
 
 
 def _timed(

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kubectl, etcd and kube-controller-manager from Go modules into a versioned cache outside the repo.
+# Builds kube-apiserver, kubectl, etcd and kube-controller-manager from Go modules into a versioned cache outside the repo,
+# and the real node's kubelet, kube-scheduler and kube-proxy (they reuse kube-apiserver's compiled packages).
 # Rebuilds only on a miss: a second run costs nothing. Prints the cache directory on stdout.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,4 +29,8 @@ build kubectl k8s.io/kubernetes/cmd/kubectl
 # The Job controller (and garbage collector) for the executor's tests and the demo; devcluster starts
 # it only when asked.
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+# The dev cluster's real node (devcluster.NodeCluster): kubelet builds without cgo.
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+build kubelet k8s.io/kubernetes/cmd/kubelet
+build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
 echo "$cache"

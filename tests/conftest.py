@@ -1,6 +1,11 @@
 """Session-wide fixtures: a real kube-apiserver (``cluster``), our CRDs on it (``crds``), and a fresh
 namespace per test (``namespace``). Set ``AIANALYSIS_TEST_KUBECONFIG`` to run against an existing
-cluster (kind, …) instead of starting etcd + kube-apiserver here."""
+cluster (kind, …) instead of starting etcd + kube-apiserver here.
+
+The tests on the real node live in ``tests/node/`` (their own session fixture, ``node_cluster``).
+The machine runs one node at a time, so with pytest-xdist they all go to one worker (the scheduler
+below); ``AIANALYSIS_NODE_TESTS=off`` leaves them out where no node can run (they fail otherwise).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
@@ -16,6 +22,32 @@ from aianalysis_dev import devcluster
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "crds"
+NODE_TESTS = "tests/node/"
+NODE_TESTS_ENV = "AIANALYSIS_NODE_TESTS"
+
+if os.environ.get(NODE_TESTS_ENV) == "off":
+    collect_ignore = ["node"]
+
+
+def pytest_report_header() -> str:
+    if os.environ.get(NODE_TESTS_ENV) == "off":
+        return f"tests on the real node: left out ({NODE_TESTS_ENV}=off)"
+    reason = devcluster.node_unavailable_reason()
+    return f"tests on the real node: {'this machine cannot run them: ' + reason if reason else 'on'}"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, except that every test of ``tests/node/`` goes to the same worker: one
+    node session instead of workers queueing on the machine's node lock."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # noqa: PLC0415  # only under xdist
+
+    class NodeTestsTogether(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
+        def _split_scope(self, nodeid: str) -> str:
+            return NODE_TESTS if nodeid.startswith(NODE_TESTS) else str(super()._split_scope(nodeid))
+
+    return NodeTestsTogether(config, log)
 
 
 @pytest.fixture(scope="session")

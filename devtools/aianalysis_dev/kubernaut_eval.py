@@ -21,7 +21,7 @@ Node tainted out of reach, a drain blocked by a PodDisruptionBudget): ReplicaSet
 and statuses as a kubelet and the controllers would report them, with the crashed run's log line,
 so the analyzers have evidence to read. Only the scenarios whose fault is one of those get it.
 
-It prints accuracy (picks Kubernaut expects / scenarios) and one line per scenario. The same
+It prints accuracy (picks Kubernaut expects / scenarios) and one line per suite. The same
 pipeline as ``aianalysis eval`` runs each one.
 """
 
@@ -44,7 +44,7 @@ import yaml
 from aianalysis import catalog, settings
 from aianalysis.analysis import offline
 from aianalysis.catalog import importer
-from aianalysis.evaluation import runner, scenario, scoring
+from aianalysis.evaluation import runner, scoring, suite
 
 SEVERITY = {"critical": "critical", "high": "high", "warning": "medium", "info": "low", "medium": "medium"}
 CLUSTER_KINDS = frozenset(
@@ -75,6 +75,16 @@ class Mirror:
         self.git_dir = git_dir
         listed = self._git("ls-tree", "-r", "--name-only", "HEAD")
         self.files = listed.split()
+
+    def transcripts(self) -> Iterator[tuple[str, Any]]:
+        """(name, parsed JSON) of every recorded analysis (``golden-transcripts/*.json``)."""
+        for path in sorted(
+            p for p in self.files if p.startswith("golden-transcripts/") and p.endswith(".json")
+        ):
+            try:
+                yield Path(path).stem, json.loads(self.show(path))
+            except ValueError:
+                continue
 
     def show(self, path: str) -> str:
         return self._git("show", f"HEAD:{path}")
@@ -118,14 +128,8 @@ def incidents(mirror: Mirror, by_bundle: dict[str, list[str]]) -> list[dict[str,
     """Scenario documents (``aianalysis eval`` format) from the recorded analyses."""
     out = []
     seen: set[str] = set()
-    for path in sorted(
-        p for p in mirror.files if p.startswith("golden-transcripts/") and p.endswith(".json")
-    ):
-        try:
-            record = json.loads(mirror.show(path))
-        except ValueError:
-            continue
-        doc = _scenario(mirror, record, by_bundle, name=Path(path).stem)
+    for name, record in mirror.transcripts():
+        doc = _scenario(mirror, record, by_bundle, name=name)
         if doc is not None and doc["name"] not in seen:
             seen.add(doc["name"])
             out.append(doc)
@@ -594,8 +598,8 @@ async def measure(mirror: Mirror, *, faults: bool = False) -> list[scoring.RunRe
             if fault is not None:
                 with_fault(doc, fault)
             try:
-                loaded.append(scenario.parse(doc, path=Path(tmp) / f"{doc['name']}.yaml"))
-            except scenario.ScenarioError as exc:
+                loaded.append(suite.parse(doc, path=Path(tmp) / f"{doc['name']}.yaml"))
+            except suite.ScenarioError as exc:
                 print(f"skipped {doc['name']}: {exc}", file=sys.stderr)
         return await runner.run_all(
             loaded, index=index, provider=offline.OfflineProvider(), settings=settings.Settings()

@@ -21,9 +21,9 @@ import pydantic
 import yaml
 
 import aianalysis
+import aianalysis.catalog.importer
 from aianalysis import catalog, errors, evaluation, resources, settings
 from aianalysis.analysis import llm, pipeline
-from aianalysis.catalog import importer as catalog_import
 
 USAGE_ERROR = 2
 
@@ -87,7 +87,7 @@ def _process_flags(run: argparse.ArgumentParser, *, verb: str) -> None:
 
 def operator_run(args: argparse.Namespace) -> int:
     config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
-    check_model(config)
+    _check_model(config)
 
     from aianalysis.controller import handlers  # noqa: PLC0415  # imports kopf: only for this command
 
@@ -179,7 +179,7 @@ def _read_analysis(path: Path) -> resources.AIAnalysisSpec:
         raise errors.ConfigError(f"{path}: invalid spec: spec.{where}: {first['msg']}") from None
 
 
-def check_model(config: settings.Settings) -> None:
+def _check_model(config: settings.Settings) -> None:
     """The startup model check: an unknown or retired model raises ``ConfigError`` (one line, exit
     2); when the check cannot tell (the platform is down), one warning line and on we go."""
     warning = asyncio.run(llm.check_model(config))
@@ -246,7 +246,7 @@ def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    importer = actions.add_parser(
+    import_parser = actions.add_parser(
         "import",
         help="convert Kubernaut-format RemediationWorkflows into this operator's format",
         description="Convert Kubernaut-format RemediationWorkflow YAML (kubernaut.ai/v1alpha1) into this "
@@ -255,12 +255,12 @@ def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentPar
         "others still import, versions of one workflow side by side. Exit code 1 when anything was not "
         "imported.",
     )
-    importer.add_argument("--from", dest="source_format", choices=["kubernaut"], required=True)
-    importer.add_argument(
+    import_parser.add_argument("--from", dest="source_format", choices=["kubernaut"], required=True)
+    import_parser.add_argument(
         "-f", "--filename", dest="paths", nargs="+", required=True, type=Path, metavar="PATH"
     )
-    importer.add_argument("-o", "--output-dir", dest="out", required=True, type=Path, metavar="DIR")
-    importer.add_argument(
+    import_parser.add_argument("-o", "--output-dir", dest="out", required=True, type=Path, metavar="DIR")
+    import_parser.add_argument(
         "--risk-level",
         choices=list(resources.RISK_ORDER),
         default=catalog.kubernaut.DEFAULT_RISK_LEVEL,
@@ -268,15 +268,15 @@ def _add_catalog_import(actions: argparse._SubParsersAction[argparse.ArgumentPar
         "(Kubernaut has no risk level at selection; default: low, so the catalog is selectable as in "
         "Kubernaut; execution still needs approval)",
     )
-    importer.add_argument("--overwrite", action="store_true", help="replace files that exist in DIR")
-    importer.set_defaults(handler=catalog_import_command)
+    import_parser.add_argument("--overwrite", action="store_true", help="replace files that exist in DIR")
+    import_parser.set_defaults(handler=catalog_import_command)
 
 
 def catalog_import_command(args: argparse.Namespace) -> int:
-    reports = catalog_import.import_kubernaut(
+    reports = aianalysis.catalog.importer.import_kubernaut(
         args.paths, out=args.out, risk_level=args.risk_level, overwrite=args.overwrite
     )
-    print(catalog_import.render(reports))
+    print(aianalysis.catalog.importer.render(reports))
     return 1 if any(report.error is not None or report.refused for report in reports) else 0
 
 
@@ -417,14 +417,14 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def mcp_serve(args: argparse.Namespace) -> int:
-    from aianalysis.mcp import server as mcp_server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
+    from aianalysis.mcp import server  # noqa: PLC0415  # the MCP SDK and uvicorn only for this command
 
     config = settings.from_env(provider="offline")
-    options = mcp_server.Options(
+    options = server.ServerOptions(
         business=_business(args), max_chars=config.investigation.tool_output_max_chars
     )
     serve = functools.partial(
-        mcp_server.run,
+        server.serve_tools,
         options=options,
         transport=args.transport,
         host=args.host,
@@ -439,7 +439,7 @@ def mcp_serve(args: argparse.Namespace) -> int:
             return 1
         return 0
     try:
-        with mcp_server.cluster_catalog() as index:
+        with server.cluster_catalog() as index:
             serve(index)
     except (errors.ClusterError, errors.ConfigError) as exc:
         print(f"aianalysis: error: {exc}", file=sys.stderr)

@@ -46,7 +46,7 @@ class ProviderUnavailableError(ProviderError):
 
 
 class ClusterError(AIAnalysisError):
-    """A Kubernetes API call failed in a way that may pass (``kube.errors`` classifies)."""
+    """A Kubernetes API call failed in a way that may pass (``kube.calls`` classifies)."""
 
     retryable = True
     reason = "ClusterUnavailable"

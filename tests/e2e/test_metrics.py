@@ -94,9 +94,7 @@ GOOD_VALUES = {"MEMORY_LIMIT_NEW": "1536Mi"}
 
 def incident_facts(body: dict[str, Any]) -> dict[str, str]:
     """Signal type, namespace and Kind/name from the incident prompt (the first user message)."""
-    first = body["messages"][0]["content"]
-    prompt = first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
-    facts = dict(FACT.findall(prompt))
+    facts = dict(FACT.findall(ms.first_prompt(body)))
     kind, name = facts["Resource"].split("/", 1)
     return {"signal": facts["Signal Type"], "namespace": facts["Namespace"], "kind": kind, "name": name}
 

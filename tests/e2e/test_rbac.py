@@ -23,10 +23,9 @@ import yaml
 from kubernetes import client, config
 
 from aianalysis import kube
-from aianalysis.controller import budget, budget_store
+from aianalysis.controller import budget_store, llm_budget
 from aianalysis.kube import api_reader as k8s_tools
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, readers
 from aianalysis_dev import devcluster, executions
 from tests.e2e.conftest import ROOT, OperatorProcess, free_port, get, wait_for, wait_terminal
 
@@ -192,8 +191,8 @@ async def test_every_investigation_tool_read_is_allowed(
     pod = _create(installed, ns, _pod("web-1-a", owner=replicaset))
     with kube.api_client(str(operator_kubeconfig)) as api:
         reader = k8s_tools.KubernetesReader(api)
-        for kind in _kinds.KINDS:
-            with pytest.raises(_reader.Unavailable, match="not found"):
+        for kind in kind_table.KINDS:
+            with pytest.raises(readers.Unavailable, match="not found"):
                 await reader.get_object(
                     kind=kind.kind, name="does-not-exist", namespace=ns if kind.namespaced else None
                 )
@@ -211,14 +210,14 @@ async def test_every_investigation_tool_read_is_allowed(
         assert logs == ""
         # the SRE tools' list reads: one page each, authorised (a 403 would raise Unavailable)
         for kind in (
-            _kinds.BY_KIND["Pod"],
-            _kinds.BY_KIND["Event"],
-            _kinds.BY_KIND["ReplicaSet"],
-            _kinds.BY_KIND["Node"],
+            kind_table.BY_KIND["Pod"],
+            kind_table.BY_KIND["Event"],
+            kind_table.BY_KIND["ReplicaSet"],
+            kind_table.BY_KIND["Node"],
         ):
             page = await reader.list_page(kind=kind, namespace=ns if kind.namespaced else None, limit=5)
             assert isinstance(page.items, list)
-        revisions = _kinds.Kind(
+        revisions = kind_table.Kind(
             kind="ControllerRevision",
             group="apps",
             version="v1",
@@ -415,17 +414,17 @@ async def test_the_llm_budget_record_is_kept_with_the_shipped_role(
     """As the operator, with only the shipped rights: the first grant creates the record, the next
     replaces it at the version read, and a new gate (a restart) continues from it."""
     api = kube.api_client(str(operator_kubeconfig))
-    limits = budget.Limits(conversations_per_hour=2)
+    limits = llm_budget.Allowance(conversations_per_hour=2)
     try:
         store = budget_store.ConfigMapStore(api, SA_NAMESPACE)
-        first = budget.BudgetGate(limits, store=store)
+        first = llm_budget.BudgetGate(limits, store=store)
         await first.load()
         for n in (1, 2):
-            ticket = budget.Ticket(key=f"rbac-{n}#1", uid=f"rbac-{n}", severity="high", created="")
+            ticket = llm_budget.Ticket(key=f"rbac-{n}#1", uid=f"rbac-{n}", severity="high", created="")
             assert await first.acquire(ticket, on_wait=_never_waits) is False
         await first.aclose()
 
-        restarted = budget.BudgetGate(limits, store=store)
+        restarted = llm_budget.BudgetGate(limits, store=store)
         await restarted.load()
         assert restarted.ledger.exhausted(restarted.clock.now()) == "conversations"
         await restarted.aclose()

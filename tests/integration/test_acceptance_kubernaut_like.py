@@ -1,12 +1,16 @@
 """Acceptance on Kubernaut-like material: for every incident of our corpus (tests/corpus/kubernaut_like,
 modelled on the situations of Kubernaut's public demo scenarios: Kubernaut-labelled namespaces,
 PDBs, HPAs, NetworkPolicies, Argo CD- and Helm-managed workloads, a cert-manager ClusterIssuer, a
-Node, a namespace-aggregated alert), the objects are created on the real API server, the alert goes
+Node, a namespace-aggregated alert, an Argo CD Application deploying into the namespace, a mesh
+policy, a workload's certificate), the objects are created on the real API server, the alert goes
 through the intake's mapping, and a scripted LLM (real anthropic SDK, local Messages server) gives
 the answer a correct SRE would give through Kubernaut's discovery path (action types → search by
-action type → details → read the object → submit). Every one is accepted as submitted; the
+action type → details → read the object → submit). Every one is accepted as submitted, except those
+the corpus marks ``refused``: they prove the rules did not loosen (a GitOps-only workflow for a
+workload nothing says is GitOps-managed, a production-only one in staging, two objects the workflow
+could act on, a ClusterIssuer the incident's Certificate does not use), and so are the
 wrong-target attacks (another namespace's workload, a Node-scoped workflow on a Deployment
-incident) are refused."""
+incident)."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import yaml
 
 from aianalysis import catalog, kube, resources
 from aianalysis import settings as settings_mod
-from aianalysis.analysis import pipeline, status
+from aianalysis.analysis import pipeline, scope, status
 from aianalysis.intake import mapping, payload
 from aianalysis.kube import api_reader as k8s
 from aianalysis_dev import devcluster
@@ -32,10 +36,15 @@ pytestmark = pytest.mark.cluster
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "kubernaut_like"
 CATALOG = catalog.load_paths([CORPUS / "catalog.yaml"])
 SCENARIOS: list[dict[str, Any]] = yaml.safe_load((CORPUS / "scenarios.yaml").read_text())
+ACCEPTED = [s for s in SCENARIOS if "refused" not in s]
+REFUSED = [s for s in SCENARIOS if "refused" in s]
+UNKNOWN = "Unknown"
+"""The kind an SRE writes when it leaves the target unknown (as Kubernaut's recorded answers do)."""
 
 
 @pytest.fixture(scope="module")
 def cert_manager_kinds(cluster: devcluster.Cluster) -> None:
+    """cert-manager's, Argo CD's and Istio's kinds (minimal stand-ins)."""
     devcluster.apply_crds(cluster, CORPUS / "crds")
 
 
@@ -55,7 +64,10 @@ def set_up(cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
     labels = [f"{key}={value}" for key, value in scenario["namespace"].items()]
     cluster.kubectl("label", "namespace", namespace, *labels)
     for obj in scenario["objects"]:
-        cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(obj))
+        where = obj["metadata"].get("namespace") or namespace
+        if where != namespace:
+            cluster.kubectl("create", "namespace", where)
+        cluster.kubectl("create", "-n", where, "-f", "-", input=json.dumps(obj))
 
 
 def incident(namespace: str, alert_labels: dict[str, str]) -> resources.AIAnalysisSpec:
@@ -81,18 +93,21 @@ def incident(namespace: str, alert_labels: dict[str, str]) -> resources.AIAnalys
 
 
 def sre_script(answer: dict[str, Any], *, reads: list[list[str]]) -> list[ms.Step]:
-    """Kubernaut's discovery path, then the objects read, then the answer."""
+    """The objects read (the target last, unless left unknown), then Kubernaut's discovery path
+    (action types → search by action type → details; naming the target to the catalog tools when
+    the answer says so), then the answer."""
     workflow = CATALOG.get(answer["workflow"])
     assert workflow is not None and workflow.spec.action_type is not None
     target = answer["target"]
+    named = {k: v for k, v in target.items() if k in ("kind", "name", "namespace")}
+    read = [{"kind": k, "name": n} for k, n in reads] + ([named] if target["kind"] != UNKNOWN else [])
+    for_target = {"affected_resource": named} if answer.get("catalog_for_target") else {}
+    search = {"action_type": workflow.spec.action_type, "top_k": 10, **for_target}
     steps: list[ms.Step] = [
-        ms.reply_tools(ms.tool_use("list_action_types", {})),
-        ms.reply_tools(
-            ms.tool_use("search_workflow_catalog", {"action_type": workflow.spec.action_type, "top_k": 10})
-        ),
+        *(ms.reply_tools(ms.tool_use("get_resource", arguments)) for arguments in read),
+        ms.reply_tools(ms.tool_use("list_action_types", for_target)),
+        ms.reply_tools(ms.tool_use("search_workflow_catalog", search)),
         ms.reply_tools(ms.tool_use("get_workflow_details", {"workflow_id": answer["workflow"]})),
-        *(ms.reply_tools(ms.tool_use("get_resource", {"kind": k, "name": n})) for k, n in reads),
-        ms.reply_tools(ms.tool_use("get_resource", {"kind": target["kind"], "name": target["name"]})),
     ]
     return [*steps, ms.submit(submission(answer["workflow"], answer.get("parameters") or {}, target))]
 
@@ -119,22 +134,25 @@ async def analyse(
     steps: list[ms.Step],
     *,
     attempts: int,
+    refused: bool = False,
 ) -> status.Decision:
+    scoped = scope.own_namespace(spec, namespace=namespace)  # as the reconciler does
+    assert not isinstance(scoped, str), scoped
     with ms.MessagesServer(*steps) as server:
         settings = settings_mod.Settings(
-            llm=settings_mod.Llm(
+            llm=settings_mod.LlmSettings(
                 provider="anthropic",
                 api_key="sk-test-acceptance",
                 anthropic_base_url=server.base_url,
                 max_retries=0,
                 timeout_seconds=5.0,
             ),
-            analysis=settings_mod.Analysis(max_validation_attempts=attempts),
+            analysis=settings_mod.AnalysisSettings(max_validation_attempts=attempts),
         )
         provider = pipeline.llm.make_provider(settings)
         try:
             decision = await pipeline.analyze(
-                spec,
+                scoped,
                 catalog=CATALOG,
                 provider=provider,
                 reader=k8s.KubernetesReader(api),
@@ -144,35 +162,54 @@ async def analyse(
         finally:
             await provider.aclose()
         assert server.remaining == 0, "the script was not played to the end"
-        assert decision.llm.tool_errors == 0, "a tool refused a call of the script"
+        # An answer that must be refused may ask for a workflow the search did not offer.
+        assert refused or decision.llm.tool_errors == 0, "a tool refused a call of the script"
     return decision
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
-@pytest.mark.usefixtures("cert_manager_kinds")
-async def test_the_answer_a_correct_sre_gives_is_accepted(
+async def played(
     api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
-) -> None:
+) -> tuple[dict[str, Any], status.Decision]:
+    """The scenario set up in ``namespace``, its alert through the intake, its answer played."""
     scenario = placed(scenario, namespace)
     set_up(cluster, namespace, scenario)
     answer = scenario["answer"]
-
     decision = await analyse(
         api,
         namespace,
         incident(namespace, scenario["alert"]),
         sre_script(answer, reads=answer.get("reads") or []),
         attempts=1,
+        refused="refused" in scenario,
     )
+    return answer, decision
+
+
+@pytest.mark.parametrize("scenario", ACCEPTED, ids=[s["name"] for s in ACCEPTED])
+@pytest.mark.usefixtures("cert_manager_kinds")
+async def test_the_answer_a_correct_sre_gives_is_accepted(
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
+) -> None:
+    answer, decision = await played(api, cluster, namespace, scenario)
 
     assert decision.selected is not None, decision.attempts[-1].errors if decision.attempts else decision
     assert decision.selected.workflow_id == answer["workflow"]
     assert decision.review_reason is None and decision.failed_rules == []
     assert decision.root_cause is not None and decision.root_cause.affected_resource is not None
-    chosen = decision.root_cause.affected_resource
-    assert (chosen.kind, chosen.name) == (answer["target"]["kind"], answer["target"]["name"])
-    name = decision.selected.parameters.get("TARGET_RESOURCE_NAME")
-    assert name == answer["target"]["name"]
+    chosen, acts_on = decision.root_cause.affected_resource, answer.get("acts_on") or answer["target"]
+    assert (chosen.kind, chosen.name) == (acts_on["kind"], acts_on["name"])
+    assert decision.selected.parameters.get("TARGET_RESOURCE_NAME") == acts_on["name"]
+
+
+@pytest.mark.parametrize("scenario", REFUSED, ids=[s["name"] for s in REFUSED])
+@pytest.mark.usefixtures("cert_manager_kinds")
+async def test_the_answer_the_rules_forbid_stays_refused(
+    api: kube.ApiClient, cluster: devcluster.Cluster, namespace: str, scenario: dict[str, Any]
+) -> None:
+    _, decision = await played(api, cluster, namespace, scenario)
+
+    assert decision.selected is None
+    assert decision.failed_rules == scenario["refused"], decision.attempts[-1].errors
 
 
 def attack_world(cluster: devcluster.Cluster, namespace: str) -> tuple[str, str]:
@@ -212,7 +249,7 @@ async def test_wrong_target_attacks_are_still_refused(
     }
 
     refused = [
-        await analyse(api, namespace, spec, sre_script(attack, reads=[]), attempts=1)
+        await analyse(api, namespace, spec, sre_script(attack, reads=[]), attempts=1, refused=True)
         for attack in (elsewhere, on_a_node, node_on_deployment)
     ]
 

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from aianalysis import kube, metrics, resources, settings
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import analyses, newer_crd, typed
@@ -26,12 +26,12 @@ G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
-    made = runtime_mod.Runtime.create(
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
+    made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(provider="offline"),
-            analysis=settings.Analysis(max_concurrent=1),
-            retries=settings.Retries(delay_seconds=0.01),
+            llm=settings.LlmSettings(provider="offline"),
+            analysis=settings.AnalysisSettings(max_concurrent=1),
+            retries=settings.RetriesSettings(delay_seconds=0.01),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
@@ -40,18 +40,18 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
     await made.aclose()
 
 
-def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
+def custom(runtime: process.Runtime) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(typed.client())
 
 
-def create(runtime: runtime_mod.Runtime, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
+def create(runtime: process.Runtime, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
     body = analyses.crashloop(name, namespace)
     body["spec"].update(spec)
     created: dict[str, Any] = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, body)
     return created
 
 
-def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def read(runtime: process.Runtime, namespace: str, name: str) -> dict[str, Any]:
     found: dict[str, Any] = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, name)
     return found
 
@@ -61,7 +61,7 @@ async def no_sleep(_: float) -> None:
 
 
 async def test_a_result_never_lands_on_a_new_object_under_the_same_name(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     old = create(runtime, namespace, "same-name")
     custom(runtime).delete_namespaced_custom_object(G, V, namespace, AIA, "same-name")
@@ -93,7 +93,7 @@ async def test_a_result_never_lands_on_a_new_object_under_the_same_name(
 
 
 async def test_an_unreadable_status_is_left_alone_and_reported(
-    cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
+    cluster: devcluster.Cluster, runtime: process.Runtime, namespace: str
 ) -> None:
     created = create(runtime, namespace, "unreadable")
     newer_crd.write_newer_status(
@@ -111,7 +111,7 @@ async def test_an_unreadable_status_is_left_alone_and_reported(
     assert unreadable._value.get() == count + 1
 
 
-async def test_no_conversation_starts_beyond_the_cap(runtime: runtime_mod.Runtime, namespace: str) -> None:
+async def test_no_conversation_starts_beyond_the_cap(runtime: process.Runtime, namespace: str) -> None:
     created = create(runtime, namespace, "capped")
     custom(runtime).patch_namespaced_custom_object_status(
         G, V, namespace, AIA, "capped", {"status": {"phase": "Investigating", "attempt": 2}}
@@ -126,7 +126,7 @@ async def test_no_conversation_starts_beyond_the_cap(runtime: runtime_mod.Runtim
     assert metrics.CONVERSATIONS_RESTARTED._value.get() == restarted
 
 
-async def test_a_restarted_conversation_is_counted(runtime: runtime_mod.Runtime, namespace: str) -> None:
+async def test_a_restarted_conversation_is_counted(runtime: process.Runtime, namespace: str) -> None:
     created = create(runtime, namespace, "restarted")
     custom(runtime).patch_namespaced_custom_object_status(
         G, V, namespace, AIA, "restarted", {"status": {"phase": "Investigating", "attempt": 1}}
@@ -141,7 +141,7 @@ async def test_a_restarted_conversation_is_counted(runtime: runtime_mod.Runtime,
 
 
 async def test_waiting_for_a_slot_is_pending_not_investigating(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     created = create(runtime, namespace, "waits")
     await runtime.semaphore.acquire()  # the only slot is taken
@@ -196,7 +196,7 @@ REJECT_COMPLETED = {
 
 
 async def test_a_rejected_final_write_ends_failed_with_the_cause(
-    cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
+    cluster: devcluster.Cluster, runtime: process.Runtime, namespace: str
 ) -> None:
     binding = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -242,15 +242,15 @@ async def test_a_rejected_final_write_ends_failed_with_the_cause(
 async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap(
     cluster: devcluster.Cluster, crds: Any, namespace: str
 ) -> None:
-    made = runtime_mod.Runtime.create(
+    made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="anthropic",
                 api_key="sk-test",
                 anthropic_base_url="http://127.0.0.1:9",  # nothing listens: no response is ever billed
                 max_retries=0,
             ),
-            retries=settings.Retries(provider_limit=3, delay_seconds=0.01),
+            retries=settings.RetriesSettings(provider_limit=3, delay_seconds=0.01),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
@@ -277,7 +277,7 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
     ids=["deployment", "namespace", "namespace-filled"],
 )
 async def test_an_analysis_naming_another_namespace_is_refused_without_a_conversation(
-    runtime: runtime_mod.Runtime, namespace: str, resource: dict[str, str]
+    runtime: process.Runtime, namespace: str, resource: dict[str, str]
 ) -> None:
     """A user who may create AIAnalyses in one namespace cannot make the operator investigate
     kube-system with its own rights (confused deputy), nor its approvers act there: Failed,
@@ -296,7 +296,7 @@ async def test_an_analysis_naming_another_namespace_is_refused_without_a_convers
 
 
 async def test_a_terminal_status_is_written_once_and_never_overwritten(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     """Split brain: another leader completed the analysis with a selection (maybe executing already)
     while this one was still in its conversation. This one's end is dropped, not written over it."""
@@ -329,14 +329,14 @@ async def test_an_analysis_past_its_wall_clock_deadline_ends_failed_without_anot
         for _ in range(6):
             server.add(ms.Hang(seconds=5))
         config = settings.Settings(
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="anthropic", api_key="k", anthropic_base_url=server.base_url,
                 model="claude-sonnet-4-6", timeout_seconds=3, max_retries=4, model_check=False,
             ),
-            analysis=settings.Analysis(deadline_seconds=1.5),
-            retries=settings.Retries(delay_seconds=0.01),
+            analysis=settings.AnalysisSettings(deadline_seconds=1.5),
+            retries=settings.RetriesSettings(delay_seconds=0.01),
         )  # fmt: skip
-        made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
+        made = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
         made.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)
         try:
             created = create(made, namespace, "slow")

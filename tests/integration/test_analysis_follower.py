@@ -15,8 +15,7 @@ import pytest
 from kubernetes import client
 
 from aianalysis import kube, resources, settings
-from aianalysis.controller import handlers
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import handlers, process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import analyses, typed
@@ -40,7 +39,7 @@ ENDED_ELSEWHERE = {
 class Seen:
     """What the operator's follower handed over, in order, besides doing what the operator does."""
 
-    def __init__(self, runtime: runtime_mod.Runtime) -> None:
+    def __init__(self, runtime: process.Runtime) -> None:
         self.runtime = runtime
         self.events: list[tuple[str, str]] = []
 
@@ -62,9 +61,11 @@ class Seen:
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
-    made = runtime_mod.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline"), analysis=settings.Analysis(max_concurrent=1)),
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
+    made = process.Runtime.create(
+        settings.Settings(
+            llm=settings.LlmSettings(provider="offline"), analysis=settings.AnalysisSettings(max_concurrent=1)
+        ),
         kube.api_client(str(cluster.kubeconfig)),
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
@@ -72,11 +73,11 @@ async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator
     await made.aclose()
 
 
-def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
+def custom(runtime: process.Runtime) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(typed.client())
 
 
-def create(runtime: runtime_mod.Runtime, namespace: str, name: str, *, status: Any = None) -> dict[str, Any]:
+def create(runtime: process.Runtime, namespace: str, name: str, *, status: Any = None) -> dict[str, Any]:
     created: dict[str, Any] = custom(runtime).create_namespaced_custom_object(
         G, V, namespace, AIA, analysis(name, namespace)
     )
@@ -87,7 +88,7 @@ def create(runtime: runtime_mod.Runtime, namespace: str, name: str, *, status: A
     return created
 
 
-def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def read(runtime: process.Runtime, namespace: str, name: str) -> dict[str, Any]:
     found: dict[str, Any] = custom(runtime).get_namespaced_custom_object(G, V, namespace, AIA, name)
     return found
 
@@ -108,14 +109,14 @@ async def task_ended(task: asyncio.Task[None], what: str) -> None:
         raise AssertionError(f"timed out waiting for {what}")
 
 
-async def follow(runtime: runtime_mod.Runtime, namespace: str) -> Seen:
+async def follow(runtime: process.Runtime, namespace: str) -> Seen:
     seen = Seen(runtime)
     await runtime.follow_analyses(namespaces=[namespace], on_seen=seen.on_seen, on_left=seen.on_left)
     return seen
 
 
 async def test_terminal_analyses_are_never_listed_nor_watched(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     completed = {**ENDED_ELSEWHERE, "phase": "Completed", "reason": "Completed"}
     create(runtime, namespace, "done-before", status=completed)
@@ -135,7 +136,7 @@ async def test_terminal_analyses_are_never_listed_nor_watched(
 
 
 async def test_a_deleted_in_flight_analysis_has_its_task_cancelled(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     await runtime.semaphore.acquire()  # the one slot is taken: the analysis waits in it
     created = create(runtime, namespace, "deleted")
@@ -156,7 +157,7 @@ async def test_a_deleted_in_flight_analysis_has_its_task_cancelled(
 
 
 async def test_an_analysis_ended_by_another_writer_is_not_analysed_again(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     await runtime.semaphore.acquire()
     created = create(runtime, namespace, "ended")

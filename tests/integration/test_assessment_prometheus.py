@@ -190,7 +190,7 @@ async def test_before_after_metrics_and_the_alert_come_from_prometheus(
         ksm.set(namespace, not_ready=not fixed)  # the workflow ran
         completed = moment_when(server, namespace, broken=not fixed)
         ref = execution(typed.client(), namespace, alert_name=alert_name, before=before, completed=completed)
-        await assessor.drive(runtime, ref)  # the window (2 s), then the verdict
+        await assessor.assess_when_due(runtime, ref)  # the window (2 s), then the verdict
     finally:
         await runtime.aclose()
     final = assessment(typed.client(), namespace)
@@ -228,10 +228,10 @@ async def test_prometheus_down_during_the_window_is_unknown_never_effective(
             ksm.set(namespace, not_ready=False)
             before = moment_when(own, namespace, broken=False)
             ref = execution(typed.client(), namespace, alert_name=ALERT, before=before, completed=time.time())
-            step = await assessor.reconcile(runtime, ref)  # the window starts while Prometheus is up
+            step = await assessor.advance(runtime, ref)  # the window starts while Prometheus is up
             assert isinstance(step, assessor.Wait)
             own.stop()
-            await assessor.drive(runtime, ref)
+            await assessor.assess_when_due(runtime, ref)
         finally:
             await runtime.aclose()
     final = assessment(typed.client(), namespace)

@@ -18,7 +18,7 @@ from kubernetes import client
 from aianalysis import kube, resources, settings
 from aianalysis.assessment import fingerprint
 from aianalysis.controller import assessment_reconciler as assessor
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import typed
@@ -44,20 +44,18 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def make_runtime(
-    cluster: devcluster.Cluster, *, prometheus_url: str | None = None
-) -> runtime_mod.Runtime:
+async def make_runtime(cluster: devcluster.Cluster, *, prometheus_url: str | None = None) -> process.Runtime:
     config = settings.Settings(
-        llm=settings.Llm(provider="offline"),
-        retries=settings.Retries(delay_seconds=0.01),
-        assessment=settings.Assessment(window_seconds=WINDOW),
-        prometheus=settings.Prometheus(url=prometheus_url),
+        llm=settings.LlmSettings(provider="offline"),
+        retries=settings.RetriesSettings(delay_seconds=0.01),
+        assessment=settings.AssessmentSettings(window_seconds=WINDOW),
+        prometheus=settings.PrometheusSettings(url=prometheus_url),
     )
-    return runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
+    return process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
     made = await make_runtime(cluster)
     yield made
     await made.aclose()
@@ -148,30 +146,30 @@ def assessment(api: client.ApiClient, namespace: str, name: str = "api-fix-exec-
     return found
 
 
-def after_window(runtime: runtime_mod.Runtime, namespace: str) -> datetime.datetime:
+def after_window(runtime: process.Runtime, namespace: str) -> datetime.datetime:
     due = datetime.datetime.fromisoformat(
         assessment(typed.client(), namespace)["assessAfter"].replace("Z", "+00:00")
     )
     return due + datetime.timedelta(seconds=1)
 
 
-async def start_window(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> assessor.Wait:
-    step = await assessor.reconcile(runtime, ref)
+async def start_window(runtime: process.Runtime, ref: custom_objects.Ref) -> assessor.Wait:
+    step = await assessor.advance(runtime, ref)
     assert isinstance(step, assessor.Wait)
     return step
 
 
-async def assess_at(runtime: runtime_mod.Runtime, ref: custom_objects.Ref, moment: datetime.datetime) -> Any:
-    return await assessor.reconcile(runtime, ref, now=lambda: moment)
+async def assess_at(runtime: process.Runtime, ref: custom_objects.Ref, moment: datetime.datetime) -> Any:
+    return await assessor.advance(runtime, ref, now=lambda: moment)
 
 
-async def assess(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Any:
+async def assess(runtime: process.Runtime, ref: custom_objects.Ref) -> Any:
     """The rest of the window on the real clock (the product's own wait), then the verdict."""
-    return await assessor.drive(runtime, ref)
+    return await assessor.assess_when_due(runtime, ref)
 
 
 async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
-    cluster: devcluster.Cluster, runtime: runtime_mod.Runtime, namespace: str
+    cluster: devcluster.Cluster, runtime: process.Runtime, namespace: str
 ) -> None:
     healthy_pod(typed.client(), namespace)
     ref = completed_execution(typed.client(), namespace)
@@ -183,7 +181,7 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
     # "a restart": another runtime reads the same status and waits only what is left of the window
     restarted = await make_runtime(cluster)
     try:
-        step = await assessor.reconcile(restarted, ref)
+        step = await assessor.advance(restarted, ref)
         assert isinstance(step, assessor.Wait) and step.seconds <= WINDOW
         assert assessment(typed.client(), namespace)["assessAfter"] == stabilizing["assessAfter"]
         done = await assess(restarted, ref)
@@ -208,12 +206,10 @@ async def test_healthy_target_is_effective_and_the_window_resumes_from_status(
             + datetime.timedelta(seconds=WINDOW + 5)
         )
     ), "the window was resumed, not started again"
-    assert await assessor.reconcile(runtime, ref) is None  # assessed once
+    assert await assessor.advance(runtime, ref) is None  # assessed once
 
 
-async def test_target_deleted_during_the_window_is_unknown(
-    runtime: runtime_mod.Runtime, namespace: str
-) -> None:
+async def test_target_deleted_during_the_window_is_unknown(runtime: process.Runtime, namespace: str) -> None:
     healthy_pod(typed.client(), namespace)
     ref = completed_execution(typed.client(), namespace)
     await start_window(runtime, ref)
@@ -225,7 +221,7 @@ async def test_target_deleted_during_the_window_is_unknown(
 
 @pytest.mark.parametrize("who", ["another writer", "a revert"])
 async def test_a_target_changed_during_the_window_is_drift_or_a_revert(
-    runtime: runtime_mod.Runtime, namespace: str, who: str
+    runtime: process.Runtime, namespace: str, who: str
 ) -> None:
     healthy_pod(typed.client(), namespace)
     core = client.CoreV1Api(typed.client())
@@ -264,7 +260,7 @@ async def test_a_prometheus_that_is_down_makes_healthy_pods_unknown(
 
 
 async def test_clock_skew_between_operator_and_api_server_is_unknown(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     healthy_pod(typed.client(), namespace)
     ref = completed_execution(typed.client(), namespace)
@@ -276,9 +272,9 @@ async def test_clock_skew_between_operator_and_api_server_is_unknown(
     assert "off the API server" in final["message"]
 
 
-async def test_a_dry_run_is_not_executed(runtime: runtime_mod.Runtime, namespace: str) -> None:
+async def test_a_dry_run_is_not_executed(runtime: process.Runtime, namespace: str) -> None:
     ref = completed_execution(typed.client(), namespace, dry_run=True)
-    done = await assessor.reconcile(runtime, ref)
+    done = await assessor.advance(runtime, ref)
     final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("NotExecuted", "not_executed", "DryRun")
     assert done is not None and done.reason == "NotExecuted"
@@ -290,7 +286,7 @@ async def test_a_dry_run_is_not_executed(runtime: runtime_mod.Runtime, namespace
     ids=["resolved", "fired-again", "no-notification"],
 )
 async def test_the_alert_state_comes_from_the_intakes_notifications(
-    runtime: runtime_mod.Runtime, namespace: str, resolved: int | None, seen: int, alert: str, verdict: str
+    runtime: process.Runtime, namespace: str, resolved: int | None, seen: int, alert: str, verdict: str
 ) -> None:
     custom = client.CustomObjectsApi(typed.client())
     custom.create_namespaced_custom_object(
@@ -327,7 +323,7 @@ async def test_the_alert_state_comes_from_the_intakes_notifications(
 
 
 async def test_an_execution_that_ended_long_before_the_operator_saw_it_is_not_judged(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     healthy_pod(typed.client(), namespace)
     ref = completed_execution(typed.client(), namespace)
@@ -335,4 +331,4 @@ async def test_an_execution_that_ended_long_before_the_operator_saw_it_is_not_ju
     await assess_at(runtime, ref, later)
     final = assessment(typed.client(), namespace)
     assert (final["phase"], final["verdict"], final["reason"]) == ("Assessed", "unknown", "NotObserved")
-    assert await assessor.reconcile(runtime, ref) is None
+    assert await assessor.advance(runtime, ref) is None

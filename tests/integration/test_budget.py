@@ -16,8 +16,7 @@ from kubernetes import client
 
 from aianalysis import kube, metrics, resources, settings
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import budget, budget_store
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import budget_store, llm_budget, process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import analyses, typed
@@ -47,17 +46,17 @@ def clock() -> ManualClock:
 @pytest.fixture
 async def runtime(
     cluster: devcluster.Cluster, crds: list[str], llm_server: ms.MessagesServer, clock: ManualClock
-) -> AsyncIterator[runtime_mod.Runtime]:
+) -> AsyncIterator[process.Runtime]:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic",
             api_key="sk-test-budget",
             anthropic_base_url=llm_server.base_url,
             max_retries=0,
         ),
-        budget=settings.Budget(conversations_per_hour=BUDGET),
+        budget=settings.BudgetSettings(conversations_per_hour=BUDGET),
     )
-    made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
+    made = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
     yield made
     await made.aclose()
@@ -68,7 +67,7 @@ def conversations(server: ms.MessagesServer) -> int:
     return sum(1 for r in server.requests if len(r.body["messages"]) == 1)
 
 
-def create(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def create(runtime: process.Runtime, namespace: str, name: str) -> dict[str, Any]:
     body = {
         "apiVersion": f"{G}/{V}",
         "kind": "AIAnalysis",
@@ -84,14 +83,14 @@ def create(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str,
     return created
 
 
-def read(runtime: runtime_mod.Runtime, namespace: str, name: str) -> dict[str, Any]:
+def read(runtime: process.Runtime, namespace: str, name: str) -> dict[str, Any]:
     found: dict[str, Any] = client.CustomObjectsApi(typed.client()).get_namespaced_custom_object(
         G, V, namespace, AIA, name
     )
     return found
 
 
-async def reconcile(runtime: runtime_mod.Runtime, namespace: str, body: dict[str, Any]) -> Any:
+async def reconcile(runtime: process.Runtime, namespace: str, body: dict[str, Any]) -> Any:
     return await aianalysis_reconciler.drive(runtime, custom_objects.Ref.of(body))
 
 
@@ -104,7 +103,7 @@ async def wait_until(predicate: Any, *, what: str) -> None:
 
 
 async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_moves(
-    runtime: runtime_mod.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+    runtime: process.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
 ) -> None:
     for i in range(BUDGET):
         await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))
@@ -127,7 +126,7 @@ async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_move
     assert metrics.REGISTRY.get_sample_value("aianalysis_analyses_waiting", {"reason": "budget"}) == 1
     assert not over.done()
 
-    await clock.advance(budget.HOUR_SECONDS)
+    await clock.advance(llm_budget.HOUR_SECONDS)
     await asyncio.wait_for(over, 30)
 
     done = read(runtime, namespace, "over-budget")["status"]
@@ -138,7 +137,7 @@ async def test_the_analysis_over_budget_waits_then_proceeds_when_the_window_move
 
 
 async def test_an_analysis_that_ended_while_waiting_never_spends_budget(
-    runtime: runtime_mod.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
+    runtime: process.Runtime, namespace: str, llm_server: ms.MessagesServer, clock: ManualClock
 ) -> None:
     for i in range(BUDGET):
         await reconcile(runtime, namespace, create(runtime, namespace, f"within-{i}"))
@@ -167,17 +166,17 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     clock: ManualClock,
 ) -> None:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic",
             api_key="sk-test-budget",
             anthropic_base_url=llm_server.base_url,
             max_retries=0,
         ),
-        budget=settings.Budget(conversations_per_hour=BUDGET, namespace=namespace),
+        budget=settings.BudgetSettings(conversations_per_hour=BUDGET, namespace=namespace),
     )
 
-    def start() -> runtime_mod.Runtime:
-        made = runtime_mod.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
+    def start() -> process.Runtime:
+        made = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
         made.catalog.upsert("restart-pods-v1", WORKFLOW)
         return made
 
@@ -204,7 +203,7 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     )
     assert conversations(llm_server) == BUDGET, "the restart did not reset the window"
 
-    await clock.advance(budget.HOUR_SECONDS)
+    await clock.advance(llm_budget.HOUR_SECONDS)
     await asyncio.wait_for(after, 30)
     assert read(second, namespace, "after-restart")["status"]["phase"] == "Completed"
     assert conversations(llm_server) == BUDGET + 1

@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from aianalysis import resources
-from aianalysis.analysis import status as status_mod
 
 pytestmark = pytest.mark.cluster
 
@@ -793,7 +792,7 @@ def test_full_status_round_trips_through_the_status_subresource(kind: str, objec
 
 
 def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: Objects) -> None:
-    """The operator sends the whole status as a merge patch with explicit nulls (status.merge_patch):
+    """The operator sends the whole status as a merge patch with explicit nulls (``merge_patch()``):
     the fields it leaves unset must disappear, and nulls nested in lists must not be refused."""
     name = objects.name("null-patch")
     objects.apply(manifest("AIAnalysis", name, objects.namespace))
@@ -807,7 +806,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
         validation_attempts=[resources.ValidationAttempt(attempt=1, valid=False, at=T1)],
     )
 
-    objects.patch_status("AIAnalysis", name, status_mod.merge_patch(sparse))
+    objects.patch_status("AIAnalysis", name, sparse.merge_patch())
 
     stored = objects.get("AIAnalysis", name)["status"]
     assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aianalysis import cli
-from aianalysis.evaluation import chart, scenario
+from aianalysis.evaluation import chart, suite
 from tests.support import messages_server as ms
 from tests.support import platform_servers as ps
 
@@ -38,7 +38,7 @@ def test_offline_on_the_shipped_corpus_runs_every_scenario_and_reports_consisten
     assert code == 0
     captured = capsys.readouterr()
     document = json.loads((out / "report.json").read_text())
-    names = {s.name for s in scenario.load([CORPUS])}
+    names = {s.name for s in suite.load_scenarios([CORPUS])}
     assert {s["name"] for s in document["scenarios"]} == names
     assert all([run["run"] for run in s["runs"]] == [1, 2] for s in document["scenarios"])
     summary = document["summary"]
@@ -84,9 +84,7 @@ SCENARIOS = [
 _FACT = re.compile(r"^- (Signal Type|Namespace|Resource): (.+)$", re.MULTILINE)
 
 
-def first_prompt(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+first_prompt = ms.first_prompt
 
 
 def target(body: dict[str, Any]) -> dict[str, str]:

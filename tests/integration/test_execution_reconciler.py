@@ -11,8 +11,7 @@ import pytest
 from kubernetes import client
 
 from aianalysis import kube, resources, settings
-from aianalysis.controller import execution_reconciler
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import execution_reconciler, process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import typed
@@ -30,9 +29,11 @@ EXECUTOR_CONDITION = {
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
-    made = runtime_mod.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline"), retries=settings.Retries(delay_seconds=0.01)),
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
+    made = process.Runtime.create(
+        settings.Settings(
+            llm=settings.LlmSettings(provider="offline"), retries=settings.RetriesSettings(delay_seconds=0.01)
+        ),
         kube.api_client(str(cluster.kubeconfig)),
     )
     yield made
@@ -44,7 +45,7 @@ async def no_sleep(_: float) -> None:
 
 
 async def test_a_condition_the_executor_writes_meanwhile_is_kept(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     namespace: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -74,7 +75,9 @@ async def test_a_condition_the_executor_writes_meanwhile_is_kept(
 
     monkeypatch.setattr(custom_objects, "get", get_then_executor_writes)
 
-    transition = await execution_reconciler.drive(runtime, custom_objects.Ref.of(created), sleep=no_sleep)
+    transition = await execution_reconciler.start_recovery(
+        runtime, custom_objects.Ref.of(created), sleep=no_sleep
+    )
 
     after = custom.get_namespaced_custom_object(G, V, namespace, WFE, "raced")
     types = [c["type"] for c in after["status"]["conditions"]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,9 +17,11 @@ from kubernetes import client
 
 from aianalysis import errors, kube, resources, settings
 from aianalysis.executor import guards, preflight, startlock
-from aianalysis.kube import leases
+from aianalysis.kube import client as kube_client
+from aianalysis.kube import config as kube_config
+from aianalysis.kube import leases, objects, rest
 from aianalysis_dev import devcluster
-from tests.support import typed
+from tests.support import hanging, typed
 
 pytestmark = pytest.mark.cluster
 
@@ -75,9 +78,9 @@ async def test_two_replicas_starting_at_once_never_overshoot(
         cap = running_elsewhere(replicas[0]) + 1  # room for exactly one more, cluster-wide
         config = [
             settings.Settings(
-                llm=settings.Llm(provider="offline"),
-                leadership=settings.Leadership(identity=f"executor-{who}"),
-                guards=settings.Guards(max_concurrent=cap, start_lock_namespace=namespace),
+                llm=settings.LlmSettings(provider="offline"),
+                leadership=settings.LeadershipSettings(identity=f"executor-{who}"),
+                guards=settings.GuardsSettings(max_concurrent=cap, start_lock_namespace=namespace),
             )
             for who in "ab"
         ]
@@ -90,7 +93,7 @@ async def test_two_replicas_starting_at_once_never_overshoot(
         started = [s for s in steps if isinstance(s, preflight.Go)]
         blocked = [s.block for s in steps if isinstance(s, preflight.Blocked)]
         assert len(started) == 1 and [b.reason for b in blocked] == [guard], steps
-    lease = leases.read(replicas[0], namespace=namespace, name=startlock.NAME)
+    lease = leases.fetch(replicas[0], namespace=namespace, name=startlock.NAME)
     assert lease is not None and lease.holder_identity is None  # released after every start
 
 
@@ -102,10 +105,10 @@ async def test_a_dead_holder_is_overtaken_and_a_live_one_waited_for_boundedly(
         namespace=namespace, name=startlock.NAME, holder_identity="executor-gone",
         lease_duration_seconds=1, acquire_time=now, renew_time=now, lease_transitions=0,
     )  # fmt: skip
-    assert leases.write(replicas[0], ghost)
+    assert leases.store(replicas[0], ghost)
     lock = startlock.StartLock(api=replicas[1], namespace=namespace, identity="executor-b", wait_seconds=10)
     async with lock.held():  # waits out the dead holder's second, then holds it
-        held = leases.read(replicas[0], namespace=namespace, name=startlock.NAME)
+        held = leases.fetch(replicas[0], namespace=namespace, name=startlock.NAME)
         assert held is not None and held.holder_identity == "executor-b" and held.lease_transitions == 1
         other = startlock.StartLock(
             api=replicas[0], namespace=namespace, identity="executor-a", wait_seconds=0.5
@@ -114,3 +117,31 @@ async def test_a_dead_holder_is_overtaken_and_a_live_one_waited_for_boundedly(
             async with other.held():
                 pass
         assert refused.value.retryable  # the executor's handler tries again later
+
+
+async def test_a_call_wedged_while_the_lock_is_held_ends_before_the_hold_could_be_overtaken(
+    replicas: list[Any], namespace: str
+) -> None:
+    """A call that never gets an answer (here: to a server that accepts and never answers; the
+    client allows 30 s) inside the held section ends ``HOLD_MARGIN_SECONDS`` before the Lease
+    could be overtaken: the pass fails retryably, the lock is given back, the next start takes it."""
+    hold = 8
+    lock = startlock.StartLock(api=replicas[0], namespace=namespace, identity="executor-a", hold_seconds=hold)
+    with (
+        hanging.Silent() as silent,
+        rest.ApiClient(
+            kube_config.Connection(server=silent.url), pool_size=1, timeouts=kube_client.timeouts()
+        ) as wedged,
+    ):
+        began = time.monotonic()
+        with pytest.raises(errors.ClusterError) as failed:
+            async with lock.held():
+                await objects.get(wedged, namespace, WFE, "counted-under-the-lock")
+        took = time.monotonic() - began
+    assert failed.value.retryable and "no answer within" in str(failed.value)
+    assert took <= hold - startlock.HOLD_MARGIN_SECONDS + 1.5, f"{took:.1f}s"
+    assert kube_client.timeouts().request_seconds > hold  # the call alone would have outlived the hold
+    nxt = startlock.StartLock(api=replicas[1], namespace=namespace, identity="executor-b", wait_seconds=2)
+    async with nxt.held():
+        held = leases.fetch(replicas[1], namespace=namespace, name=startlock.NAME)
+        assert held is not None and held.holder_identity == "executor-b"

@@ -16,8 +16,10 @@ from kubernetes import client
 
 from aianalysis import kube, settings
 from aianalysis.catalog import sync as catalog_sync
-from aianalysis.controller import handlers  # what `aianalysis run` imports before it starts kopf
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import (
+    handlers,  # what `aianalysis run` imports before it starts kopf
+    process,
+)
 from aianalysis_dev import devcluster
 from tests.support import programs
 
@@ -43,7 +45,7 @@ async def test_a_retried_startup_neither_rebinds_ports_nor_opens_second_clients(
     }.items():
         monkeypatch.setenv(key, value)
     real_client = kube.api_client
-    monkeypatch.setattr(kube, "api_client", lambda: real_client(str(cluster.kubeconfig)))
+    monkeypatch.setattr(kube, "api_client", lambda **options: real_client(str(cluster.kubeconfig), **options))
     real_load, calls = catalog_sync.CatalogSync.load, []
 
     def flaky_load(self: catalog_sync.CatalogSync) -> int:
@@ -73,10 +75,11 @@ async def test_a_retried_startup_neither_rebinds_ports_nor_opens_second_clients(
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: Any) -> AsyncIterator[runtime_mod.Runtime]:
-    made = runtime_mod.Runtime.create(
+async def runtime(cluster: devcluster.Cluster, crds: Any) -> AsyncIterator[process.Runtime]:
+    made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(provider="offline"), catalog=settings.Catalog(sync_stale_seconds=900)
+            llm=settings.LlmSettings(provider="offline"),
+            catalog=settings.CatalogSettings(sync_stale_seconds=900),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
@@ -85,7 +88,7 @@ async def runtime(cluster: devcluster.Cluster, crds: Any) -> AsyncIterator[runti
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the kill under test
-async def test_a_dead_catalog_sync_takes_liveness_and_readiness_down(runtime: runtime_mod.Runtime) -> None:
+async def test_a_dead_catalog_sync_takes_liveness_and_readiness_down(runtime: process.Runtime) -> None:
     def killed() -> None:
         raise SystemExit("the thread is killed")  # ends a thread silently, as an uncaught kill would
 
@@ -105,7 +108,7 @@ async def test_a_dead_catalog_sync_takes_liveness_and_readiness_down(runtime: ru
 
 
 async def test_a_stale_catalog_sync_takes_readiness_down_but_not_liveness(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
 ) -> None:
     port = free_port()
     await runtime.serve_health(port)
@@ -120,7 +123,7 @@ async def test_a_stale_catalog_sync_takes_readiness_down_but_not_liveness(
     assert stale_live.status_code == 200, "a stale sync is not a reason to restart the process"
 
 
-async def test_a_catalog_sync_that_heard_the_server_records_when(runtime: runtime_mod.Runtime) -> None:
+async def test_a_catalog_sync_that_heard_the_server_records_when(runtime: process.Runtime) -> None:
     before = time.time()
     await runtime.load_catalog()
 

@@ -17,6 +17,7 @@ from aianalysis import catalog, kube, resources
 from aianalysis import errors as tools_errors
 from aianalysis.analysis import tools
 from aianalysis.kube import api_reader as k8s
+from aianalysis.kube import client as kube_client
 from aianalysis.kube import config as kube_config
 from aianalysis.kube import rest as kube_rest
 from aianalysis_dev import devcluster
@@ -299,9 +300,11 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
     result = await toolbox(k8s.KubernetesReader(api), namespace).call(
         "get_pod_logs", {"name": "web-5d8f-a", "previous": True}
     )
+    # The phase is the cluster's word: the explanation comes fenced under our one-line header.
     assert result == tools.ToolResult(
+        'the cluster cannot give this:\n<untrusted-data label="error">'
         f"Pod {namespace}/web-5d8f-a has no logs: it is not scheduled to a node (phase Pending). "
-        "Its events and conditions say why.",
+        "Its events and conditions say why.</untrusted-data>",
         is_error=True,
     )
     missing = await toolbox(k8s.KubernetesReader(api), namespace).call("get_pod_logs", {"name": "nope"})
@@ -312,7 +315,7 @@ async def test_pod_logs_without_a_kubelet_give_a_clear_error(
 
 async def test_an_unreachable_api_server_is_a_retryable_cluster_error() -> None:
     discard = kube_config.Connection(server="https://127.0.0.1:9")  # the discard port: connection refused
-    with kube_rest.ApiClient(discard, pool_size=1) as unreachable:
+    with kube_rest.ApiClient(discard, pool_size=1, timeouts=kube_client.timeouts()) as unreachable:
         reader = k8s.KubernetesReader(unreachable, timeout_seconds=2)
         with pytest.raises(tools_errors.ClusterError) as raised:
             await reader.get_object(kind="Node", name="n1", namespace=None)

@@ -97,11 +97,11 @@ async def test_a_leader_whose_renewals_hang_stops_within_its_renew_deadline(blac
 
 
 def test_observation_restarts_on_any_change_and_ignores_wall_clocks() -> None:
-    since, seen = leadership.observe(None, 0.0, ("a", "t1"), now=100.0)
+    since, seen = leadership.observe_lease(None, 0.0, ("a", "t1"), now=100.0)
     assert (since, seen.expired(15)) == (100.0, False)
-    since, seen = leadership.observe(("a", "t1"), since, ("a", "t1"), now=116.0)
+    since, seen = leadership.observe_lease(("a", "t1"), since, ("a", "t1"), now=116.0)
     assert seen.expired(15)
-    since, seen = leadership.observe(("a", "t1"), since, ("a", "t2"), now=116.0)
+    since, seen = leadership.observe_lease(("a", "t1"), since, ("a", "t2"), now=116.0)
     assert not seen.expired(15) and since == 116.0
 
 

@@ -6,6 +6,7 @@ answers too much."""
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,39 @@ SPEC = resources.AIAnalysisSpec.model_validate(
 )
 
 
+NODE_SPEC = resources.AIAnalysisSpec.model_validate(
+    {
+        "signal": {"type": "NodeNotReady", "severity": "high"},
+        "resource": {"kind": "Node", "name": "worker-1", "namespace": "shop"},
+    }
+)
+# Another tenant's series and alert, and a cluster-level series (no namespace label).
+TENANTS = [
+    "# TYPE kube_secret_info gauge",
+    'kube_secret_info{namespace="other",secret="db-creds"} 1',
+    'kube_secret_info{namespace="shop",secret="shop-tls"} 1',
+    "# TYPE node_load1 gauge",
+    'node_load1{node="worker-1"} 0.5',
+]
+RULES = {
+    "groups": [
+        *prometheus.RULES["groups"],
+        {
+            "name": "tenants",
+            "rules": [
+                {"alert": "OtherSecretsSeen", "expr": 'kube_secret_info{namespace="other"} > 0'},
+                {"alert": "NodeBusy", "expr": "node_load1 > 0"},
+            ],
+        },
+    ]
+}
+
+
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[prometheus.Exporter]:
-    with prometheus.Exporter(wide=150) as running:
+    with prometheus.Exporter(wide=150, namespace="shop") as running:
         running.values.update({"shop-1": 50.0, "shop-2": 500.0})
+        running.extra = TENANTS
         yield running
 
 
@@ -35,7 +65,7 @@ def exporter() -> Iterator[prometheus.Exporter]:
 def server(
     tmp_path_factory: pytest.TempPathFactory, exporter: prometheus.Exporter
 ) -> Iterator[prometheus.Prometheus]:
-    with prometheus.running(tmp_path_factory.mktemp("prometheus"), exporter) as running:
+    with prometheus.running(tmp_path_factory.mktemp("prometheus"), exporter, rules=RULES) as running:
         # Wait for state, not time: two scrapes of the exporter, and the alert rule evaluated.
         running.wait(
             lambda: (
@@ -45,13 +75,24 @@ def server(
             60,
             "scraping",
         )
-        running.wait(lambda: bool(running.query('ALERTS{alertstate="firing"}')), 60, "firing the alert")
+        running.wait(
+            lambda: (
+                {a["metric"]["alertname"] for a in running.query('ALERTS{alertstate="firing"}')}
+                == {"ShopMemoryHigh", "OtherSecretsSeen", "NodeBusy"}
+            ),
+            60,
+            "firing the alerts",
+        )
         yield running
 
 
-def box(url: str, **config: Any) -> tools.ToolBox:
+def box(
+    url: str, *, spec: resources.AIAnalysisSpec = SPEC, limits: tools.Limits | None = None, **config: Any
+) -> tools.ToolBox:
     client = tools.PrometheusClient(tools.PrometheusConfig(url=url, **config))
-    return tools.ToolBox(spec=SPEC, catalog=catalog.Catalog(), reader=None, max_chars=8000, metrics=client)
+    return tools.ToolBox(
+        spec=spec, catalog=catalog.Catalog(), reader=None, max_chars=8000, metrics=client, limits=limits
+    )
 
 
 async def test_prometheus_tools_are_offered_only_when_configured(server: prometheus.Prometheus) -> None:
@@ -99,14 +140,18 @@ async def test_metric_names_label_values_alerts_and_rules(server: prometheus.Pro
     assert "<untrusted-data" in alerts.text
     rules = await toolbox.call("prometheus_rules", {"name_contains": "shop"})
     assert "alerting ShopMemoryHigh: shop_memory_bytes &gt; 100" in rules.text
-    assert "recording shop:memory:sum" in rules.text
+    # A recording rule without a namespace label is cluster-level: not shown to a namespaced incident.
+    assert "recording shop:memory:sum" not in rules.text
 
 
 async def test_bad_promql_and_enormous_ranges_are_clear_errors(server: prometheus.Prometheus) -> None:
     toolbox = box(server.url)
     malformed = await toolbox.call("prometheus_query", {"query": "sum(rate(shop_requests_total[5m]"})
-    assert malformed.is_error and "Prometheus query rejected the request" in malformed.text
-    assert "parse error" in malformed.text
+    # Parsed (to be scoped) before it is sent: the parser's words, and Prometheus is not asked.
+    assert malformed.is_error and "not valid PromQL" in malformed.text
+    assert "unclosed left parenthesis" in malformed.text
+    rejected = await toolbox.call("prometheus_query", {"query": 'label_replace(up, "a", "b", "c", "[")'})
+    assert rejected.is_error and "Prometheus query rejected the request" in rejected.text
     enormous = await toolbox.call("prometheus_query_range", {"query": "up", "range": "30d"})
     assert enormous.is_error and "longer than the 7d allowed" in enormous.text
     dense = await toolbox.call("prometheus_query_range", {"query": "up", "range": "2d", "step": "1s"})
@@ -133,3 +178,71 @@ async def test_token_tenant_and_token_file_are_sent(tmp_path: Path) -> None:
         await toolbox.call("prometheus_alerts", {})
     assert recorder.headers[0]["Authorization"] == "Bearer from-file"
     assert recorder.headers[0]["X-Scope-OrgID"] == "team-a"
+
+
+# ---- tenancy: the operator's credentials read only what the incident's namespace may -----------
+
+
+async def test_another_namespaces_series_are_refused(server: prometheus.Prometheus) -> None:
+    toolbox = box(server.url)
+    refused = await toolbox.call("prometheus_query", {"query": 'kube_secret_info{namespace="other"}'})
+    assert refused.is_error and "namespace" in refused.text and "shop" in refused.text
+    assert "db-creds" not in refused.text
+    # Without a namespace matcher the query is scoped, not widened: only the incident's own series.
+    scoped = await toolbox.call("prometheus_query", {"query": "kube_secret_info"})
+    assert not scoped.is_error, scoped.text
+    # (the secret label is redacted: a label named "secret" is taken for one)
+    assert "kube_secret_info at now: 1 series" in scoped.text and 'namespace="shop"' in scoped.text
+    summed = await toolbox.call("prometheus_query", {"query": "count by (namespace) (kube_secret_info)"})
+    assert 'namespace="shop"' in summed.text and "other" not in summed.text
+
+
+async def test_lookups_alerts_and_rules_show_only_the_incidents_namespace(
+    server: prometheus.Prometheus,
+) -> None:
+    toolbox = box(server.url)
+    secrets = await toolbox.call("prometheus_label_values", {"label": "secret", "metric": "kube_secret_info"})
+    assert "shop-tls" in secrets.text and "db-creds" not in secrets.text
+    namespaces = await toolbox.call("prometheus_label_values", {"label": "namespace"})
+    assert "shop" in namespaces.text and "other" not in namespaces.text
+    names = await toolbox.call("prometheus_metrics", {"contains": "load"})
+    assert "node_load1" not in names.text
+    alerts = await toolbox.call("prometheus_alerts", {})
+    assert "ShopMemoryHigh" in alerts.text
+    assert "OtherSecretsSeen" not in alerts.text and "NodeBusy" not in alerts.text
+    rules = await toolbox.call("prometheus_rules", {})
+    assert "ShopMemoryHigh" in rules.text and "OtherSecretsSeen" not in rules.text
+
+
+async def test_a_node_incident_also_sees_cluster_level_series(server: prometheus.Prometheus) -> None:
+    node = box(server.url, spec=NODE_SPEC)
+    load = await node.call("prometheus_query", {"query": "node_load1"})
+    assert not load.is_error and 'node="worker-1"' in load.text and "0.5" in load.text
+    alerts = await node.call("prometheus_alerts", {})
+    assert "NodeBusy" in alerts.text and "OtherSecretsSeen" not in alerts.text
+    secrets = await node.call("prometheus_label_values", {"label": "secret", "metric": "kube_secret_info"})
+    assert "shop-tls" in secrets.text and "db-creds" not in secrets.text
+    rules = await node.call("prometheus_rules", {})
+    assert "recording shop:memory:sum" in rules.text and "OtherSecretsSeen" not in rules.text
+    # A namespaced incident does not: the node's series have no namespace label.
+    namespaced = await box(server.url).call("prometheus_query", {"query": "node_load1"})
+    assert "no data" in namespaced.text
+
+
+async def test_behind_prom_label_proxy_every_request_names_the_namespaces() -> None:
+    """With AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM the URL is a prom-label-proxy (-label=namespace),
+    which enforces the same scope from the query parameter (one per namespace); ours still runs."""
+    with prometheus.RecordingServer() as recorder:
+        limits = tools.Limits(namespaces=("monitoring",), prometheus_label_proxy_param="namespace")
+        toolbox = box(recorder.url, limits=limits)
+        await toolbox.call("prometheus_alerts", {})
+        await toolbox.call("prometheus_query", {"query": "up"})
+        plain = box(recorder.url)
+        await plain.call("prometheus_alerts", {})
+    alerts, query, unproxied = (urllib.parse.urlsplit(path) for path in recorder.paths)
+    assert urllib.parse.parse_qs(alerts.query) == {"namespace": ["shop", "monitoring"]}
+    sent = urllib.parse.parse_qs(query.query)
+    assert sent["namespace"] == ["shop", "monitoring"] and sent["query"] == [
+        'up{namespace=~"shop|monitoring"}'
+    ]
+    assert unproxied.query == ""

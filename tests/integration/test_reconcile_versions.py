@@ -12,7 +12,7 @@ from kubernetes import client
 
 from aianalysis import kube, resources, settings
 from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import runtime as runtime_mod
+from aianalysis.controller import process
 from aianalysis.kube import objects as custom_objects
 from aianalysis_dev import devcluster
 from tests.support import analyses, typed
@@ -26,20 +26,21 @@ analysis = analyses.crashloop
 
 
 @pytest.fixture
-async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[runtime_mod.Runtime]:
-    made = runtime_mod.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline")), kube.api_client(str(cluster.kubeconfig))
+async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
+    made = process.Runtime.create(
+        settings.Settings(llm=settings.LlmSettings(provider="offline")),
+        kube.api_client(str(cluster.kubeconfig)),
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
     yield made
     await made.aclose()
 
 
-def custom(runtime: runtime_mod.Runtime) -> client.CustomObjectsApi:
+def custom(runtime: process.Runtime) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(typed.client())
 
 
-async def test_an_analysed_object_is_not_analysed_again(runtime: runtime_mod.Runtime, namespace: str) -> None:
+async def test_an_analysed_object_is_not_analysed_again(runtime: process.Runtime, namespace: str) -> None:
     created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a1", namespace))
     ref = custom_objects.Ref.of(created)
     first = await aianalysis_reconciler.drive(runtime, ref)
@@ -55,7 +56,7 @@ async def test_an_analysed_object_is_not_analysed_again(runtime: runtime_mod.Run
 
 
 async def test_an_object_changed_since_the_event_is_still_analysed_once(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a2", namespace))
     custom(runtime).patch_namespaced_custom_object(
@@ -81,7 +82,7 @@ def _object_requests(cluster: devcluster.Cluster) -> dict[str, int]:
 
 
 async def test_an_analysis_reads_its_object_once_and_writes_its_two_statuses(
-    runtime: runtime_mod.Runtime, namespace: str, cluster: devcluster.Cluster
+    runtime: process.Runtime, namespace: str, cluster: devcluster.Cluster
 ) -> None:
     body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a3", namespace))
     before = _object_requests(cluster)
@@ -98,7 +99,7 @@ async def test_an_analysis_reads_its_object_once_and_writes_its_two_statuses(
 
 
 async def test_an_analysis_ended_by_another_writer_while_it_waited_is_left_as_it_is(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a6", namespace))
     slots = runtime.settings.analysis.max_concurrent
@@ -127,7 +128,7 @@ async def test_an_analysis_ended_by_another_writer_while_it_waited_is_left_as_it
 
 
 async def test_a_body_the_watch_delivered_late_never_starts_a_second_conversation(
-    runtime: runtime_mod.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str
 ) -> None:
     created = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a7", namespace))
     ref = custom_objects.Ref.of(created)
@@ -145,7 +146,7 @@ async def test_a_body_the_watch_delivered_late_never_starts_a_second_conversatio
 
 
 async def test_the_body_of_a_new_object_spares_every_read_of_it(
-    runtime: runtime_mod.Runtime, namespace: str, cluster: devcluster.Cluster
+    runtime: process.Runtime, namespace: str, cluster: devcluster.Cluster
 ) -> None:
     body = custom(runtime).create_namespaced_custom_object(G, V, namespace, AIA, analysis("a8", namespace))
     given = [body]

@@ -11,8 +11,7 @@ from typing import Any
 
 import yaml
 
-from aianalysis import settings
-from aianalysis.assessment import timeline
+from aianalysis import resources, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "crds" / "kubernaut.io_workflowexecutions_approval.yaml"
@@ -34,7 +33,7 @@ def last_change(cluster: Any) -> datetime.datetime:
         )
         meta = json.loads(got.stdout)["metadata"]
         stamps = [meta["creationTimestamp"], *(e["time"] for e in meta.get("managedFields") or [])]
-        times += [t for t in (timeline.parse_time(s) for s in stamps) if t is not None]
+        times += [t for t in (resources.parse_timestamp(s) for s in stamps) if t is not None]
     return max(times)
 
 

@@ -131,9 +131,7 @@ class GoodLLM:
         return ms.submit(answer, usage=self.usage, delay=self.delay)
 
 
-def _first_prompt(body: Mapping[str, Any]) -> str:
-    first = body["messages"][0]["content"]
-    return first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+_first_prompt = ms.first_prompt
 
 
 def is_recovery(body: Mapping[str, Any]) -> bool:

@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import re
 import threading
 import urllib.parse
 import uuid
@@ -194,6 +195,14 @@ def tool_outputs(body: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         for block in _blocks(last)
         if block.get("type") == "tool_result"
     ]
+
+
+def first_prompt(body: Mapping[str, Any]) -> str:
+    """The first user message (the incident or recovery prompt) as a person reads it: each one-line
+    ``<untrusted-data>`` fence around a value replaced by the value (facts parse as ``- Label: value``)."""
+    first = body["messages"][0]["content"]
+    text = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+    return re.sub(r'<untrusted-data label="[^"]*">([^\n<]*?)</untrusted-data>', r"\1", text)
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:

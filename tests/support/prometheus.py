@@ -31,9 +31,12 @@ class Exporter:
     """``/metrics`` in the text format: a gauge per pod that the test sets, and ``wide`` series of
     a counter (to make results huge). Served from a thread on 127.0.0.1."""
 
-    def __init__(self, *, wide: int = 0) -> None:
+    def __init__(self, *, wide: int = 0, namespace: str | None = None) -> None:
         self.values: dict[str, float] = {}
         self.wide = wide
+        self.namespace = namespace
+        """A ``namespace`` label on the pod gauge and the counter (as kube-state-metrics and
+        cAdvisor series carry one)."""
         self.extra: list[str] = []
         """More lines in the text format (other metrics), served as they are."""
         self.scrapes = 0
@@ -57,10 +60,13 @@ class Exporter:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def render(self) -> str:
+        ns = f'namespace="{self.namespace}",' if self.namespace else ""
         lines = ["# TYPE shop_memory_bytes gauge"]
-        lines += [f'shop_memory_bytes{{pod="{pod}"}} {value}' for pod, value in sorted(self.values.items())]
+        lines += [
+            f'shop_memory_bytes{{{ns}pod="{pod}"}} {value}' for pod, value in sorted(self.values.items())
+        ]
         lines.append("# TYPE shop_requests_total counter")
-        lines += [f'shop_requests_total{{path="/item/{i}"}} {i}' for i in range(self.wide)]
+        lines += [f'shop_requests_total{{{ns}path="/item/{i}"}} {i}' for i in range(self.wide)]
         return "\n".join([*lines, *self.extra]) + "\n"
 
     def __enter__(self) -> Exporter:
@@ -149,11 +155,14 @@ class RecordingServer:
 
     def __init__(self) -> None:
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        """Each request's path with its query string."""
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 recorder.headers.append(dict(self.headers.items()))
+                recorder.paths.append(self.path)
                 body = b'{"status":"success","data":{"alerts":[]}}'
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from aianalysis import resources
+from aianalysis import prometheus, resources
 from aianalysis.analysis import pipeline, prompts, status
-from aianalysis.assessment import fingerprint, history, judge, podhealth, prometheus, timeline
+from aianalysis.assessment import fingerprint, history, judge, podhealth, queries, timeline
 from aianalysis.controller import assessment_reconciler as assessor
-from aianalysis.kube import prometheus as kube_prometheus
 
 ENDED = datetime.datetime(2026, 11, 20, 10, 5, tzinfo=datetime.UTC)
 BEFORE_END, AFTER_END = "2026-11-20T10:00:00Z", "2026-11-20T10:07:00Z"
@@ -50,13 +49,13 @@ def pod(
 
 def test_restarts_before_the_execution_do_not_count() -> None:
     old_crash = {"reason": "OOMKilled", "finishedAt": "2026-11-20T09:59:00Z"}
-    health = podhealth.assess([pod(restarts=40, last=old_crash)], since=ENDED)
+    health = podhealth.of_pods([pod(restarts=40, last=old_crash)], since=ENDED)
     assert (health.restarts, health.terminations, health.score) == (0, (), 1.0)
 
 
 def test_a_crash_after_the_execution_counts_even_on_an_old_pod() -> None:
     new_crash = {"reason": "OOMKilled", "finishedAt": AFTER_END}
-    health = podhealth.assess(
+    health = podhealth.of_pods(
         [pod(restarts=41, last=new_crash, waiting="CrashLoopBackOff", ready=False)], since=ENDED
     )
     assert (
@@ -68,18 +67,18 @@ def test_a_crash_after_the_execution_counts_even_on_an_old_pod() -> None:
 
 
 def test_new_pods_count_all_their_restarts_and_ended_pods_are_not_members() -> None:
-    health = podhealth.assess(
+    health = podhealth.of_pods(
         [pod(created=AFTER_END, restarts=2), pod(phase="Succeeded"), pod(phase="Failed")], since=ENDED
     )
     assert (health.pods, health.restarts) == (1, 2) and 0 < health.score < 1
 
 
 def healthy() -> podhealth.PodHealth:
-    return podhealth.assess([pod(), pod()], since=ENDED)
+    return podhealth.of_pods([pod(), pod()], since=ENDED)
 
 
 def crashing() -> podhealth.PodHealth:
-    return podhealth.assess([pod(ready=False, waiting="CrashLoopBackOff")], since=ENDED)
+    return podhealth.of_pods([pod(ready=False, waiting="CrashLoopBackOff")], since=ENDED)
 
 
 @pytest.mark.parametrize(
@@ -216,34 +215,34 @@ def test_history_of_a_target() -> None:
 
 
 def test_prometheus_queries_quote_what_they_are_given() -> None:
-    queries = prometheus.standard_queries("Deployment", 'api"x', "prod")
-    assert set(queries) == {"restarts", "notReady"} and '\\"' not in queries["restarts"].split("pod=~")[0]
-    assert prometheus.standard_queries("ConfigMap", "cfg", "prod") == {}
+    found = queries.standard_queries("Deployment", 'api"x', "prod")
+    assert set(found) == {"restarts", "notReady"} and '\\"' not in found["restarts"].split("pod=~")[0]
+    assert queries.standard_queries("ConfigMap", "cfg", "prod") == {}
     assert (
-        prometheus.alert_query('Pod"OOM', "prod")
+        queries.alert_query('Pod"OOM', "prod")
         == 'ALERTS{alertname="Pod\\"OOM",alertstate="firing",namespace="prod"}'
     )
 
 
 async def test_a_prometheus_that_does_not_answer_is_unavailable() -> None:
-    client = kube_prometheus.PrometheusClient(
-        kube_prometheus.PrometheusConfig(url="http://127.0.0.1:9", timeout_seconds=2)
+    client = prometheus.PrometheusClient(
+        prometheus.PrometheusConfig(url="http://127.0.0.1:9", timeout_seconds=2)
     )
     try:
-        with pytest.raises(prometheus.Unavailable, match="not reachable"):
-            await prometheus.ReaderSource(client).value("up", at=ENDED)
+        with pytest.raises(queries.Unanswered, match="not reachable"):
+            await queries.ReaderSource(client).value("up", at=ENDED)
     finally:
         await client.aclose()
 
 
 def test_one_number_out_of_an_answer_and_no_series_is_no_data() -> None:
     vector = {"resultType": "vector", "result": [{"value": [1, "2"]}, {"value": [1, "3.5"]}]}
-    assert prometheus.total(vector) == 5.5
-    assert prometheus.total({"resultType": "scalar", "result": [1, "0"]}) == 0.0
-    assert prometheus.total({"resultType": "vector", "result": []}) is None  # no data, not zero
+    assert queries.total(vector) == 5.5
+    assert queries.total({"resultType": "scalar", "result": [1, "0"]}) == 0.0
+    assert queries.total({"resultType": "vector", "result": []}) is None  # no data, not zero
     for odd in ({"resultType": "matrix", "result": []}, {"resultType": "vector", "result": [{}]}, None):
-        with pytest.raises(prometheus.Unavailable):
-            prometheus.total(odd)
+        with pytest.raises(queries.Unanswered):
+            queries.total(odd)
 
 
 def decision(workflow: str | None, review: str | None = None) -> status.Decision:
@@ -340,8 +339,8 @@ async def test_the_source_reads_through_the_products_prometheus_client() -> None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        client = kube_prometheus.PrometheusClient(kube_prometheus.PrometheusConfig(url=url))
-        source = prometheus.ReaderSource(client)
+        client = prometheus.PrometheusClient(prometheus.PrometheusConfig(url=url))
+        source = queries.ReaderSource(client)
         assert await source.value("sum(up)", at=ENDED) == 5.5
         assert await source.value("absent_metric", at=ENDED) is None  # no series: no data, not zero
         await client.aclose()

@@ -11,14 +11,14 @@ import pytest
 
 from aianalysis import errors, metrics, resources
 from aianalysis.analysis import llm, status
-from aianalysis.controller import budget
+from aianalysis.controller import llm_budget
 from tests.support.clock import ManualClock
 
-HOUR = budget.HOUR_SECONDS
+HOUR = llm_budget.HOUR_SECONDS
 
 
-def ticket(n: int, *, severity: str = "high", created: str | None = None) -> budget.Ticket:
-    return budget.Ticket(
+def ticket(n: int, *, severity: str = "high", created: str | None = None) -> llm_budget.Ticket:
+    return llm_budget.Ticket(
         key=f"uid-{n}#1", uid=f"uid-{n}", severity=severity, created=created or f"2026-11-22T10:00:{n:02d}Z"
     )
 
@@ -37,7 +37,7 @@ async def until(predicate: Callable[[], bool]) -> None:
 
 
 def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_leaves_the_window() -> None:
-    ledger = budget.Ledger(budget.Limits(conversations_per_hour=2))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=2))
     ledger.start(100.0)
     assert ledger.exhausted(150.0) is None
     ledger.start(200.0)
@@ -49,7 +49,7 @@ def test_ledger_admits_until_the_hourly_limit_then_frees_when_the_oldest_start_l
 
 
 def test_ledger_tokens_per_day_frees_when_enough_old_tokens_leave_the_window() -> None:
-    ledger = budget.Ledger(budget.Limits(tokens_per_day=1000))
+    ledger = llm_budget.Spending(llm_budget.Allowance(tokens_per_day=1000))
     ledger.add_tokens(600, 10.0)
     ledger.add_tokens(300, 20.0)
     assert ledger.exhausted(30.0) is None
@@ -57,24 +57,24 @@ def test_ledger_tokens_per_day_frees_when_enough_old_tokens_leave_the_window() -
 
     assert ledger.exhausted(40.0) == "tokens"
     # Dropping the 600 at t=10 leaves 500 < 1000: free once it leaves the 24 h window.
-    assert ledger.next_free_at(40.0) == 10.0 + budget.DAY_SECONDS
+    assert ledger.next_free_at(40.0) == 10.0 + llm_budget.DAY_SECONDS
     assert "1100 of 1000 tokens" in ledger.describe(40.0)
 
 
 def test_zero_limit_never_frees_up() -> None:
-    ledger = budget.Ledger(budget.Limits(conversations_per_hour=0))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=0))
     assert ledger.exhausted(0.0) == "conversations"
     assert ledger.next_free_at(0.0) == float("inf")
 
 
 async def test_unlimited_gate_never_waits() -> None:
-    gate = budget.BudgetGate(budget.Limits(), clock=ManualClock())
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(), clock=ManualClock())
     assert [await gate.acquire(ticket(i), on_wait=no_op) for i in range(50)] == [False] * 50
 
 
 async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_moves() -> None:
     clock = ManualClock()
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=2), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=2), clock=clock)
     shown: list[str] = []
 
     async def show(message: str) -> None:
@@ -100,11 +100,11 @@ async def test_over_budget_the_next_waits_visibly_and_starts_when_the_window_mov
 
 async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
     clock = ManualClock()
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(0), on_wait=no_op)
     order: list[str] = []
 
-    async def wait(t: budget.Ticket) -> None:
+    async def wait(t: llm_budget.Ticket) -> None:
         await gate.acquire(t, on_wait=no_op)
         order.append(t.uid)
 
@@ -127,7 +127,7 @@ async def test_waiting_analyses_start_most_severe_first_then_oldest() -> None:
 
 
 async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=ManualClock())
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=ManualClock())
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     assert gate.ledger.used(gate.clock.now())["conversations"] == 1
@@ -135,7 +135,7 @@ async def test_a_re_entry_for_the_same_attempt_is_not_counted_twice() -> None:
 
 async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> None:
     clock = ManualClock()
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -149,7 +149,7 @@ async def test_a_withdrawn_ticket_stops_waiting_without_spending_budget() -> Non
 
 async def test_a_cancelled_waiter_leaves_the_queue() -> None:
     clock = ManualClock()
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock)
     await gate.acquire(ticket(1), on_wait=no_op)
     waiter = asyncio.create_task(gate.acquire(ticket(2), on_wait=no_op))
     await until(lambda: gate.waiting == 1)
@@ -162,7 +162,7 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
 
 async def test_billed_tokens_exhaust_the_daily_budget() -> None:
     clock = ManualClock()
-    gate = budget.BudgetGate(budget.Limits(tokens_per_day=1000), clock=clock)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(tokens_per_day=1000), clock=clock)
     assert not await gate.acquire(ticket(1), on_wait=no_op)
     gate.observe(
         llm.RequestRecord(
@@ -173,7 +173,7 @@ async def test_billed_tokens_exhaust_the_daily_budget() -> None:
     await until(lambda: gate.waiting == 1)
 
     assert metrics.REGISTRY.get_sample_value("aianalysis_llm_budget_used", {"kind": "tokens"}) == 1000
-    await clock.advance(budget.DAY_SECONDS)
+    await clock.advance(llm_budget.DAY_SECONDS)
     assert await asyncio.wait_for(waiter, 5) is True
     await gate.aclose()
 
@@ -193,19 +193,19 @@ def test_the_waiting_status_is_pending_with_a_budget_exhausted_condition() -> No
 
 
 def test_the_spending_record_round_trips_in_minute_buckets_and_drops_what_left_the_window() -> None:
-    ledger = budget.Ledger(budget.Limits(conversations_per_hour=5, tokens_per_day=10_000))
+    ledger = llm_budget.Spending(llm_budget.Allowance(conversations_per_hour=5, tokens_per_day=10_000))
     ledger.start(1_000.0)
     ledger.start(1_030.5)
     ledger.add_tokens(400, 1_021.0)
     ledger.add_tokens(100, 1_050.0)  # same minute as the 400: one bucket
     record = ledger.spent(1_060.0).encode()
 
-    restored = budget.Ledger(ledger.limits)
-    restored.restore(budget.Spent.decode(record))
+    restored = llm_budget.Spending(ledger.limits)
+    restored.restore(llm_budget.Spent.decode(record))
     assert restored.used(1_060.0) == {"conversations": 2, "tokens": 500}
-    assert budget.Spent.decode(record).tokens == ((1_080.0, 500),), "rounded up: never leaves early"
+    assert llm_budget.Spent.decode(record).tokens == ((1_080.0, 500),), "rounded up: never leaves early"
     assert restored.used(1_000.0 + HOUR) == {"conversations": 1, "tokens": 500}
-    assert restored.used(1_080.0 + budget.DAY_SECONDS) == {"conversations": 0, "tokens": 0}
+    assert restored.used(1_080.0 + llm_budget.DAY_SECONDS) == {"conversations": 0, "tokens": 0}
 
 
 @pytest.mark.parametrize(
@@ -217,7 +217,7 @@ def test_the_spending_record_round_trips_in_minute_buckets_and_drops_what_left_t
     ],
 )
 def test_a_damaged_spending_record_is_read_as_far_as_it_makes_sense_never_fatal(data: dict[str, str]) -> None:
-    spent = budget.Spent.decode(data)
+    spent = llm_budget.Spent.decode(data)
     assert all(isinstance(at, float) for at in spent.starts)
     assert all(n > 0 for _, n in spent.tokens)
 
@@ -243,17 +243,17 @@ class Record:
 
 async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_concurrent_writer() -> None:
     clock, record = ManualClock(), Record()
-    first = budget.BudgetGate(budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    first = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=3), clock=clock, store=record)
     await first.acquire(ticket(1), on_wait=no_op)
     await first.acquire(ticket(2), on_wait=no_op)
     assert record.writes == 2, "each grant is in the record before its conversation starts"
     await first.aclose()
 
     # Another replica wrote meanwhile (a start the restarted one never saw in memory).
-    spent = budget.Spent.decode(record.data).plus(budget.Spent(starts=(clock.now(),)))
+    spent = llm_budget.Spent.decode(record.data).plus(llm_budget.Spent(starts=(clock.now(),)))
     record.data, record.version = spent.encode(), record.version + 1
 
-    second = budget.BudgetGate(budget.Limits(conversations_per_hour=3), clock=clock, store=record)
+    second = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=3), clock=clock, store=record)
     await second.load()
     assert second.ledger.used(clock.now())["conversations"] == 3
     waiter = asyncio.create_task(second.acquire(ticket(4), on_wait=no_op))
@@ -261,7 +261,7 @@ async def test_a_new_gate_on_the_same_record_continues_the_window_and_merges_a_c
     await clock.advance(HOUR)
     assert await waiter is True
     await second.aclose()
-    assert len(budget.Spent.decode(record.data).within(clock.now()).starts) == 1
+    assert len(llm_budget.Spent.decode(record.data).within(clock.now()).starts) == 1
 
 
 async def test_a_record_the_operator_may_not_read_leaves_the_budget_in_memory_instead_of_a_crash_loop(
@@ -274,7 +274,7 @@ async def test_a_record_the_operator_may_not_read_leaves_the_budget_in_memory_in
             )
 
     clock, record = ManualClock(), Forbidden()
-    gate = budget.BudgetGate(budget.Limits(conversations_per_hour=1), clock=clock, store=record)
+    gate = llm_budget.BudgetGate(llm_budget.Allowance(conversations_per_hour=1), clock=clock, store=record)
     await gate.load()
     assert "counted in memory only" in caplog.text and "403 Forbidden" in caplog.text
     assert await gate.acquire(ticket(1), on_wait=no_op) is False

@@ -23,7 +23,7 @@ class Recorder:
     def forget(self, name: str) -> None:
         self.verdicts.pop(name, None)
 
-    def report(self, name: str, verdict: admission.Verdict) -> None:
+    def report(self, name: str, verdict: admission.Ruling) -> None:
         self.verdicts[name] = verdict.reason
 
 

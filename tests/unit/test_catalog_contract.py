@@ -105,6 +105,32 @@ def test_custom_labels_match_exactly_and_wildcard_needs_the_label() -> None:
     assert eligible(None) == ["open"]
 
 
+def test_the_risk_tolerance_custom_label_is_the_incidents_risk_tolerance() -> None:
+    # Kubernaut's workflows for low- and high-tolerance teams carry it as a custom label.
+    found = catalog_of(
+        spec("for-careful-teams", customLabels={"risk_tolerance": "low"}),
+        spec("for-bold-teams", customLabels={"risk_tolerance": "high"}),
+    )
+
+    def eligible(incident: resources.BusinessContext, *, narrowed: str | None = None) -> list[str]:
+        query = catalog.SearchQuery(risk_tolerance=narrowed)
+        searched = sorted(hit.workflow_id for hit in found.search(query, business=incident))
+        shown = sorted(
+            w for w in ("for-careful-teams", "for-bold-teams") if found.eligible(w, business=incident)
+        )
+        assert searched == shown, "search and details must agree"
+        return searched
+
+    assert eligible(resources.BusinessContext()) == ["for-careful-teams"]  # the default tolerance: low
+    assert eligible(resources.BusinessContext(risk_tolerance="high")) == ["for-bold-teams"]
+    # A lower tolerance asked for by the search filters risk levels; it does not turn the incident
+    # into one of a careful team's (the validator would refuse what it showed).
+    assert eligible(resources.BusinessContext(risk_tolerance="high"), narrowed="low") == ["for-bold-teams"]
+    # A label the incident states itself is matched as stated.
+    stated = resources.BusinessContext(risk_tolerance="low", custom_labels={"risk_tolerance": "high"})
+    assert eligible(stated) == ["for-bold-teams"]
+
+
 def test_detected_labels_filter_search_by_the_targets_facts() -> None:
     found = catalog_of(spec("gitops-sync", detectedLabels={"gitOpsTool": "argocd"}), spec("open"))
     query = catalog.SearchQuery()
@@ -222,6 +248,54 @@ async def test_list_action_types_counts_eligible_workflows_with_a_meaning() -> N
     gitops = await _box(found, facts=catalog.TargetFacts(gitops_managed=True)).call("list_action_types", {})
     counts = {row["action_type"]: row["workflows"] for row in json.loads(gitops.text)["action_types"]}
     assert counts["IncreaseMemoryLimits"] == 2
+
+
+async def test_the_catalog_is_filtered_for_the_target_the_llm_names() -> None:
+    """An incident about a Node: what decides GitOps-only workflows is the object to change, as the
+    validator will judge it, once the LLM names it (and only if it may be the target)."""
+    found = catalog_of(spec("revert", detectedLabels={"gitOpsTool": "*"}), spec("open"))
+    asked: list[dict[str, object]] = []
+
+    async def facts_of(affected: dict[str, object], returned: frozenset[Any]) -> catalog.TargetFacts | str:
+        del returned
+        asked.append(affected)
+        if affected["name"] == "elsewhere":
+            return "affected_resource Deployment other/elsewhere is outside the incident's namespace"
+        return catalog.TargetFacts(gitops_managed=True, gitops_tool="argocd")
+
+    box = tools.ToolBox(
+        spec=resources.AIAnalysisSpec.model_validate(
+            {"signal": {"type": "OOMKilled", "severity": "high"}, "resource": {"kind": "Node", "name": "w-1"}}
+        ),
+        catalog=found,
+        reader=None,
+        max_chars=20_000,
+        facts=catalog.TargetFacts(gitops_managed=False),
+        target_facts=facts_of,
+    )
+
+    async def offered(**arguments: Any) -> list[str]:
+        result = await box.call("search_workflow_catalog", arguments)
+        assert not result.is_error, result.text
+        return sorted(hit["workflow_id"] for hit in json.loads(result.text)["workflows"])
+
+    assert await offered() == ["open"]
+    refused = await box.call(
+        "search_workflow_catalog", {"affected_resource": {"kind": "Deployment", "name": "elsewhere"}}
+    )
+    assert refused.is_error and "outside the incident's namespace" in refused.text
+    assert await offered() == ["open"]  # a refused target changes nothing
+    ingest = {"kind": "Deployment", "name": "ingest", "namespace": "data"}
+    assert await offered(affected_resource=ingest) == ["open", "revert"]
+    assert not (await box.call("get_workflow_details", {"workflow_id": "revert"})).is_error  # kept
+    assert asked[-1] == ingest
+
+
+async def test_without_a_cluster_no_target_can_be_named_to_the_catalog() -> None:
+    result = await _box(catalog_of(spec("open"))).call(
+        "list_action_types", {"affected_resource": {"kind": "Deployment", "name": "api"}}
+    )
+    assert result.is_error and "no cluster is attached" in result.text
 
 
 async def test_details_show_guidance_system_filled_parameters_and_deprecation() -> None:

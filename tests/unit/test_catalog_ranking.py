@@ -19,7 +19,7 @@ from bench import catalog_search
 
 from aianalysis import catalog, resources
 from aianalysis.catalog import index, model
-from aianalysis.evaluation import scenario
+from aianalysis.evaluation import suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def test_the_shipped_catalog_ranks_the_shipped_incidents_as_a_full_scan_does() -
     found = index.Index()
     for workflow in shipped.all():
         found.add(workflow)
-    scenarios = scenario.load([ROOT / "examples" / "eval"])
+    scenarios = suite.load_scenarios([ROOT / "examples" / "eval"])
     assert len(scenarios) > 50
     for case in scenarios:
         signal = case.spec.signal

@@ -11,6 +11,7 @@ import pytest
 
 from aianalysis import catalog, errors
 from aianalysis.catalog import sync as catalog_sync
+from aianalysis.kube import client as kube_client
 from aianalysis.kube import config as kube_config
 from aianalysis.kube import rest as kube_rest
 from aianalysis.kube import watching
@@ -33,7 +34,9 @@ def make() -> tuple[catalog_sync.CatalogSync, catalog.Catalog, list[int]]:
     found = catalog.Catalog()
     changes: list[int] = []
     sync = catalog_sync.CatalogSync(
-        api=kube_rest.ApiClient(kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1),
+        api=kube_rest.ApiClient(
+            kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1, timeouts=kube_client.timeouts()
+        ),
         catalog=found,
         on_change=lambda: changes.append(1),
     )
@@ -70,11 +73,11 @@ def test_bookmarks_change_nothing() -> None:
     assert len(found) == 0 and changes == []
 
 
-def _pages(count: int, *, fail_at: int | None = None) -> Iterator[watching.Page]:
+def _pages(count: int, *, fail_at: int | None = None) -> Iterator[watching.Listing]:
     for n in range(count):
         if n == fail_at:
             raise errors.ClusterError("listing remediationworkflows: 500 boom", status=500)
-        yield watching.Page(items=[obj(f"wf-{n}")], resource_version=str(n))
+        yield watching.Listing(items=[obj(f"wf-{n}")], resource_version=str(n))
 
 
 def test_pages_read_ahead_arrive_in_order_and_all() -> None:

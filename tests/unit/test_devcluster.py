@@ -51,6 +51,8 @@ def test_advertise_address_is_never_loopback() -> None:
 def test_version_matches_the_go_module_we_build() -> None:
     go_mod = (ROOT / "hack" / "k8s" / "go.mod").read_text()
     assert f"k8s.io/kubernetes {devcluster.K8S_VERSION}\n" in go_mod
+    containerd_mod = (ROOT / "hack" / "containerd" / "go.mod").read_text()
+    assert f"github.com/containerd/containerd/v2 {devcluster.CONTAINERD_VERSION}\n" in containerd_mod
 
 
 def fake_bin_dir(path: Path) -> Path:

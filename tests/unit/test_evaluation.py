@@ -14,8 +14,7 @@ import yaml
 
 from aianalysis import catalog, cli, errors, resources, settings
 from aianalysis.analysis import llm, tools
-from aianalysis.evaluation import chart, cluster, command, progress, report, runner, scenario, scoring
-from aianalysis.evaluation import summary as summary_mod
+from aianalysis.evaluation import chart, cluster, command, progress, report, runner, scoring, suite, tally
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -38,8 +37,8 @@ def doc(**overrides: Any) -> dict[str, Any]:
     return base | overrides
 
 
-def parsed(**overrides: Any) -> scenario.Scenario:
-    return scenario.parse(doc(**overrides), path=Path("s.yaml"))
+def parsed(**overrides: Any) -> suite.Scenario:
+    return suite.parse(doc(**overrides), path=Path("s.yaml"))
 
 
 def write(directory: Path, name: str, body: object) -> Path:
@@ -60,7 +59,7 @@ def test_analysis_may_be_an_aianalysis_object_or_its_spec() -> None:
 def test_a_scenario_file_loads_with_its_path_tags_and_single_review_reason(tmp_path: Path) -> None:
     body = doc(tags=["memory"], expect={"workflowIds": [], "expectReview": "no_eligible_workflow"})
     path = write(tmp_path, "one.yaml", body)
-    [loaded] = scenario.load([tmp_path])
+    [loaded] = suite.load_scenarios([tmp_path])
     assert loaded.path == path
     assert loaded.tags == ("memory",)
     assert loaded.expect.expect_review == ["no_eligible_workflow"]
@@ -95,8 +94,8 @@ def test_a_bad_scenario_file_is_rejected_naming_the_file_and_the_problem(
     tmp_path: Path, body: object, message: str
 ) -> None:
     path = write(tmp_path, "bad.yaml", body)
-    with pytest.raises(scenario.ScenarioError, match=r"bad\.yaml") as caught:
-        scenario.load([path])
+    with pytest.raises(suite.ScenarioError, match=r"bad\.yaml") as caught:
+        suite.load_scenarios([path])
     assert message in str(caught.value)
 
 
@@ -104,15 +103,15 @@ def test_scenario_names_must_be_unique_across_files(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", doc())
     (tmp_path / "sub").mkdir()
     write(tmp_path / "sub", "b.yaml", doc())
-    with pytest.raises(scenario.ScenarioError, match=r"name 'web-oom' is already used by .*a\.yaml"):
-        scenario.load([tmp_path])
+    with pytest.raises(suite.ScenarioError, match=r"name 'web-oom' is already used by .*a\.yaml"):
+        suite.load_scenarios([tmp_path])
 
 
 def test_a_directory_without_scenarios_and_a_missing_path_are_errors(tmp_path: Path) -> None:
-    with pytest.raises(scenario.ScenarioError, match="no scenario files"):
-        scenario.load([tmp_path])
-    with pytest.raises(scenario.ScenarioError, match="no such file or directory"):
-        scenario.load([tmp_path / "missing"])
+    with pytest.raises(suite.ScenarioError, match="no scenario files"):
+        suite.load_scenarios([tmp_path])
+    with pytest.raises(suite.ScenarioError, match="no such file or directory"):
+        suite.load_scenarios([tmp_path / "missing"])
 
 
 def test_namespaced_cluster_objects_default_to_the_incident_namespace() -> None:
@@ -155,8 +154,8 @@ def test_namespaced_cluster_objects_default_to_the_incident_namespace() -> None:
 def test_expectations_the_catalog_cannot_meet_are_rejected_before_running(
     expect: dict[str, Any], problem: str
 ) -> None:
-    with pytest.raises(scenario.ScenarioError) as caught:
-        scenario.check_against([parsed(expect=expect)], CATALOG)
+    with pytest.raises(suite.ScenarioError) as caught:
+        suite.check_against([parsed(expect=expect)], CATALOG)
     assert problem in str(caught.value)
     assert "s.yaml" in str(caught.value)
 
@@ -176,18 +175,18 @@ def test_a_bad_scenario_makes_the_command_exit_2_with_one_line(
 
 
 @pytest.fixture(scope="module")
-def corpus() -> list[scenario.Scenario]:
-    return scenario.load([CORPUS])
+def corpus() -> list[suite.Scenario]:
+    return suite.load_scenarios([CORPUS])
 
 
 def test_the_corpus_loads_fits_the_example_catalog_and_has_at_least_40_scenarios(
-    corpus: list[scenario.Scenario],
+    corpus: list[suite.Scenario],
 ) -> None:
-    scenario.check_against(corpus, CATALOG)
+    suite.check_against(corpus, CATALOG)
     assert len(corpus) >= 40
 
 
-def test_the_corpus_covers_every_dd_recovery_003_reason_code(corpus: list[scenario.Scenario]) -> None:
+def test_the_corpus_covers_every_dd_recovery_003_reason_code(corpus: list[suite.Scenario]) -> None:
     as_failures = {
         previous.failure.reason
         for s in corpus
@@ -203,7 +202,7 @@ def test_the_corpus_covers_every_dd_recovery_003_reason_code(corpus: list[scenar
     }
 
 
-def test_the_corpus_has_every_kind_of_trap(corpus: list[scenario.Scenario]) -> None:
+def test_the_corpus_has_every_kind_of_trap(corpus: list[suite.Scenario]) -> None:
     tagged = {
         tag: [s for s in corpus if tag in s.tags] for tag in ("trap-policy", "trap-similar", "trap-recovery")
     }
@@ -215,7 +214,7 @@ def test_the_corpus_has_every_kind_of_trap(corpus: list[scenario.Scenario]) -> N
 
 
 def test_policy_traps_forbid_workflows_the_business_context_really_excludes(
-    corpus: list[scenario.Scenario],
+    corpus: list[suite.Scenario],
 ) -> None:
     for s in (s for s in corpus if "trap-policy" in s.tags):
         assert s.expect.forbidden_workflow_ids, s.name
@@ -225,7 +224,7 @@ def test_policy_traps_forbid_workflows_the_business_context_really_excludes(
             assert catalog.policy.ineligibility(workflow.spec, s.spec.business_context), (s.name, workflow_id)
 
 
-def test_recovery_traps_expect_an_alternative_to_what_already_failed(corpus: list[scenario.Scenario]) -> None:
+def test_recovery_traps_expect_an_alternative_to_what_already_failed(corpus: list[suite.Scenario]) -> None:
     recoveries = [s for s in corpus if "trap-recovery" in s.tags]
     for s in recoveries:
         assert s.spec.recovery is not None, s.name
@@ -295,8 +294,8 @@ async def test_the_in_memory_cluster_serves_objects_events_and_pods_of_an_owner(
 
 async def test_the_in_memory_cluster_serves_current_previous_and_tailed_logs() -> None:
     logs = {
-        "web-7f-a/app": scenario.PodLog(current="one\ntwo\nthree", previous="OOM at the end"),
-        "sidecars/proxy": scenario.PodLog(current="proxy ready"),
+        "web-7f-a/app": suite.PodLog(current="one\ntwo\nthree", previous="OOM at the end"),
+        "sidecars/proxy": suite.PodLog(current="proxy ready"),
     }
     box = toolbox(cluster.InMemoryCluster(_objects(), logs=logs))
     tail = await box.call("get_pod_logs", {"name": "web-7f-a", "tail_lines": 2})
@@ -364,7 +363,7 @@ def status(
     )
 
 
-def score(s: scenario.Scenario, st: resources.AIAnalysisStatus) -> scoring.RunResult:
+def score(s: suite.Scenario, st: resources.AIAnalysisStatus) -> scoring.RunResult:
     return scoring.score(s, status=st, index=CATALOG, run=1, latency_seconds=0.5)
 
 
@@ -434,7 +433,7 @@ def test_expected_parameters_compare_canonical_values_and_patterns() -> None:
 
 
 def test_a_provider_failure_is_an_incorrect_run_with_the_error() -> None:
-    result = scoring.failed(parsed(), error="ProviderUnavailable: 529", run=2, latency_seconds=3.0)
+    result = scoring.errored(parsed(), error="ProviderUnavailable: 529", run=2, latency_seconds=3.0)
     assert not result.correct and result.error == "ProviderUnavailable: 529" and result.run == 2
 
 
@@ -508,7 +507,7 @@ META = report.Meta(
 
 
 def test_the_summary_numbers_of_a_known_result_set() -> None:
-    summary = summary_mod.summarize(fake_results(), scenarios=SCENARIOS)
+    summary = tally.summarize(fake_results(), scenarios=SCENARIOS)
     assert (summary.runs, summary.scenarios, summary.correct.count) == (6, 3, 3)
     assert summary.accuracy == 0.5
     assert (summary.parameters_valid.count, summary.parameters_valid.total) == (2, 3)
@@ -517,20 +516,20 @@ def test_the_summary_numbers_of_a_known_result_set() -> None:
     assert (summary.forbidden_selected, summary.forbidden_rejected, summary.errors) == (1, 1, 1)
     assert summary.tokens["input_tokens"] == 5000 and summary.tokens["requests"] == 15
     assert summary.latency_seconds == {"p50": 3.5, "p95": 8.0, "mean": 4.0, "max": 9.0}
-    assert summary.by_tag["memory"] == summary_mod.Rate(1, 4)
-    assert summary.by_tag["trap-policy"] == summary_mod.Rate(1, 2)
+    assert summary.by_tag["memory"] == tally.Rate(1, 4)
+    assert summary.by_tag["trap-policy"] == tally.Rate(1, 2)
     assert summary.unstable == ["a", "b"]
 
 
 def test_percentiles_interpolate_and_survive_no_values() -> None:
-    assert summary_mod.percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
-    assert summary_mod.percentile([7.0], 0.95) == 7.0
-    assert summary_mod.percentile([], 0.5) == 0.0
+    assert tally.percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+    assert tally.percentile([7.0], 0.95) == 7.0
+    assert tally.percentile([], 0.5) == 0.0
 
 
 def test_the_writers_produce_json_markdown_and_png_with_the_numbers(tmp_path: Path) -> None:
     results = fake_results()
-    summary = summary_mod.summarize(results, scenarios=SCENARIOS)
+    summary = tally.summarize(results, scenarios=SCENARIOS)
     err = io.StringIO()
     written = command.write(tmp_path, results, summary=summary, scenarios=SCENARIOS, meta=META, stderr=err)
     document = json.loads((tmp_path / "report.json").read_text())
@@ -563,7 +562,7 @@ def test_without_matplotlib_the_png_is_skipped_with_a_clear_message(
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     assert not chart.available()
     results = fake_results()
-    summary = summary_mod.summarize(results, scenarios=SCENARIOS)
+    summary = tally.summarize(results, scenarios=SCENARIOS)
     err = io.StringIO()
     written = command.write(tmp_path, results, summary=summary, scenarios=SCENARIOS, meta=META, stderr=err)
     assert written == [tmp_path / "report.json", tmp_path / "report.md"]
@@ -575,7 +574,7 @@ def test_markdown_cells_cannot_break_the_table() -> None:
     s = parsed(name="pipe")
     result = scoring.RunResult(scenario="pipe", run=1, correct=False, error="bad | answer\nsecond line")
     text = report.to_markdown(
-        [result], summary=summary_mod.summarize([result], scenarios=[s]), scenarios=[s], meta=META
+        [result], summary=tally.summarize([result], scenarios=[s]), scenarios=[s], meta=META
     )
     row = next(line for line in text.splitlines() if line.startswith("| `pipe`"))
     assert "bad \\| answer second line" in row
@@ -622,7 +621,7 @@ def test_ctrl_c_still_writes_the_report_of_the_finished_runs(
 ) -> None:
     real_run_one = runner.run_one
 
-    async def interrupted_second(s: scenario.Scenario, **kwargs: Any) -> scoring.RunResult:
+    async def interrupted_second(s: suite.Scenario, **kwargs: Any) -> scoring.RunResult:
         if s.name == "second":
             raise KeyboardInterrupt
         return await real_run_one(s, **kwargs)

@@ -76,8 +76,8 @@ def analysis(*, namespace: str = "prod", target_ns: str = "prod", **status: Any)
 
 
 def approved(subject: dict[str, Any], **options: Any) -> dict[str, Any]:
-    decided = approval.approve(subject, executions=[], approver="alice", **options)
-    assert isinstance(decided, approval.Create), decided
+    decided = approval.approve_manually(subject, executions=[], approver="alice", **options)
+    assert isinstance(decided, approval.NewExecution), decided
     body = decided.body
     # as the API server writes them: created after the approval policy came into force, unchanged since
     body["metadata"].update(uid="wfe-uid", generation=1, creationTimestamp="2026-11-20T10:04:30Z")
@@ -97,7 +97,7 @@ def facts(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: 
 
 
 def refused(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: Any) -> admission.Refusal:
-    found = admission.refusal(facts(execution, subject, **changes))
+    found = admission.refusal_for(facts(execution, subject, **changes))
     assert found is not None, "expected a refusal"
     return found
 
@@ -109,7 +109,7 @@ def test_the_approved_selection_runs_and_carries_exactly_what_was_validated() ->
     assert spec["parameters"] == VALIDATED and spec["workflowRef"]["specDigest"] == WORKFLOW.digest
     assert spec["analysisUID"] == "aia-uid" and spec["approval"]["approvedBy"] == "alice"
     assert spec["targetResource"] == {"kind": "Deployment", "name": "orders", "namespace": "prod"}
-    assert admission.refusal(facts(execution, subject)) is None
+    assert admission.refusal_for(facts(execution, subject)) is None
 
 
 def test_a_hand_written_execution_aimed_at_another_namespace_is_refused() -> None:
@@ -193,7 +193,7 @@ def test_the_executor_refuses_what_the_analysis_would_refuse() -> None:
 
 def test_needs_review_runs_only_with_an_explicit_override() -> None:
     unsure = analysis(needsHumanReview=True, humanReviewReason="low_confidence")
-    assert admission.refusal(facts(approved(unsure, override_review=True), unsure)) is None
+    assert admission.refusal_for(facts(approved(unsure, override_review=True), unsure)) is None
     execution = approved(unsure, override_review=True)
     execution["spec"]["approval"]["overrideReview"] = False
     assert refused(execution, unsure).reason == admission.NOT_APPROVED
@@ -209,7 +209,7 @@ def test_a_target_in_another_namespace_needs_an_allowed_pair() -> None:
     )
     execution = approved(subject)
     assert refused(execution, subject).reason == admission.NAMESPACE_NOT_ALLOWED
-    assert admission.refusal(facts(execution, subject, cross_namespace={("prod", "shared")})) is None
+    assert admission.refusal_for(facts(execution, subject, cross_namespace={("prod", "shared")})) is None
 
 
 def test_a_namespace_target_is_in_the_namespace_it_names_not_the_executions() -> None:
@@ -222,9 +222,9 @@ def test_a_namespace_target_is_in_the_namespace_it_names_not_the_executions() ->
     assert execution["spec"]["targetResource"] == {"kind": "Namespace", "name": "kube-system"}
     why = refused(execution, subject)
     assert why.reason == admission.NAMESPACE_NOT_ALLOWED and "in namespace kube-system" in why.message
-    assert admission.refusal(facts(execution, subject, cross_namespace={("prod", "kube-system")})) is None
+    assert admission.refusal_for(facts(execution, subject, cross_namespace={("prod", "kube-system")})) is None
     subject["status"]["rootCause"]["affectedResource"]["name"] = "prod"  # its own namespace: runs
-    assert admission.refusal(facts(approved(subject), subject)) is None
+    assert admission.refusal_for(facts(approved(subject), subject)) is None
 
 
 # ---- autoExecute: server-side facts only ---------------------------------------------------------
@@ -236,13 +236,13 @@ OPTED_IN = approval.AutoFacts(namespace_labels={"kubernaut.io/auto-execute": "tr
 def auto(
     subject: dict[str, Any], *, policy: approval.AutoPolicy = POLICY, known: approval.AutoFacts = OPTED_IN
 ) -> Any:
-    return approval.auto_execute(
+    return approval.approve_automatically(
         subject, policy=policy, facts=known, now=NOW, approver="system:serviceaccount:x:exec"
     )
 
 
 def test_auto_execute_admits_only_what_the_cluster_says() -> None:
-    assert isinstance(auto(analysis()), approval.Create)
+    assert isinstance(auto(analysis()), approval.NewExecution)
     unlabelled = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
     assert "not labelled" in auto(analysis(), known=unlabelled).message
     elsewhere = analysis(namespace="team-b", target_ns="team-b")
@@ -273,7 +273,7 @@ def test_the_specs_business_context_and_a_high_confidence_do_not_open_auto_execu
         namespace_labels={**OPTED_IN.namespace_labels, "kubernaut.io/environment": "production"},
         workflow=WORKFLOW,
     )
-    assert isinstance(auto(subject, policy=envs, known=labelled), approval.Create)
+    assert isinstance(auto(subject, policy=envs, known=labelled), approval.NewExecution)
 
 
 @pytest.mark.parametrize(
@@ -293,16 +293,16 @@ def test_auto_execute_acts_only_on_what_belongs_to_the_analysis_namespace(
     declined = auto(subject)
     assert isinstance(declined, approval.Refuse) and where in declined.message, declined
     subject["status"]["rootCause"]["affectedResource"] = {"kind": "Namespace", "name": "prod"}
-    assert isinstance(auto(subject), approval.Create)  # its own Namespace
+    assert isinstance(auto(subject), approval.NewExecution)  # its own Namespace
 
 
 def test_an_auto_approval_is_checked_again_before_the_job() -> None:
     subject = analysis()
     created = auto(subject)
-    assert isinstance(created, approval.Create)
+    assert isinstance(created, approval.NewExecution)
     server_set = {"uid": "wfe-uid", "generation": 1, "creationTimestamp": "2026-11-20T10:04:30Z"}
     execution = {**created.body, "metadata": {**created.body["metadata"], **server_set}}
-    assert admission.refusal(facts(execution, subject, auto=POLICY, auto_facts=OPTED_IN)) is None
+    assert admission.refusal_for(facts(execution, subject, auto=POLICY, auto_facts=OPTED_IN)) is None
     opted_out = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
     why = refused(execution, subject, auto=POLICY, auto_facts=opted_out)
     assert why.reason == admission.NOT_APPROVED and "autoExecute" in why.message
@@ -311,10 +311,10 @@ def test_an_auto_approval_is_checked_again_before_the_job() -> None:
 def test_a_hand_written_execution_does_not_block_an_approval() -> None:
     subject = analysis()
     squatter = {"metadata": {"name": "orders-crash-exec-1"}, "spec": {"analysisRef": "orders-crash"}}
-    decided = approval.approve(subject, executions=[squatter], approver="alice")
-    assert isinstance(decided, approval.Create) and decided.name == "orders-crash-exec-2"
+    decided = approval.approve_manually(subject, executions=[squatter], approver="alice")
+    assert isinstance(decided, approval.NewExecution) and decided.name == "orders-crash-exec-2"
     first = approved(subject)
-    again = approval.approve(subject, executions=[first], approver="alice")
+    again = approval.approve_manually(subject, executions=[first], approver="alice")
     assert isinstance(again, approval.Refuse) and "already has an execution" in again.message
 
 

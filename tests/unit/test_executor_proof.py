@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aianalysis.assessment import timeline
+from aianalysis import resources
 from aianalysis.executor import proof
 from tests.support import approval_policy
 
@@ -27,7 +27,7 @@ def shipped() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def at(text: str) -> datetime.datetime:
-    moment = timeline.parse_time(text)
+    moment = resources.parse_timestamp(text)
     assert moment is not None
     return moment
 

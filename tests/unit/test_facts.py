@@ -82,6 +82,61 @@ async def test_gitops_on_the_workloads_namespace(meta: dict[str, Any], tool: str
     assert (found.gitops_managed, found.gitops_tool) == (True, tool)
 
 
+def application(
+    *, destination: dict[str, str] | None = None, resources: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """An Argo CD Application, in Argo CD's own namespace."""
+    app: dict[str, Any] = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "shop", "namespace": "argocd"},
+        "spec": {"destination": destination or {"server": "https://kubernetes.default.svc", "namespace": NS}},
+    }
+    if resources is not None:
+        app["status"] = {"resources": resources}
+    return app
+
+
+def listed(kind: str, name: str, group: str = "apps") -> dict[str, str]:
+    return {"group": group, "version": "v1", "kind": kind, "namespace": NS, "name": name}
+
+
+@pytest.mark.parametrize(
+    ("app", "tool"),
+    [
+        # It lists what it manages: the workload, reached from its Pod through the owner chain too.
+        (application(resources=[listed("Deployment", "web")]), "argocd"),
+        # It lists other objects of the namespace only: this one is not its (status is precise).
+        (application(resources=[listed("Deployment", "api")]), None),
+        # It reports nothing yet: it deploys into this namespace on this cluster.
+        (application(), "argocd"),
+        (application(destination={"name": "in-cluster", "namespace": NS}), "argocd"),
+        # Another namespace, or another cluster's namespace of the same name.
+        (application(destination={"server": "https://kubernetes.default.svc", "namespace": "other"}), None),
+        (application(destination={"server": "https://prod-east.example:6443", "namespace": NS}), None),
+        (application(destination={"name": "prod-east", "namespace": NS}), None),
+    ],
+)
+async def test_gitops_from_argo_cds_own_application(app: dict[str, Any], tool: str | None) -> None:
+    """Nothing on the workload or its namespace says GitOps (Argo CD 2's default tracking label is
+    Helm's too); the Application does."""
+    web = deployment(labels={"app.kubernetes.io/instance": "shop"})
+    pod = obj(
+        "Pod",
+        "web-abc",
+        metadata={"ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}]},
+        spec={"containers": [{"name": "c"}]},
+    )
+    for target in (ref("Deployment", "web"), ref("Pod", "web-abc")):
+        found = await facts([NAMESPACE, web, pod, app], target)
+        assert (found.gitops_managed, found.gitops_tool) == (tool is not None, tool), target
+
+
+async def test_without_argo_cd_the_markers_alone_decide() -> None:
+    found = await facts([NAMESPACE, deployment()], ref("Deployment", "web"))
+    assert (found.gitops_managed, found.gitops_tool) == (False, None)
+
+
 async def test_helm() -> None:
     helm = deployment(labels={"helm.sh/chart": "web-1.0.0"})
     assert (await facts([NAMESPACE, helm], ref("Deployment", "web"))).helm_managed is True

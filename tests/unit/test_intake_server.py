@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from aianalysis import metrics
 from aianalysis.intake import dedup, mapping, resolve, server
+from aianalysis.kube import client as kube_client
 from aianalysis.kube import config as kube_config
 from aianalysis.kube import rest as kube_rest
 
@@ -23,7 +24,9 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def make_intake(
     queue_limit: int = 100, cross_namespace: frozenset[tuple[str, str]] = frozenset()
 ) -> server.Intake:
-    api = kube_rest.ApiClient(kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1)
+    api = kube_rest.ApiClient(
+        kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1, timeouts=kube_client.timeouts()
+    )
     return server.Intake(
         token=TOKEN,
         config=mapping.MappingConfig(),

@@ -12,7 +12,7 @@ from aianalysis.analysis.llm import model_check, openai_provider
 def test_a_transient_failure_of_the_model_check_is_a_warning_not_a_stop() -> None:
     failure = errors.ProviderUnavailableError("the Anthropic API answered 529 overloaded_error: Overloaded")
 
-    warning = model_check.judge("anthropic", "claude-x", status=529, failure=failure)
+    warning = model_check.judge_failure("anthropic", "claude-x", status=529, failure=failure)
 
     assert (
         "could not verify model 'claude-x'" in warning and "529" in warning and "starting anyway" in warning
@@ -23,7 +23,7 @@ def test_an_unknown_model_stops_with_one_line_naming_the_setting() -> None:
     failure = errors.ProviderError("the platform answered 404:\n  model: claude-2.0\n  (retired)")
 
     with pytest.raises(errors.ConfigError) as caught:
-        model_check.judge("vertex", "claude-2.0", status=404, failure=failure)
+        model_check.judge_failure("vertex", "claude-2.0", status=404, failure=failure)
 
     message = str(caught.value)
     assert "\n" not in message
@@ -35,7 +35,7 @@ def test_refused_credentials_stop_and_say_what_to_check() -> None:
     failure = errors.ProviderError("403 AccessDeniedException: You don't have access to the model")
 
     with pytest.raises(errors.ConfigError, match=r"refused access to model 'm'.*check its credentials"):
-        model_check.judge("bedrock", "m", status=403, failure=failure)
+        model_check.judge_failure("bedrock", "m", status=403, failure=failure)
 
 
 @pytest.mark.parametrize(

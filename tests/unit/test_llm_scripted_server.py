@@ -95,9 +95,11 @@ def test_exhausted_script_answers_400_and_policy_takes_over_when_set() -> None:
 
 
 def test_delays_do_not_block_other_requests() -> None:
-    server = ms.MessagesServer(policy=lambda body: ms.reply_text("ok", delay=0.5))
+    # Each answer waits long enough that ten clients reach the server before the first one is
+    # answered even on a loaded machine (0.5 s was not: 7 of 10 arrived in time at load 18).
+    server = ms.MessagesServer(policy=lambda body: ms.reply_text("ok", delay=5.0))
     with server, concurrent.futures.ThreadPoolExecutor(10) as pool:
-        codes = list(pool.map(lambda _: post(server, REQUEST).status_code, range(10)))
+        codes = list(pool.map(lambda _: post(server, REQUEST, timeout=30.0).status_code, range(10)))
 
     assert codes == [200] * 10
     assert server.max_in_flight == 10  # all ten were being answered at once

@@ -11,7 +11,7 @@ from aianalysis import catalog, resources, settings
 from aianalysis.analysis import answer, conversation, offline, tools, validation
 from aianalysis.analysis.llm import make_provider
 from aianalysis.analysis.offline import answers
-from aianalysis.evaluation import runner, scenario
+from aianalysis.evaluation import runner, suite
 from aianalysis.evaluation.cluster import InMemoryCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -370,7 +370,7 @@ async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_wh
 
 
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
-    provider = make_provider(settings.Settings(llm=settings.Llm(provider="offline")))
+    provider = make_provider(settings.Settings(llm=settings.LlmSettings(provider="offline")))
 
     assert (provider.name, provider.model) == ("offline", offline.MODEL_NAME)
     await provider.aclose()
@@ -422,7 +422,7 @@ async def test_with_a_cluster_the_target_is_the_first_object_up_the_owner_chain_
 
 async def test_the_demo_incidents_are_picked_confidently_and_correctly_from_the_cluster_evidence() -> None:
     """examples/demo: each incident with the cluster state the demo writes; what a newcomer sees."""
-    scenarios = scenario.load([ROOT / "examples" / "demo"])
+    scenarios = suite.load_scenarios([ROOT / "examples" / "demo"])
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
 
     results = await runner.run_all(
@@ -481,9 +481,7 @@ async def test_a_replaced_pod_leads_to_its_deployment_whose_crash_logs_name_the_
                 "status": {"phase": "Running", "containerStatuses": [crashing]},
             },
         ],
-        logs={
-            "api-6b7c8d9f5-p2x7q": scenario.PodLog(previous="fatal: settings.yaml: unknown key 'tls_mode'\n")
-        },
+        logs={"api-6b7c8d9f5-p2x7q": suite.PodLog(previous="fatal: settings.yaml: unknown key 'tls_mode'\n")},
     )
     config_map = {"name": "TARGET_CONFIGMAP_NAME", "type": "string", "required": True}
     restart = workflow(
@@ -523,7 +521,7 @@ async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_i
     """The image rollback failed because it was given a malformed explicit image; the evidence
     (the tag does not exist, the previous revision ran) supports the same workflow without the
     override, which is a different attempt — not a repeat."""
-    scenarios = scenario.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "recovery" / "rec-invalidimagename-bad-override.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -541,7 +539,7 @@ async def test_a_workflow_that_failed_on_a_guessed_override_is_retried_without_i
 async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies() -> None:
     """No workflow for configuration errors in the catalog: the crash-loop workflows (rollback,
     restart, probes) would not fix it, so a person decides, and the root cause says why."""
-    scenarios = scenario.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "held-back" / "hb-settings-api-config-rejected.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -558,7 +556,7 @@ async def test_a_configuration_error_never_falls_back_to_the_crash_loop_remedies
 async def test_a_cronjob_s_run_that_failed_again_when_re_run_is_suspended_not_re_run() -> None:
     """One failed Job of a CronJob is not yet a pattern; its re-run by an earlier remediation
     failing as a Job fails (the recovery history) makes it one: suspend the CronJob itself."""
-    scenarios = scenario.load(
+    scenarios = suite.load_scenarios(
         [ROOT / "examples" / "eval" / "recovery" / "rec-backofflimitexceeded-lock-held.yaml"]
     )
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
@@ -678,7 +676,7 @@ async def test_a_database_claim_and_a_pressured_node_are_read_through_the_listin
     """The claim's Pod is found by the StatefulSet naming convention through the listing tool
     (its container runs postgres: expand, not clean); the pressured Node's memory use comes from
     the metrics API through ``top`` (the memory to free)."""
-    scenarios = scenario.load(
+    scenarios = suite.load_scenarios(
         [
             ROOT / "examples" / "eval" / "incidents" / "orders-postgres-pvc-filling-up.yaml",
             ROOT / "examples" / "eval" / "incidents" / "node-memorypressure-batch.yaml",
@@ -717,7 +715,7 @@ async def test_the_offline_provider_reads_the_tools_values_never_their_text() ->
     withheld, the answers to the demo's incidents are the same."""
     index = catalog.load_paths([ROOT / "examples" / "catalog"])
     recognised = 0
-    for found in scenario.load([ROOT / "examples" / "demo"]):
+    for found in suite.load_scenarios([ROOT / "examples" / "demo"]):
         answers_given = []
         for wrap in (lambda box: box, Textless):
             box = tools.ToolBox(

@@ -60,8 +60,18 @@ def execution(
     }
 
 
+def next_step(
+    *, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int
+) -> recovery.Course:
+    """As the reconciler calls it: the execution's status parsed once, passed beside its body."""
+    status = resources.WorkflowExecutionStatus.parse_known(execution["status"])
+    return recovery.next_step(
+        execution=execution, status=status, analysis=analysis, max_attempts=max_attempts
+    )
+
+
 def test_first_failure_creates_attempt_one_with_full_context() -> None:
-    plan = recovery.decide(execution=execution(), analysis=analysis(), max_attempts=3)
+    plan = next_step(execution=execution(), analysis=analysis(), max_attempts=3)
 
     assert isinstance(plan, recovery.Create)
     assert plan.name == "payment-oom-recovery-1"
@@ -79,10 +89,10 @@ def test_first_failure_creates_attempt_one_with_full_context() -> None:
 
 
 def test_later_failures_extend_the_history_in_order() -> None:
-    first = recovery.decide(execution=execution(), analysis=analysis(), max_attempts=3)
+    first = next_step(execution=execution(), analysis=analysis(), max_attempts=3)
     assert isinstance(first, recovery.Create)
     second_analysis = analysis(first.name, spec=first.body["spec"])
-    second = recovery.decide(
+    second = next_step(
         execution=execution("exec-2", first.name, "DeadlineExceeded"),
         analysis=second_analysis,
         max_attempts=3,
@@ -115,7 +125,7 @@ def test_the_attempt_beyond_the_limit_gives_up_for_human_review() -> None:
         "previousExecutions": history,
     }
 
-    plan = recovery.decide(
+    plan = next_step(
         execution=execution("exec-3", "payment-oom-recovery-2"),
         analysis=analysis("payment-oom-recovery-2", spec),
         max_attempts=2,
@@ -126,12 +136,12 @@ def test_the_attempt_beyond_the_limit_gives_up_for_human_review() -> None:
 
 
 def test_missing_analysis_or_failure_details_is_explained_not_raised() -> None:
-    no_analysis = recovery.decide(execution=execution(ref="gone"), analysis=None, max_attempts=3)
+    no_analysis = next_step(execution=execution(ref="gone"), analysis=None, max_attempts=3)
     assert isinstance(no_analysis, recovery.Unusable) and "gone" in no_analysis.message
 
     bare = execution()
     del bare["status"]["failureDetails"]
-    no_details = recovery.decide(execution=bare, analysis=analysis(), max_attempts=3)
+    no_details = next_step(execution=bare, analysis=analysis(), max_attempts=3)
     assert isinstance(no_details, recovery.Unusable) and no_details.reason == "NoFailureDetails"
 
 

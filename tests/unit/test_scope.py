@@ -32,6 +32,20 @@ def test_the_target_is_the_incidents_resource_unless_the_answer_names_another() 
     assert named == scope.ObjectRef(kind="StatefulSet", name="db", namespace="shop", api_version="apps/v1")
 
 
+@pytest.mark.parametrize(
+    "affected",
+    [
+        {"kind": "Unknown", "name": "unknown"},
+        {"kind": "Deployment", "name": "unknown"},
+        {"kind": "n/a", "name": "checkout"},
+        {"kind": " ", "name": "checkout"},
+    ],
+)
+def test_an_affected_resource_with_a_placeholder_names_nothing(affected: dict[str, str]) -> None:
+    assert not scope.names_object(affected)
+    assert NO_CLUSTER.target(affected) == NO_CLUSTER.incident
+
+
 def test_a_namespace_given_for_a_cluster_scoped_kind_is_ignored() -> None:
     assert NO_CLUSTER.target({"kind": "node", "name": "worker-1", "namespace": "shop"}) == scope.ObjectRef(
         kind="Node", name="worker-1", api_version="v1"
@@ -437,3 +451,100 @@ def test_an_incident_about_a_node_has_the_analysis_namespace_as_its_home() -> No
     assert why is not None and "outside the incident's namespace 'shop'" in why
     here = where.resolve(kind="Deployment", name="api")
     assert here.namespace == "shop" and where.violation(here, returned={here.key}) is None
+
+
+# ---- the issuer of a workload's certificate ---------------------------------------------------------
+
+
+def certificate_world(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    template = {
+        "metadata": {"labels": {"app": "api"}},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "volumes": [{"name": "tls", "secret": {"secretName": "api-tls"}}],
+        },
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta("api"),
+            "spec": {"template": template},
+        },
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": meta("api-cert"),
+            "spec": {"secretName": "api-tls", "issuerRef": {"kind": "ClusterIssuer", "name": "corp-ca"}},
+        },
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": meta("other-cert"),
+            "spec": {"secretName": "other-tls", "issuerRef": {"kind": "ClusterIssuer", "name": "other-ca"}},
+        },
+        {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "corp-ca"}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "other-ca"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+        *extra,
+    ]
+
+
+async def test_the_certificate_issuing_a_mounted_secret_and_its_issuer_are_in_scope_without_a_read() -> None:
+    where = await tools.gather_scope(InMemoryCluster(certificate_world()), API)
+    assert where.violation(ref("Certificate", "api-cert"), returned=set()) is None
+    assert where.violation(ref("ClusterIssuer", "corp-ca", None), returned=set()) is None
+    # Another Certificate of the namespace, and its issuer, even read: nothing of the incident uses them.
+    returned = {ref("Certificate", "other-cert").key, ref("ClusterIssuer", "other-ca", None).key}
+    assert where.violation(ref("Certificate", "other-cert"), returned=set()) is not None
+    assert where.violation(ref("ClusterIssuer", "other-ca", None), returned=returned) is not None
+
+
+async def test_a_certificate_incident_leads_to_its_own_issuer() -> None:
+    incident = resources.ResourceRef(kind="Certificate", name="other-cert", namespace="shop")
+    where = await tools.gather_scope(InMemoryCluster(certificate_world()), incident)
+    assert where.violation(ref("ClusterIssuer", "other-ca", None), returned=set()) is None
+    assert where.violation(ref("ClusterIssuer", "corp-ca", None), returned=set()) is not None
+
+
+# ---- the target inferred when the answer names none ---------------------------------------------------
+
+MESH = resources.ResourceRef(kind="Namespace", name="shop", namespace="shop")
+
+
+def policy(name: str) -> dict[str, Any]:
+    return {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy", "metadata": meta(name)}
+
+
+async def test_the_one_object_of_the_workflows_kind_in_a_namespace_incident_is_inferred() -> None:
+    cluster = InMemoryCluster(certificate_world(policy("deny-all")))
+    where = await tools.gather_scope(cluster, MESH)
+    inferred = await tools.infer_target(
+        cluster, where, components=["security.istio.io/v1/AuthorizationPolicy"]
+    )
+    assert inferred.target == ref("AuthorizationPolicy", "deny-all")
+    # The object Kubernetes puts in every namespace is never the one.
+    root_ca = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("kube-root-ca.crt")}
+    cluster = InMemoryCluster(certificate_world(root_ca))
+    assert (await tools.infer_target(cluster, where, components=["v1/ConfigMap"])).candidates == ()
+
+
+async def test_two_candidates_infer_nothing() -> None:
+    cluster = InMemoryCluster(certificate_world(policy("deny-all"), policy("allow-probes")))
+    where = await tools.gather_scope(cluster, MESH)
+    inferred = await tools.infer_target(cluster, where, components=["AuthorizationPolicy"])
+    assert inferred.target is None
+    assert [c.name for c in inferred.candidates] == ["allow-probes", "deny-all"]
+    assert "2 AuthorizationPolicy objects" in inferred.describe()
+
+
+async def test_for_a_workload_only_what_it_concerns_is_a_candidate() -> None:
+    # The Deployment mounts one ConfigMap; another one in the namespace is not a candidate.
+    cluster = InMemoryCluster(concerned_world())
+    where = await tools.gather_scope(cluster, API)
+    assert (await tools.infer_target(cluster, where, components=["v1/Service"])).target == ref(
+        "Service", "api"
+    )
+    configs = await tools.infer_target(cluster, where, components=["configmap"])
+    assert [c.name for c in configs.candidates] == ["api-config", "api-env"] and configs.target is None
+    assert (await tools.infer_target(cluster, where, components=["*"])).candidates == ()

@@ -288,6 +288,7 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
             "AIANALYSIS_PROMETHEUS_URL": "https://thanos.monitoring.svc:9091",
             "AIANALYSIS_PROMETHEUS_TOKEN": "prom-secret-token",
             "AIANALYSIS_PROMETHEUS_TENANT": "team-a",
+            "AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM": "namespace",
             "AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS": "2.5",
             "AIANALYSIS_INVESTIGATION_NAMESPACES": "ingress-nginx, monitoring",
             "AIANALYSIS_INVESTIGATION_CUSTOM_GROUPS": "cert-manager.io,*.toolkit.fluxcd.io",
@@ -302,6 +303,8 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
     )
     assert config.investigation.namespaces == ("ingress-nginx", "monitoring")
     assert config.investigation.custom_groups == ("cert-manager.io", "*.toolkit.fluxcd.io")
+    assert config.prometheus.label_proxy_param == "namespace"
+    assert settings.from_env({}).prometheus.label_proxy_param is None
     assert "prom-secret-token" not in repr(config)
     assert settings.from_env({}).prometheus.url is None
 
@@ -313,6 +316,7 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
         ("AIANALYSIS_TOOL_OUTPUT_BUDGET_TOKENS", "0", "must be at least 1"),
         ("AIANALYSIS_TOOL_AUDIT_MAX_RECORDS", "500", "must be at most 100"),
         ("AIANALYSIS_PROMETHEUS_TIMEOUT_SECONDS", "0", "must be positive"),
+        ("AIANALYSIS_PROMETHEUS_LABEL_PROXY_PARAM", 'namespace"}', "must be a label name"),
     ],
 )
 def test_bad_investigation_settings_name_the_variable(variable: str, value: str, expected: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aianalysis import errors, settings
-from aianalysis.controller import budget
+from aianalysis.controller import llm_budget
 
 
 def test_defaults_keep_the_intake_off_and_the_budget_limited_in_memory() -> None:
@@ -25,11 +25,11 @@ def test_the_budget_is_unlimited_only_when_asked_and_never_for_the_offline_analy
         }
     )
     assert s.budget.conversations_per_hour is None and s.budget.tokens_per_day is None
-    assert budget.Limits.from_settings(s).unlimited
+    assert llm_budget.Allowance.from_settings(s).unlimited
     offline = settings.from_env({"AIANALYSIS_PROVIDER": "offline"})
-    assert budget.Limits.from_settings(offline).unlimited, "the offline analyzers cost nothing"
+    assert llm_budget.Allowance.from_settings(offline).unlimited, "the offline analyzers cost nothing"
     paid = settings.from_env({"AIANALYSIS_API_KEY": "k"})
-    assert budget.Limits.from_settings(paid) == budget.Limits(
+    assert llm_budget.Allowance.from_settings(paid) == llm_budget.Allowance(
         conversations_per_hour=30, tokens_per_day=3_000_000
     )
 

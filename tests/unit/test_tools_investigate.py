@@ -8,16 +8,16 @@ from typing import Any
 
 from aianalysis import settings
 from aianalysis.analysis import pipeline, tools
-from aianalysis.kube import kinds
+from aianalysis.kube import kind_table
 from tests.unit.test_tools import FakeReader, deployment, incident, make_catalog, pod
 
-CERTIFICATE = kinds.Kind(
+CERTIFICATE = kind_table.Kind(
     kind="Certificate", group="cert-manager.io", version="v1", plural="certificates", namespaced=True
 )
-SEALED = kinds.Kind(
+SEALED = kind_table.Kind(
     kind="SealedSecret", group="bitnami.com", version="v1alpha1", plural="sealedsecrets", namespaced=True
 )
-VAULT = kinds.Kind(
+VAULT = kind_table.Kind(
     kind="VaultToken", group="cert-manager.io", version="v1", plural="vaulttokens", namespaced=True
 )
 

@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 from aianalysis.analysis import tools
-from aianalysis.kube import kinds
+from aianalysis.kube import kind_table
 from tests.unit.test_tools import ELIGIBLE, FakeReader, deployment, incident, make_catalog, pod
 
-PODS_METRICS = kinds.Kind(
+PODS_METRICS = kind_table.Kind(
     kind="PodMetrics", group="metrics.k8s.io", version="v1beta1", plural="pods", namespaced=True
 )
 

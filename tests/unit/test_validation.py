@@ -730,6 +730,46 @@ def test_a_component_that_does_not_admit_the_targets_kind_is_a_mismatch(componen
     assert_user_facing(verdict)
 
 
+def run_inferred(raw: dict[str, Any], *candidates: str) -> validation.Verdict:
+    """An answer for a workflow acting on ConfigMaps, with the ConfigMaps the caller inferred."""
+    where = target_scope()
+    found = tuple(where.resolve(kind="ConfigMap", name=name) for name in candidates)
+    return validation.validate(
+        raw=raw,
+        truncated=False,
+        catalog=make_catalog(component_spec(["v1/ConfigMap"])),
+        seen={OOM: {"1.0.0"}},
+        business=PRODUCTION_LOW,
+        recovery=None,
+        scope=where,
+        inferred=scope.Inference(kinds=("ConfigMap",), candidates=found),
+    )
+
+
+def test_an_inferred_target_is_the_target_with_a_warning() -> None:
+    verdict = run_inferred(
+        answer(affected_resource={"kind": "Unknown", "name": "unknown"}), "payment-settings"
+    )
+    assert verdict.valid, verdict.errors
+    assert verdict.target == target_scope().resolve(kind="ConfigMap", name="payment-settings")
+    assert [w for w in verdict.warnings if w.startswith("[inferred_target]")] == [
+        "[inferred_target] affected_resource named no object; the workflow acts on ConfigMap and "
+        "ConfigMap production/payment-settings is the only one the incident concerns: it is the target."
+    ]
+
+
+@pytest.mark.parametrize("found", [(), ("settings-a", "settings-b")])
+def test_without_exactly_one_candidate_the_mismatch_stays_and_names_what_the_incident_concerns(
+    found: tuple[str, ...],
+) -> None:
+    verdict = run_inferred(answer(), *found)
+    assert verdict.rules_failed == ["component_mismatch"]
+    assert verdict.target == target_scope().incident
+    assert "affected_resource names no object" in verdict.errors[0]
+    assert ("2 ConfigMap objects" if found else "no ConfigMap") in verdict.errors[0]
+    assert_user_facing(verdict)
+
+
 def helm_spec() -> resources.RemediationWorkflowSpec:
     data = spec().model_dump(by_alias=True, exclude_none=True)
     data["detectedLabels"] = {"helmManaged": True}

@@ -1,4 +1,5 @@
-"""``python -m aianalysis_dev.devcluster [--crds DIR]``: a throwaway control plane until Ctrl-C."""
+"""``python -m aianalysis_dev.devcluster [--crds DIR] [--node]``: a throwaway control plane (with
+``--node``: and a real node, as root) until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m aianalysis_dev.devcluster", description=__doc__)
     parser.add_argument("--crds", type=Path, help="apply the CRD manifests in this directory")
     parser.add_argument("--bin-dir", type=Path, help="where etcd, kube-apiserver and kubectl are")
+    parser.add_argument("--node", action="store_true", help="add a real node (kubelet, containerd; root)")
     args = parser.parse_args(argv)
-    with devcluster.DevCluster(bin_dir=args.bin_dir) as cluster:
+    kind = devcluster.NodeCluster if args.node else devcluster.DevCluster
+    with kind(bin_dir=args.bin_dir) as cluster:
         if args.crds:
             devcluster.apply_crds(cluster, args.crds)
         print(f"export KUBECONFIG={cluster.kubeconfig}", flush=True)

@@ -24,11 +24,10 @@ from typing import IO, Any, NoReturn
 import httpx
 import kubernetes
 
-from aianalysis_dev.devcluster import _base, _binaries, _config, _processes
+from aianalysis_dev.devcluster import _base, _binaries, _config, _pki, _processes
 
 ADMIN = "admin"
 _SHM = Path("/dev/shm")  # noqa: S108 — tmpfs makes etcd fast; mkdtemp creates a private 0700 dir in it
-_DIR_PREFIX = "aianalysis-devcluster-"
 _START_ATTEMPTS = 3  # a random port can be taken by someone else between picking and binding it
 
 
@@ -38,6 +37,9 @@ class _PortTaken(_base.DevClusterError):
 
 class DevCluster:
     """``with DevCluster() as cluster:`` — a fresh, empty API server for the block's duration."""
+
+    dir_prefix = "aianalysis-devcluster-"
+    """The data directory's name starts with this; a start sweeps the ones whose owner died."""
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class DevCluster:
         self._dir: Path | None = None
         self._lock: IO[str] | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._host = "127.0.0.1"
         self._port = 0
         self._etcd_port = 0
         self._users = {ADMIN: _config.User(ADMIN, secrets.token_hex(16), ("system:masters",))}
@@ -108,7 +111,8 @@ class DevCluster:
         connections reset, then refused, watches ended. Returns once it is ready again."""
         name = "kube-apiserver"
         _processes.terminate(self._procs[name], grace_s=self.stop_grace_s)
-        self._procs[name] = _processes.spawn(self._apiserver_argv(self._etcd_port), log=self._log(name))
+        argv = self._apiserver_argv(self._etcd_port)
+        self._procs[name] = _processes.spawn(argv, log=self._log(name), env=self._child_env())
         self._wait_ready()
 
     # --- users and clients -----------------------------------------------------------------------
@@ -137,7 +141,7 @@ class DevCluster:
     def server(self) -> str:
         if not self._port:
             raise _base.DevClusterError("DevCluster is not running")
-        return f"https://127.0.0.1:{self._port}"
+        return f"https://{self._host}:{self._port}"
 
     @property
     def token(self) -> str:
@@ -181,11 +185,24 @@ class DevCluster:
 
     # --- start internals -------------------------------------------------------------------------
 
+    def _parent_dir(self) -> Path:
+        return _SHM if _SHM.is_dir() else Path(tempfile.gettempdir())
+
     def _launch(self) -> None:
-        parent = _SHM if _SHM.is_dir() else Path(tempfile.gettempdir())
-        _processes.sweep(parent, prefix=_DIR_PREFIX)
-        self._dir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX, dir=parent))
+        self._create_dir()
+        self._spawn_control_plane()
+        self._wait_ready()
+        if self.controller_manager:
+            self._wait_healthy("kube-controller-manager", self._spawn_controller_manager())
+
+    def _create_dir(self) -> None:
+        parent = self._parent_dir()
+        _processes.sweep(parent, prefix=self.dir_prefix)
+        self._dir = Path(tempfile.mkdtemp(prefix=self.dir_prefix, dir=parent))
         self._lock = _processes.claim(self._dir)
+
+    def _spawn_control_plane(self) -> None:
+        """etcd and kube-apiserver, started; ``_wait_ready`` waits for the API server."""
         etcd_port, peer_port, self._port = _config.free_ports(3)
         self._write_auth_files()
         self._etcd_port = etcd_port
@@ -193,26 +210,42 @@ class DevCluster:
             "kube-apiserver": self._apiserver_argv(etcd_port),
             "etcd": self._etcd_argv(etcd_port, peer_port),
         }
-        self._procs = {name: _processes.spawn(argv, log=self._log(name)) for name, argv in argvs.items()}
-        self._wait_ready()
-        if self.controller_manager:
-            self._start_controller_manager()
+        env = self._child_env()
+        self._procs = {
+            name: _processes.spawn(argv, log=self._log(name), env=env) for name, argv in argvs.items()
+        }
 
-    def _start_controller_manager(self) -> None:
+    def _spawn_controller_manager(self) -> str:
         """Started after the apiserver is ready (it would only retry before); ready once it serves
-        ``/healthz``, and its Job controller is running from then on."""
+        the returned ``/healthz``, and its Job controller is running from then on."""
         (port,) = _config.free_ports(1)
-        argv = [
-            str(self.binaries.kube_controller_manager), f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
-            "--controllers=job,garbagecollector", "--leader-elect=false", "--bind-address=127.0.0.1",
-            f"--secure-port={port}", f"--cert-dir={self.data_dir / 'kcm-cert'}",
-            "--concurrent-job-syncs=2", "--concurrent-gc-syncs=2",
-        ]  # fmt: skip
-        name = "kube-controller-manager"
-        self._procs = {name: _processes.spawn(argv, log=self._log(name)), **self._procs}
+        flags = self._controller_manager_flags(port)
+        self._start_first(
+            "kube-controller-manager", [str(self.binaries.kube_controller_manager), *_argv(flags)]
+        )
+        return f"https://127.0.0.1:{port}/healthz"
+
+    def _controller_manager_flags(self, port: int) -> dict[str, str]:
+        return {
+            "kubeconfig": str(self.kubeconfig), "authentication-kubeconfig": str(self.kubeconfig),
+            "authorization-kubeconfig": str(self.kubeconfig), "controllers": "job,garbagecollector",
+            "leader-elect": "false", "bind-address": "127.0.0.1", "secure-port": str(port),
+            "cert-dir": str(self.data_dir / "kcm-cert"),
+            "concurrent-job-syncs": "2", "concurrent-gc-syncs": "2",
+        }  # fmt: skip
+
+    def _start_first(self, name: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+        """Spawn ``name``; ``stop`` ends the processes started last first, the API server and etcd last."""
+        env = self._child_env() if env is None else env
+        self._procs = {name: _processes.spawn(argv, log=self._log(name), env=env), **self._procs}
+
+    def _child_env(self) -> dict[str, str] | None:
+        """The environment of the cluster's processes (None: ours)."""
+        return None
+
+    def _wait_healthy(self, name: str, url: str) -> None:
         deadline = time.monotonic() + self.start_timeout_s
-        while not self._serves(f"https://127.0.0.1:{port}/healthz"):
+        while not self._serves(url):
             if self._procs[name].poll() is not None:
                 self._fail(f"{name} exited early")
             if time.monotonic() > deadline:
@@ -231,9 +264,7 @@ class DevCluster:
     def _write_auth_files(self) -> None:
         (self.data_dir / "tokens.csv").write_text(_config.tokens_csv(list(self._users.values())))
         key = self.data_dir / "sa.key"
-        subprocess.run(
-            [_config.openssl(), "genrsa", "-out", str(key), "2048"], check=True, capture_output=True
-        )
+        subprocess.run([_pki.openssl(), "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         # A CA the API server trusts for client certificates (kubeadm's, kind's and minikube's
         # kubeconfigs authenticate that way): ``client_certificate`` signs with it.
         _config.make_client_ca(self.data_dir)
@@ -253,18 +284,21 @@ class DevCluster:
         ]  # fmt: skip
 
     def _apiserver_argv(self, etcd_port: int) -> list[str]:
+        return [str(self.binaries.kube_apiserver), *_argv(self._apiserver_flags(etcd_port))]
+
+    def _apiserver_flags(self, etcd_port: int) -> dict[str, str]:
         directory = self.data_dir
-        return [
-            str(self.binaries.kube_apiserver), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", f"--secure-port={self._port}",
-            f"--advertise-address={_config.advertise_address()}", f"--cert-dir={directory / 'cert'}",
-            "--service-cluster-ip-range=10.0.0.0/24", f"--service-account-issuer={self.server}/",
-            f"--service-account-key-file={directory / 'sa.key'}",
-            f"--service-account-signing-key-file={directory / 'sa.key'}",
-            f"--token-auth-file={directory / 'tokens.csv'}", "--authorization-mode=RBAC",
-            f"--client-ca-file={directory / 'client-ca.crt'}",
-            "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
-        ]  # fmt: skip
+        return {
+            "etcd-servers": f"http://127.0.0.1:{etcd_port}", "bind-address": self._host,
+            "secure-port": str(self._port), "advertise-address": _config.advertise_address(),
+            "cert-dir": str(directory / "cert"), "service-cluster-ip-range": "10.0.0.0/24",
+            "service-account-issuer": f"{self.server}/",
+            "service-account-key-file": str(directory / "sa.key"),
+            "service-account-signing-key-file": str(directory / "sa.key"),
+            "token-auth-file": str(directory / "tokens.csv"), "authorization-mode": "RBAC",
+            "client-ca-file": str(directory / "client-ca.crt"),
+            "disable-admission-plugins": "ServiceAccount", "allow-privileged": "true",
+        }  # fmt: skip
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -293,3 +327,7 @@ class DevCluster:
         logs = [_config.log_tail(self._log(name)) for name in self._procs]
         error = _PortTaken if any("address already in use" in log for log in logs) else _base.DevClusterError
         raise error("\n".join([f"DevCluster failed to start: {what}", *logs]))
+
+
+def _argv(flags: Mapping[str, str]) -> list[str]:
+    return [f"--{name}={value}" for name, value in flags.items()]

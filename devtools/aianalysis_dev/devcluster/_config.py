@@ -8,17 +8,14 @@ import csv
 import dataclasses
 import fcntl
 import io
-import re
-import shutil
 import socket
 import struct
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
-from aianalysis import errors as _errors
+from aianalysis_dev.devcluster import _pki
 
 CONTEXT = "aianalysis-dev"
 ADVERTISE_FALLBACK = "192.0.2.1"
@@ -39,12 +36,22 @@ class User:
 
 def kubeconfig_text(*, server: str, ca_file: Path, user: User) -> str:
     """One cluster, one user, one context: what kubectl, kopf and the ``kubernetes`` client all read."""
+    return _kubeconfig(server=server, ca_file=ca_file, name=user.name, credentials={"token": user.token})
+
+
+def certificate_kubeconfig_text(*, server: str, ca_file: Path, name: str, cert: Path, key: Path) -> str:
+    """The same for a user who authenticates with a client certificate (the node's daemons)."""
+    credentials = {"client-certificate": str(cert), "client-key": str(key)}
+    return _kubeconfig(server=server, ca_file=ca_file, name=name, credentials=credentials)
+
+
+def _kubeconfig(*, server: str, ca_file: Path, name: str, credentials: dict[str, str]) -> str:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": CONTEXT, "cluster": {"server": server, "certificate-authority": str(ca_file)}}],
-        "users": [{"name": user.name, "user": {"token": user.token}}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user.name}}],
+        "users": [{"name": name, "user": credentials}],
+        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": name}}],
         "current-context": CONTEXT,
     }
     return yaml.safe_dump(config, sort_keys=False)
@@ -101,36 +108,10 @@ def log_tail(path: Path, *, lines: int = 25) -> str:
 
 def make_client_ca(directory: Path) -> None:
     """``client-ca.key`` and ``client-ca.crt`` in ``directory``: a CA for client certificates."""
-    subprocess.run(
-        [openssl(), "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(directory / "client-ca.key"), "-out", str(directory / "client-ca.crt"), "-days", "2",
-         "-subj", f"/CN={directory.name}-client-ca"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    _pki.make_ca(directory, stem="client-ca", name=f"{directory.name}-client-ca")
 
 
 def sign_client_certificate(directory: Path, *, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
     """A certificate and key for ``user`` in ``groups`` (CN and O), signed by ``directory``'s client
     CA (:func:`make_client_ca`), written there."""
-    stem = directory / f"client-{re.sub(r'[^A-Za-z0-9_.-]', '_', user)}"
-    key, request, cert = stem.with_suffix(".key"), stem.with_suffix(".csr"), stem.with_suffix(".crt")
-    subject = f"/CN={user}" + "".join(f"/O={group}" for group in groups)
-    subprocess.run(
-        [openssl(), "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(request), "-subj", subject],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        [openssl(), "x509", "-req", "-in", str(request), "-CA", str(directory / "client-ca.crt"),
-         "-CAkey", str(directory / "client-ca.key"), "-CAcreateserial", "-days", "1", "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
-def openssl() -> str:
-    """The openssl command, which makes the dev cluster's keys and certificates."""
-    found = shutil.which("openssl")
-    if found is None:
-        raise _errors.ConfigError("openssl is needed to create the dev cluster's keys; install it")
-    return found
+    return _pki.issue(directory, ca="client-ca", name=user, groups=groups, stem=f"client-{user}")

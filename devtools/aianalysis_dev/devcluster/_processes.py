@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -38,8 +38,9 @@ _registry = _Registry()
 _LOCK_NAME = ".owner.lock"
 
 
-def spawn(argv: Sequence[str], *, log: Path) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a new session with stdout+stderr appended to ``log``."""
+def spawn(argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session with stdout+stderr appended to ``log`` (environment: ours,
+    or exactly ``env``)."""
     with log.open("ab") as out:
         return subprocess.Popen(
             [*_pdeathsig_prefix(), *argv],
@@ -47,6 +48,7 @@ def spawn(argv: Sequence[str], *, log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
 
 

@@ -11,24 +11,22 @@ import dataclasses
 import datetime
 from collections.abc import Awaitable
 
-from aianalysis import catalog as catalog_mod
-from aianalysis import errors, resources
-from aianalysis import settings as settings_mod
-from aianalysis.analysis import answer as answer_mod
-from aianalysis.analysis import llm, prompts, scope, status, tools, validation
-from aianalysis.assessment import history as assessment_history
-from aianalysis.kube import prometheus as kube_prometheus
+import aianalysis.assessment.history
+import aianalysis.catalog
+import aianalysis.settings
+from aianalysis import errors, prometheus, resources
+from aianalysis.analysis import answer, llm, prompts, scope, status, tools, validation
 
 
 async def analyze(
     spec: resources.AIAnalysisSpec,
     *,
-    catalog: catalog_mod.Catalog,
+    catalog: aianalysis.catalog.Catalog,
     provider: llm.Provider,
     reader: tools.ClusterReader | None,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     now: resources.Clock = resources.utcnow,
-    history: Awaitable[assessment_history.History | None] | None = None,
+    history: Awaitable[aianalysis.assessment.history.History | None] | None = None,
     namespace: str | None = None,
     metrics: tools.MetricsReader | None = None,
     started: Awaitable[object] | None = None,
@@ -55,6 +53,17 @@ async def analyze(
         history if history is not None else _none(),
     )
     facts = _Facts(reader, workload=where.workload)
+
+    async def facts_of(
+        affected: dict[str, object], returned: frozenset[scope.Key]
+    ) -> aianalysis.catalog.TargetFacts | str:
+        """For the catalog tools: the facts on the target the LLM names, if it may be the target."""
+        target = where.target(affected)
+        why = where.violation(target, returned=returned)
+        if why is not None:
+            return f"affected_resource {why}: the catalog stays filtered for the previous target"
+        return await facts.of(target)
+
     toolbox = tools.ToolBox(
         spec=spec,
         catalog=catalog,
@@ -63,9 +72,10 @@ async def analyze(
         facts=await facts.of(where.incident),
         metrics=metrics,
         limits=tool_limits(settings),
+        target_facts=facts_of if reader is not None else None,
     )
     past = prompts.history_section(
-        assessment_history.describe(history_read, now=now()) if history_read else []
+        aianalysis.assessment.history.describe(history_read, now=now()) if history_read else []
     )
     prompt = prompts.user_prompt(spec) + ("\n\n" + past if past else "")
     conversation = provider.open(system=prompts.SYSTEM_PROMPT, prompt=prompt, toolbox=toolbox, spec=spec)
@@ -78,23 +88,9 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
+    checker = _Checker(spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader)
     for number in range(1, settings.analysis.max_validation_attempts + 1):
-        target = where.target(_affected(submission.raw))
-        # Off the event loop: catalog patterns run here (bounded in time, but not free).
-        verdict = await asyncio.to_thread(
-            validation.validate,
-            raw=submission.raw,
-            truncated=submission.truncated,
-            catalog=catalog,
-            seen=toolbox.seen,
-            business=spec.business_context,
-            recovery=spec.recovery,
-            prose=submission.prose,
-            scope=where,
-            returned=toolbox.returned,
-            facts=await facts.known(target, where=where, returned=toolbox.returned),
-            malformed=submission.malformed,
-        )
+        verdict = await checker.verdict(submission)
         verdicts.append(verdict)
         attempts.append(_attempt(number, submission, verdict, now()))
         if verdict.valid or number == settings.analysis.max_validation_attempts:
@@ -121,7 +117,9 @@ async def _none() -> None:
     return None
 
 
-def with_history(decision: status.Decision, history: assessment_history.History | None) -> status.Decision:
+def with_history(
+    decision: status.Decision, history: aianalysis.assessment.history.History | None
+) -> status.Decision:
     """Policy from earlier executions on the target: a workflow that was ineffective there is not
     auto-selected again, and an incident back after fixes judged effective goes to a person."""
     if history is None or decision.review_reason is not None:
@@ -149,21 +147,21 @@ def with_history(decision: status.Decision, history: assessment_history.History 
 
 
 def normalized(
-    spec: resources.AIAnalysisSpec, *, settings: settings_mod.Settings
+    spec: resources.AIAnalysisSpec, *, settings: aianalysis.settings.Settings
 ) -> resources.AIAnalysisSpec:
     """The spec with its signal type normalized (``catalog.signals``: alert names → signal types)."""
     table = {
-        **catalog_mod.signals.DEFAULT_SIGNAL_TYPES,
-        **catalog_mod.signals.parse_pairs(settings.catalog.signal_types),
+        **aianalysis.catalog.signals.DEFAULT_SIGNAL_TYPES,
+        **aianalysis.catalog.signals.parse_pairs(settings.catalog.signal_types),
     }
     signal = spec.signal
-    wanted = catalog_mod.signals.normalize(signal.type, alert_name=signal.alert_name, table=table)
+    wanted = aianalysis.catalog.signals.normalize(signal.type, alert_name=signal.alert_name, table=table)
     if wanted == signal.type:
         return spec
     return spec.model_copy(update={"signal": signal.model_copy(update={"type": wanted})})
 
 
-def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
+def tool_limits(settings: aianalysis.settings.Settings) -> tools.Limits:
     """What the investigation tools may return and read, from settings."""
     return tools.Limits(
         budget_tokens=settings.investigation.tool_output_budget_tokens,
@@ -171,13 +169,14 @@ def tool_limits(settings: settings_mod.Settings) -> tools.Limits:
         namespaces=settings.investigation.namespaces,
         custom_groups=settings.investigation.custom_groups,
         max_series=settings.prometheus.max_series,
+        prometheus_label_proxy_param=settings.prometheus.label_proxy_param,
     )
 
 
-def metrics_reader(settings: settings_mod.Settings) -> tools.MetricsReader | None:
+def metrics_reader(settings: aianalysis.settings.Settings) -> tools.MetricsReader | None:
     """The process' Prometheus client (shared by the tools and the assessment), or None when no
     Prometheus is configured (the Prometheus tools are then not offered)."""
-    return kube_prometheus.from_settings(settings)
+    return prometheus.from_settings(settings)
 
 
 def investigation_failed(decision: status.Decision) -> status.Decision:
@@ -198,20 +197,75 @@ class _Facts:
     def __init__(self, reader: tools.ClusterReader | None, *, workload: scope.ObjectRef | None) -> None:
         self._reader = reader
         self._workload = workload
-        self._known: dict[scope.Key, catalog_mod.TargetFacts] = {}
+        self._known: dict[scope.Key, aianalysis.catalog.TargetFacts] = {}
 
-    async def of(self, target: scope.ObjectRef) -> catalog_mod.TargetFacts:
+    async def of(self, target: scope.ObjectRef) -> aianalysis.catalog.TargetFacts:
         if target.key not in self._known:
             self._known[target.key] = await tools.detect_facts(self._reader, target, workload=self._workload)
         return self._known[target.key]
 
     async def known(
         self, target: scope.ObjectRef, *, where: scope.Scope, returned: set[scope.Key]
-    ) -> dict[scope.Key, catalog_mod.TargetFacts]:
+    ) -> dict[scope.Key, aianalysis.catalog.TargetFacts]:
         """Facts for the validator; an out-of-scope target is not read at all (it is rejected)."""
         if where.violation(target, returned=returned) is not None:
             return {}
         return {target.key: await self.of(target)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Checker:
+    """Validates each answer of one conversation (§4) with what the analysis read."""
+
+    spec: resources.AIAnalysisSpec
+    catalog: aianalysis.catalog.Catalog
+    toolbox: tools.ToolBox
+    where: scope.Scope
+    facts: _Facts
+    reader: tools.ClusterReader | None
+
+    async def verdict(self, submission: llm.Submission) -> validation.Verdict:
+        """The verdict on ``submission``. An answer that names no target for a workflow that does not
+        act on the incident's resource gets the target inferred (``scope`` module rules) and is
+        validated again with it."""
+        affected = _affected(submission.raw)
+        verdict = await self._validate(submission, target=self.where.target(affected))
+        workflow = verdict.workflow
+        if (
+            workflow is None
+            or "component_mismatch" not in verdict.rules_failed
+            or scope.names_object(affected)
+        ):
+            return verdict
+        inferred = await tools.infer_target(
+            self.reader, self.where, components=workflow.spec.labels.component
+        )
+        return await self._validate(
+            submission, target=inferred.target or self.where.incident, inferred=inferred
+        )
+
+    async def _validate(
+        self, submission: llm.Submission, *, target: scope.ObjectRef, inferred: scope.Inference | None = None
+    ) -> validation.Verdict:
+        returned = self.toolbox.returned
+        read = {*returned, target.key} if inferred is not None else returned  # the inference read it
+        facts = await self.facts.known(target, where=self.where, returned=read)
+        # Off the event loop: catalog patterns run here (bounded in time, but not free).
+        return await asyncio.to_thread(
+            validation.validate,
+            raw=submission.raw,
+            truncated=submission.truncated,
+            catalog=self.catalog,
+            seen=self.toolbox.seen,
+            business=self.spec.business_context,
+            recovery=self.spec.recovery,
+            prose=submission.prose,
+            scope=self.where,
+            returned=returned,
+            facts=facts,
+            malformed=submission.malformed,
+            inferred=inferred,
+        )
 
 
 def _affected(raw: object) -> dict[str, object] | None:
@@ -221,7 +275,10 @@ def _affected(raw: object) -> dict[str, object] | None:
 
 
 async def analyze_without_cluster(
-    spec: resources.AIAnalysisSpec, *, catalog: catalog_mod.Catalog, settings: settings_mod.Settings
+    spec: resources.AIAnalysisSpec,
+    *,
+    catalog: aianalysis.catalog.Catalog,
+    settings: aianalysis.settings.Settings,
 ) -> resources.AIAnalysisStatus:
     """One analysis with its own provider and no cluster attached (``aianalysis analyze``): the
     status the operator would write for it."""
@@ -231,7 +288,9 @@ async def analyze_without_cluster(
     finally:
         await provider.aclose()
     now = resources.utcnow()
-    started = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(now))
+    started = resources.AIAnalysisStatus(
+        phase="Investigating", attempt=1, started_at=resources.timestamp(now)
+    )
     return status.completed(previous=started, decision=decision, now=now, generation=None)
 
 
@@ -248,7 +307,7 @@ def _attempt(
         workflow_id=workflow_id,
         valid=verdict.valid,
         errors=[e[:1024] for e in verdict.errors],
-        at=status.timestamp(at),
+        at=resources.timestamp(at),
     )
 
 
@@ -303,12 +362,12 @@ def decide(
     )
 
 
-def _last_parsed(verdicts: list[validation.Verdict]) -> answer_mod.SelectionAnswer | None:
+def _last_parsed(verdicts: list[validation.Verdict]) -> answer.SelectionAnswer | None:
     return next((v.answer for v in reversed(verdicts) if v.answer is not None), None)
 
 
 def _review_for_valid(
-    ans: answer_mod.SelectionAnswer, selected: resources.SelectedWorkflow, floor: float
+    ans: answer.SelectionAnswer, selected: resources.SelectedWorkflow, floor: float
 ) -> resources.HumanReviewReason | None:
     if ans.needs_human_review:
         return ans.human_review_reason or "inconclusive"
@@ -327,7 +386,7 @@ def _review_for_invalid(final: validation.Verdict) -> resources.HumanReviewReaso
 _VALUE_RULES = frozenset({"missing_parameter", "parameters", "repeated_failure"})
 
 
-def _candidate(ans: answer_mod.SelectionAnswer | None) -> resources.AlternativeWorkflow | None:
+def _candidate(ans: answer.SelectionAnswer | None) -> resources.AlternativeWorkflow | None:
     if ans is None or ans.selected_workflow is None:
         return None
     chosen = ans.selected_workflow
@@ -339,7 +398,7 @@ def _candidate(ans: answer_mod.SelectionAnswer | None) -> resources.AlternativeW
     )
 
 
-def _alternatives(ans: answer_mod.SelectionAnswer | None) -> list[resources.AlternativeWorkflow]:
+def _alternatives(ans: answer.SelectionAnswer | None) -> list[resources.AlternativeWorkflow]:
     """The LLM's alternatives; the validator already dropped those the catalog does not hold."""
     if ans is None:
         return []
@@ -355,7 +414,7 @@ def _alternatives(ans: answer_mod.SelectionAnswer | None) -> list[resources.Alte
 
 
 def _root_cause(
-    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec, *, target: scope.ObjectRef | None
+    ans: answer.SelectionAnswer | None, spec: resources.AIAnalysisSpec, *, target: scope.ObjectRef | None
 ) -> resources.RootCause | None:
     """``affectedResource`` is the validated target; a target that failed the scope check never
     reaches status (an instruction injected into an alert must not), the incident's resource does."""
@@ -380,7 +439,7 @@ def _root_cause(
 
 
 def _recovery(
-    ans: answer_mod.SelectionAnswer | None, spec: resources.AIAnalysisSpec
+    ans: answer.SelectionAnswer | None, spec: resources.AIAnalysisSpec
 ) -> resources.RecoveryStatus | None:
     if spec.recovery is None:
         return None

@@ -4,13 +4,24 @@ Pure: the analysis gathers the facts (``tools.gather_scope`` reads the incident'
 the Nodes its Pods run on and the PVCs they mount, once per analysis) and this module decides.
 
 - **One target per analysis**: the answer's ``affected_resource``, else the incident's resource.
+  An ``affected_resource`` whose kind or name is a placeholder (``Unknown``, ``unknown``, ``none``,
+  ``n/a``) names nothing: the answer left the target unknown.
+- **Inferred when left unknown**: when the answer names no target and the workflow's
+  ``labels.component`` does not admit the incident's kind, the target is the one object of a kind
+  the workflow acts on that the incident concerns (``tools.infer_target`` reads them: the objects
+  around the incident, ``related``; for an incident about a whole Namespace, that namespace's
+  objects of those kinds). Exactly one, read from the API server, still checked by the rules below;
+  none or several and the answer stays refused (``component_mismatch``): which one to change is
+  the answer's to say, not the operator's to guess.
   Its kind is canonicalised through the known-kinds table (``deployment`` → ``Deployment``), a
   missing namespace of a namespaced kind is the incident's, a namespace given for a
   cluster-scoped kind is ignored, and a missing apiVersion comes from the table.
 - **In scope**: the incident's resource; what the cluster shows it concerns (``related``, gathered
   by ``tools.gather_scope``: its owner chain both ways, its Pods' Nodes, what its Pods reference —
-  ConfigMaps, Secrets by name, PVCs, the ServiceAccount and its RoleBindings — and what selects or
-  scales them — Services, NetworkPolicies, PDBs, HPAs); an object in the incident's namespace the
+  ConfigMaps, Secrets by name, PVCs, the ServiceAccount and its RoleBindings, the Certificates that
+  issue those Secrets — what selects or scales them — Services, NetworkPolicies, PDBs, HPAs — and
+  what the incident's object and those Certificates reference: a ClusterIssuer the scope read
+  itself, whether or not the conversation did); an object in the incident's namespace the
   investigation tools returned in this conversation; a cluster-scoped object the tools returned
   that an object of the incident's namespace the tools returned references (a Certificate's
   ``issuerRef`` → its ClusterIssuer; any ``{kind, name}`` reference counts, see
@@ -94,6 +105,21 @@ _LIKELY = {
         ("deployment", "statefulset", "daemonset", "cronjob", "job", "node", "persistentvolumeclaim")
     )
 }
+
+
+PLACEHOLDERS = frozenset({"unknown", "none", "n/a", "na", "-", "?"})
+"""Kinds or names that name nothing (what a model writes when it leaves the target unknown)."""
+
+
+def names_object(affected: Mapping[str, object] | None) -> bool:
+    """Whether an answer's ``affected_resource`` names an object (kind and name, neither a placeholder)."""
+    if not affected:
+        return False
+    kind, name = affected.get("kind"), affected.get("name")
+    return all(
+        isinstance(value, str) and value.strip() and value.strip().casefold() not in PLACEHOLDERS
+        for value in (kind, name)
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -195,12 +221,9 @@ class Scope:
         )
 
     def target(self, affected: Mapping[str, object] | None) -> ObjectRef:
-        """The analysis's target: ``affected_resource`` (a dict as in the answer), else the incident's."""
-        if (
-            not affected
-            or not isinstance(affected.get("kind"), str)
-            or not isinstance(affected.get("name"), str)
-        ):
+        """The analysis's target: ``affected_resource`` (a dict as in the answer) when it names an
+        object, else the incident's."""
+        if affected is None or not names_object(affected):
             return self.incident
         namespace, api_version = affected.get("namespace"), affected.get("api_version")
         return self.resolve(
@@ -252,6 +275,27 @@ class Scope:
         return [self.incident.describe(), *(described for _, described in ranked)][:limit]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Inference:
+    """The target inferred for an answer that named none (module rules): ``target`` when exactly one
+    object of the workflow's kinds (``kinds``) is a candidate, else None with the ``candidates``."""
+
+    kinds: tuple[str, ...]
+    candidates: tuple[ObjectRef, ...] = ()
+
+    @property
+    def target(self) -> ObjectRef | None:
+        return self.candidates[0] if len(self.candidates) == 1 else None
+
+    def describe(self, limit: int = 4) -> str:
+        kinds = "/".join(self.kinds) or "-"
+        if not self.candidates:
+            return f"the incident concerns no {kinds}"
+        names = ", ".join(ref.describe() for ref in self.candidates[:limit])
+        more = f" and {len(self.candidates) - limit} more" if len(self.candidates) > limit else ""
+        return f"the incident concerns {len(self.candidates)} {kinds} objects ({names}{more})"
+
+
 def kind_table(entries: Mapping[str, tuple[str, bool]]) -> dict[str, KindInfo]:
     """``{"Deployment": ("apps/v1", True), ...}`` → the lookup table ``Scope`` uses."""
     return {
@@ -261,6 +305,16 @@ def kind_table(entries: Mapping[str, tuple[str, bool]]) -> dict[str, KindInfo]:
 
 
 __all__ = [
-    "Key", "KindInfo", "ObjectRef", "Scope", "foreign_namespace", "kind_table", "namespace_of",
-    "own_namespace", "reference_key",
-]  # fmt: skip
+    "PLACEHOLDERS",
+    "Inference",
+    "Key",
+    "KindInfo",
+    "ObjectRef",
+    "Scope",
+    "foreign_namespace",
+    "kind_table",
+    "names_object",
+    "namespace_of",
+    "own_namespace",
+    "reference_key",
+]

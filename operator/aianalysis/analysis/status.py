@@ -1,7 +1,7 @@
-"""Pure: analysis results → the AIAnalysis status model and the patch that writes it.
+"""Pure: analysis results → the AIAnalysis status model.
 
 The status is a contract (style.md rule 3): every write is an :class:`resources.AIAnalysisStatus`,
-dumped with explicit nulls so a JSON merge patch removes whatever a previous write left behind.
+written as its ``merge_patch()`` (explicit nulls remove whatever a previous write left behind).
 """
 
 from __future__ import annotations
@@ -12,38 +12,6 @@ from typing import Any
 
 from aianalysis import resources
 
-READY = "Ready"
-
-
-def timestamp(now: datetime.datetime) -> str:
-    """RFC 3339 in UTC with a ``Z``, second precision: the format Kubernetes itself writes."""
-    return now.astimezone(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-#: Status fields another writer owns (the Alertmanager intake): never part of the reconciler's patches.
-FOREIGN_FIELDS = frozenset({"intake"})
-
-
-def merge_patch(status: resources.AIAnalysisStatus | resources.WorkflowExecutionStatus) -> dict[str, Any]:
-    """The whole status as a merge patch: unset fields become null and are removed server-side
-    (except :data:`FOREIGN_FIELDS`, which stay as their writer left them)."""
-    return status.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=set(FOREIGN_FIELDS))
-
-
-def ready_condition(
-    status: resources.ConditionStatus,
-    reason: str,
-    message: str,
-    *,
-    now: datetime.datetime,
-    generation: int | None,
-    previous: list[resources.Condition] | None = None,
-) -> resources.Condition:
-    """The ``Ready`` condition; ``lastTransitionTime`` only moves when the status value changes."""
-    before = next((c for c in previous or [] if c.type == READY), None)
-    since = before.last_transition_time if before is not None and before.status == status else timestamp(now)
-    return resources.condition(READY, status, reason, message, since=since, generation=generation)
-
 
 def _ready(
     previous: resources.AIAnalysisStatus,
@@ -53,11 +21,10 @@ def _ready(
     *,
     now: datetime.datetime,
     generation: int | None,
-) -> resources.Condition:
-    """:func:`ready_condition` following ``previous``' conditions."""
-    return ready_condition(
-        status, reason, message, now=now, generation=generation, previous=previous.conditions
-    )
+) -> list[resources.Condition]:
+    """``previous``' conditions with ``Ready`` set (its transition time kept if its status stays)."""
+    ready = resources.condition(resources.READY, status, reason, message, now=now, generation=generation)
+    return resources.set_condition(previous.conditions, ready)
 
 
 def _ended(
@@ -76,8 +43,8 @@ def _ended(
         "message": message,
         "observed_generation": generation,
         "attempt": previous.attempt,
-        "started_at": previous.started_at or timestamp(now),
-        "completed_at": timestamp(now),
+        "started_at": previous.started_at or resources.timestamp(now),
+        "completed_at": resources.timestamp(now),
     }
 
 
@@ -99,7 +66,7 @@ def pending(
         attempt=previous.attempt,
         started_at=previous.started_at,
         llm=previous.llm,
-        conditions=[_ready(previous, "False", reason, message, now=now, generation=generation)],
+        conditions=_ready(previous, "False", reason, message, now=now, generation=generation),
     )
 
 
@@ -113,12 +80,10 @@ def investigating(
         message=f"investigation attempt {attempt} started",
         observed_generation=generation,
         attempt=attempt,
-        started_at=previous.started_at or timestamp(now),
-        conditions=[
-            _ready(
-                previous, "False", "Investigating", "the LLM is investigating", now=now, generation=generation
-            )
-        ],
+        started_at=previous.started_at or resources.timestamp(now),
+        conditions=_ready(
+            previous, "False", "Investigating", "the LLM is investigating", now=now, generation=generation
+        ),
     )
 
 
@@ -131,23 +96,22 @@ def recovery_given_up(
 ) -> resources.AIAnalysisStatus:
     """The analysis whose workflow kept failing: no further recovery, a person must decide. Phase
     and selection stay; ``Ready`` names the same reason as the status."""
-    ready = next((c for c in previous.conditions or [] if c.type == READY), None)
-    condition = ready_condition(
-        status=ready.status if ready is not None else "False",
-        reason="MaxRecoveryAttempts",
-        message=message,
+    ready = next((c for c in previous.conditions or [] if c.type == resources.READY), None)
+    conditions = _ready(
+        previous,
+        ready.status if ready is not None else "False",
+        "MaxRecoveryAttempts",
+        message,
         now=now,
         generation=previous.observed_generation,
-        previous=previous.conditions,
     )
-    others = [c for c in previous.conditions or [] if c.type != READY]
     return previous.model_copy(
         update={
             "needs_human_review": True,
             "human_review_reason": review_reason,
             "reason": "MaxRecoveryAttempts",
             "message": message,
-            "conditions": [condition, *others],
+            "conditions": conditions,
         }
     )
 
@@ -169,7 +133,7 @@ def failed(
         human_review_reason=review_reason,
         validation_attempts=previous.validation_attempts,
         llm=llm or previous.llm,
-        conditions=[_ready(previous, "False", reason, message, now=now, generation=generation)],
+        conditions=_ready(previous, "False", reason, message, now=now, generation=generation),
     )
 
 
@@ -202,7 +166,7 @@ def completed(
         recovery=decision.recovery,
         llm=decision.llm,
         investigation=decision.investigation,
-        conditions=[_ready(previous, "True", reason, message, now=now, generation=generation)],
+        conditions=_ready(previous, "True", reason, message, now=now, generation=generation),
     )
 
 

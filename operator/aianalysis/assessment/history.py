@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aianalysis import resources
-from aianalysis.assessment import timeline
 
 MAX_ENTRIES = 10
 
@@ -69,7 +68,7 @@ def of_target(
             status
         ):
             continue
-        ended = timeline.parse_time(status.get("completedAt"))
+        ended = resources.parse_timestamp(status.get("completedAt"))
         if status.get("phase") not in ("Completed", "Failed") or ended is None:
             continue
         if (now - ended).total_seconds() > window_seconds:

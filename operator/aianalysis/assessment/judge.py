@@ -10,21 +10,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from aianalysis import resources
 from aianalysis.assessment import podhealth
 
-Verdict = Literal["effective", "partial", "ineffective", "unknown", "not_executed"]
 AlertState = Literal["resolved", "firing", "unknown", "not_applicable"]
-Result = Literal["pass", "fail", "unknown", "skipped"]
 HEALTHY = 0.99
 WEIGHTS = {"podHealth": 0.5, "alert": 0.3, "metrics": 0.2}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Evidence:
-    check: str
-    result: Result
-    detail: str
-    score: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,11 +44,11 @@ class Observed:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Judgement:
-    verdict: Verdict
+    verdict: resources.AssessmentVerdict
     reason: str
     message: str
     score: float | None
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[resources.AssessmentEvidence, ...]
 
 
 def judge(seen: Observed) -> Judgement:
@@ -85,7 +76,7 @@ def judge(seen: Observed) -> Judgement:
     return Judgement(verdict=verdict, reason=reason, message=message, score=score, evidence=evidence)
 
 
-def _untrustworthy(seen: Observed) -> tuple[Verdict, str, str] | None:
+def _untrustworthy(seen: Observed) -> tuple[resources.AssessmentVerdict, str, str] | None:
     if seen.skew_seconds is not None and abs(seen.skew_seconds) > seen.max_skew_seconds:
         return (
             "unknown",
@@ -106,7 +97,7 @@ def _untrustworthy(seen: Observed) -> tuple[Verdict, str, str] | None:
     return None
 
 
-def _from_health(seen: Observed) -> tuple[Verdict, str, str]:
+def _from_health(seen: Observed) -> tuple[resources.AssessmentVerdict, str, str]:
     health = seen.health
     if health is None:
         if seen.alert == "resolved" or (seen.metrics is not None and (seen.metrics.score or 0) >= HEALTHY):
@@ -143,12 +134,12 @@ def _score(seen: Observed) -> float | None:
     return round(sum(WEIGHTS[k] * v for k, v in parts.items()) / total, 2)
 
 
-def _evidence(seen: Observed) -> tuple[Evidence, ...]:
-    out: list[Evidence] = []
+def _evidence(seen: Observed) -> tuple[resources.AssessmentEvidence, ...]:
+    out: list[resources.AssessmentEvidence] = []
     if seen.health is not None:
         h = seen.health
         out.append(
-            Evidence(
+            resources.AssessmentEvidence(
                 check="podHealth",
                 result="pass" if h.score >= HEALTHY else "fail",
                 score=h.score,
@@ -156,20 +147,32 @@ def _evidence(seen: Observed) -> tuple[Evidence, ...]:
             )
         )
     elif seen.target_found:
-        out.append(Evidence(check="podHealth", result="skipped", detail="the target's kind runs no Pods"))
-    alert_result: Result = {"resolved": "pass", "firing": "fail", "unknown": "unknown"}.get(
+        out.append(
+            resources.AssessmentEvidence(
+                check="podHealth", result="skipped", detail="the target's kind runs no Pods"
+            )
+        )
+    alert_result: resources.EvidenceResult = {"resolved": "pass", "firing": "fail", "unknown": "unknown"}.get(
         seen.alert, "skipped"
     )  # type: ignore[assignment]
-    out.append(Evidence(check="alert", result=alert_result, detail=seen.alert_detail or seen.alert))
+    out.append(
+        resources.AssessmentEvidence(
+            check="alert", result=alert_result, detail=seen.alert_detail or seen.alert
+        )
+    )
     if seen.metrics is not None:
         m = seen.metrics
-        result: Result = "unknown" if m.score is None else "pass" if m.score >= 0.5 else "fail"
-        out.append(Evidence(check="metrics", result=result, score=m.score, detail=m.detail))
+        result: resources.EvidenceResult = (
+            "unknown" if m.score is None else "pass" if m.score >= 0.5 else "fail"
+        )
+        out.append(
+            resources.AssessmentEvidence(check="metrics", result=result, score=m.score, detail=m.detail)
+        )
     out.append(_spec_evidence(seen))
     if seen.skew_seconds is not None:
         ok = abs(seen.skew_seconds) <= seen.max_skew_seconds
         out.append(
-            Evidence(
+            resources.AssessmentEvidence(
                 check="clock",
                 result="pass" if ok else "fail",
                 detail=f"operator clock {seen.skew_seconds:+.1f}s vs the API server",
@@ -178,14 +181,18 @@ def _evidence(seen: Observed) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-def _spec_evidence(seen: Observed) -> Evidence:
+def _spec_evidence(seen: Observed) -> resources.AssessmentEvidence:
     trail = f"before {seen.before or '-'}, after {seen.after or '-'}, now {seen.now or '-'}"
     if not seen.target_found:
-        return Evidence(check="targetSpec", result="unknown", detail="target deleted; " + trail)
+        return resources.AssessmentEvidence(
+            check="targetSpec", result="unknown", detail="target deleted; " + trail
+        )
     if seen.after and seen.now and seen.now != seen.after:
-        return Evidence(check="targetSpec", result="fail", detail="changed during the window; " + trail)
+        return resources.AssessmentEvidence(
+            check="targetSpec", result="fail", detail="changed during the window; " + trail
+        )
     if seen.before and seen.after and seen.before == seen.after:
-        return Evidence(
+        return resources.AssessmentEvidence(
             check="targetSpec", result="pass", detail="the execution left the spec as it was; " + trail
         )
-    return Evidence(check="targetSpec", result="pass", detail=trail)
+    return resources.AssessmentEvidence(check="targetSpec", result="pass", detail=trail)

@@ -14,7 +14,7 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aianalysis.assessment import timeline
+from aianalysis import resources
 
 CRASH_REASONS = frozenset(
     {"CrashLoopBackOff", "CreateContainerConfigError", "ImagePullBackOff", "ErrImagePull"}
@@ -54,14 +54,14 @@ class PodHealth:
         return "; ".join(parts)
 
 
-def assess(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> PodHealth:
+def of_pods(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> PodHealth:
     members = [p for p in pods if _member(p)]
     ready = restarts = pending = 0
     terminations: list[str] = []
     waiting: list[str] = []
     for pod in members:
         status = pod.get("status") or {}
-        created = timeline.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+        created = resources.parse_timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
         young = created is not None and created > since
         pending += status.get("phase") == "Pending"
         ready += _ready(status)
@@ -103,5 +103,5 @@ def _ready(status: Mapping[str, Any]) -> bool:
 
 
 def _after(stamp: object, since: datetime.datetime) -> bool:
-    parsed = timeline.parse_time(stamp)
+    parsed = resources.parse_timestamp(stamp)
     return parsed is not None and parsed > since

@@ -34,7 +34,7 @@ KNOWN: dict[str, str] = {
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
 
-def words(action_type: str | None) -> str:
+def spelled_out(action_type: str | None) -> str:
     """``IncreaseMemoryLimits`` → ``Increase Memory Limits``."""
     return " ".join(_CAMEL.findall(action_type or ""))
 
@@ -45,5 +45,5 @@ def meaning(action_type: str, workflows: Iterable[model.Workflow] = ()) -> str:
     if known is not None:
         return known
     titles = sorted(w.spec.title for w in workflows if w.spec.action_type == action_type)
-    spelled = words(action_type).capitalize()
+    spelled = spelled_out(action_type).capitalize()
     return f"{spelled} (e.g. {titles[0]})." if titles else f"{spelled}."

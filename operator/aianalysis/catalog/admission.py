@@ -53,7 +53,7 @@ MAX_PATTERNED_CHARS = 1024
 
 
 @dataclasses.dataclass(frozen=True)
-class Verdict:
+class Ruling:
     reason: Reason
     message: str
     spec: resources.RemediationWorkflowSpec | None = None
@@ -74,30 +74,30 @@ class Claim:
     spec: resources.RemediationWorkflowSpec
 
 
-def review(raw_spec: Mapping[str, Any]) -> Verdict:
+def review(raw_spec: Mapping[str, Any]) -> Ruling:
     """The verdict on one object's spec, on its own (conflicts are ``settle``'s)."""
     try:
         spec = resources.RemediationWorkflowSpec.model_validate(raw_spec)
     except pydantic.ValidationError as exc:
-        return Verdict("InvalidSpec", _clip(_describe(exc)))
+        return Ruling("InvalidSpec", _clip(_describe(exc)))
     raw_parameters = raw_spec.get("parameters") or []
     for raw, param in zip(raw_parameters, spec.parameters, strict=True):
         refusal = _parameter_refusal(raw, param)
         if refusal is not None:
             reason, message = refusal
-            return Verdict(reason, _clip(f"parameter {param.name}: {message}"), spec)
+            return Ruling(reason, _clip(f"parameter {param.name}: {message}"), spec)
     if spec.execution.container_image is None:
         engine = spec.execution.engine
-        return Verdict(
+        return Ruling(
             "NotExecutable",
             f"{spec.workflow_id} {spec.version}: engine {engine} without execution.containerImage (or a "
             "Kubernaut bundle): nothing can run it, so it is kept but not offered to analyses",
             spec,
         )
-    return Verdict("Accepted", f"{spec.workflow_id} {spec.version} is offered to analyses", spec)
+    return Ruling("Accepted", f"{spec.workflow_id} {spec.version} is offered to analyses", spec)
 
 
-def settle(claims: Sequence[Claim]) -> dict[str, Verdict]:
+def settle(claims: Sequence[Claim]) -> dict[str, Ruling]:
     """Verdicts for every object claiming one workflowId + version: the oldest definition holds,
     objects with the same content are accepted too, the others are refused."""
     if not claims:
@@ -107,11 +107,11 @@ def settle(claims: Sequence[Claim]) -> dict[str, Verdict]:
     for claim in claims:
         spec = claim.spec
         if spec == holder.spec:
-            verdicts[claim.name] = Verdict(
+            verdicts[claim.name] = Ruling(
                 "Accepted", f"{spec.workflow_id} {spec.version} is offered to analyses", spec
             )
         else:
-            verdicts[claim.name] = Verdict(
+            verdicts[claim.name] = Ruling(
                 "ConflictingDefinition",
                 f"{spec.workflow_id} {spec.version} is already defined by RemediationWorkflow {holder.name} "
                 "with different content; give this definition a new version",

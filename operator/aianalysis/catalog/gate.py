@@ -35,7 +35,7 @@ _Condition = tuple[str, str, str, int | None]
 class Reporter(Protocol):
     def observe(self, obj: Mapping[str, Any]) -> None: ...
     def forget(self, name: str) -> None: ...
-    def report(self, name: str, verdict: admission.Verdict) -> None: ...
+    def report(self, name: str, verdict: admission.Ruling) -> None: ...
 
 
 class AdmissionGate:
@@ -111,7 +111,7 @@ class ReadOnlyReporter:
     def forget(self, name: str) -> None:
         pass
 
-    def report(self, name: str, verdict: admission.Verdict) -> None:
+    def report(self, name: str, verdict: admission.Ruling) -> None:
         pass
 
 
@@ -172,7 +172,7 @@ class ClusterReporter:
         self._refused.pop(name, None)
         metrics.CATALOG_REFUSED.set(len(self._refused))
 
-    def report(self, name: str, verdict: admission.Verdict) -> None:
+    def report(self, name: str, verdict: admission.Ruling) -> None:
         with self._lock:
             seen = self._seen.get(name)
         if seen is None:
@@ -247,13 +247,9 @@ class ClusterReporter:
 
     def _patch(self, name: str, seen: _Seen, wanted: _Condition) -> bool:
         status, reason, message, generation = wanted
-        condition = resources.Condition(
-            type=CONDITION,
-            status=status,
-            reason=reason,
-            message=message,
-            last_transition_time=_stamp(self._now()),
-            observed_generation=generation,
+        accepted: resources.ConditionStatus = "True" if status == "True" else "False"  # a verdict's
+        condition = resources.condition(
+            CONDITION, accepted, reason, message, now=self._now(), generation=generation
         )
         fields = resources.RemediationWorkflowStatus(conditions=[condition]).wire()
         if not seen.uid:
@@ -297,7 +293,3 @@ def _accepted_condition(status: object) -> _Condition | None:
                 condition.get("observedGeneration"),
             )
     return None
-
-
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -76,7 +76,7 @@ class _Newest:
 
     __slots__ = ("key",)
 
-    def __init__(self, key: semver.Key) -> None:
+    def __init__(self, key: semver.SortKey) -> None:
         self.key = key
 
     def __lt__(self, other: _Newest) -> bool:
@@ -116,7 +116,7 @@ class _Entry:
                 spec.description,
                 guidance.when_to_use,
                 guidance.preconditions,
-                actions.words(spec.action_type),
+                actions.spelled_out(spec.action_type),
             )
             if part
         )
@@ -294,7 +294,7 @@ class Index:
         size = len(self)
         return [
             (term, math.log(1.0 + (size + 1) / (self._document_frequency.get(term, 0) + 1)))
-            for term in sorted(set(text.tokens(rest)))
+            for term in sorted(set(text.tokenize(rest)))
         ]
 
     def _signalled(self, candidates: int, wanted: frozenset[str]) -> int:

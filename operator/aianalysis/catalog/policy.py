@@ -16,7 +16,11 @@ Rules:
 - ``RISK_ORDER[riskLevel] <= RISK_ORDER[riskTolerance]`` (low < medium < high).
 - ``customLabels``: each label the workflow declares must be in the incident's
   ``businessContext.customLabels`` with exactly the same value; ``*`` admits any value but the
-  label must be there.
+  label must be there. The incident's ``risk_tolerance`` custom label is its risk tolerance unless
+  it states that label itself (``custom_labels``): Kubernaut's workflows match risk tolerance as a
+  custom label, and an incident has one risk tolerance — its namespace's, its spec's or the
+  conservative default (low) — so a workflow written for low-tolerance teams is offered to an
+  incident treated as low-tolerance, and one written for high-tolerance teams is not.
 - ``detectedLabels``: every requirement must hold for the facts detected on the target
   (``target.detected_labels_admit``); without facts (no cluster) a requirement is unmet.
 - ``lifecycle: Disabled`` is never eligible; ``Deprecated`` is, with a warning (``deprecation``).
@@ -100,7 +104,7 @@ def conditional_ineligibility(
     """The reasons that cannot be precomputed as label bitsets: lifecycle, customLabels and
     detectedLabels (the search index checks these per candidate)."""
     reasons = ["lifecycle is Disabled"] if spec.lifecycle == "Disabled" else []
-    carried = business.custom_labels or {}
+    carried = custom_labels(business)
     for key, wanted in sorted((spec.custom_labels or {}).items()):
         value = carried.get(key)
         if value is None:
@@ -108,6 +112,15 @@ def conditional_ineligibility(
         elif wanted not in (target.WILDCARD, value):
             reasons.append(f"customLabels.{key} {value!r} is not {wanted!r}")
     return reasons + target.unmet_detected_labels(spec.detected_labels, facts)
+
+
+RISK_TOLERANCE_LABEL = "risk_tolerance"
+
+
+def custom_labels(business: resources.BusinessContext) -> dict[str, str]:
+    """The incident's custom labels as workflows' ``customLabels`` are matched against: its own, and
+    ``risk_tolerance`` = its risk tolerance when it does not state that label (module rules)."""
+    return {RISK_TOLERANCE_LABEL: business.risk_tolerance, **(business.custom_labels or {})}
 
 
 def is_conditional(spec: resources.RemediationWorkflowSpec) -> bool:
@@ -153,7 +166,9 @@ def narrow(
       nothing matched.
     - A value where the incident has none changes nothing either: only workflows that do not
       restrict that label are eligible, and they admit any value.
-    - Risk tolerance becomes the lower of the two.
+    - Risk tolerance becomes the lower of the two. The custom labels stay the incident's
+      (``custom_labels`` is taken before narrowing): a lower tolerance asked for by the search
+      filters by ``riskLevel``, it does not make the incident a low-tolerance one.
     """
     asked = {"environment": environment, "priority": priority, "businessCategory": business_category}
     fixed = {
@@ -175,7 +190,10 @@ def narrow(
         if risk_tolerance not in resources.RISK_ORDER:
             raise ValueError(f"unknown risk tolerance {risk_tolerance!r}")
         tolerance = min(tolerance, risk_tolerance, key=resources.RISK_ORDER.__getitem__)
-    return Narrowing(business=business.model_copy(update={"risk_tolerance": tolerance}), conflicts=conflicts)
+    narrowed = business.model_copy(
+        update={"risk_tolerance": tolerance, "custom_labels": custom_labels(business)}
+    )
+    return Narrowing(business=narrowed, conflicts=conflicts)
 
 
 def _label_reason(label: str, allowed: Sequence[str] | None, value: str | None) -> str:

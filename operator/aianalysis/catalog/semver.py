@@ -16,14 +16,14 @@ _SEMVER = re.compile(resources.SEMVER_PATTERN)
 #: One prerelease identifier: numeric ones (0, n, "") sort before alphanumeric ones (1, 0, text).
 Identifier = tuple[int, int, str]
 #: (major, minor, patch, is_release, prerelease identifiers, build metadata).
-Key = tuple[int, int, int, int, tuple[Identifier, ...], str]
+SortKey = tuple[int, int, int, int, tuple[Identifier, ...], str]
 
 
 def is_valid(version: str) -> bool:
     return _SEMVER.match(version) is not None
 
 
-def key(version: str) -> Key:
+def key(version: str) -> SortKey:
     """Sort key giving semver precedence; raises ValueError for a non-semver string.
 
     Build metadata has no precedence in semver; it is the last element only so that two

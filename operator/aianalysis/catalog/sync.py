@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from aianalysis import catalog as catalog_mod
+import aianalysis.catalog
 from aianalysis import errors, kube, resources
-from aianalysis.catalog import gate as catalog_admission
+from aianalysis.catalog import gate
 from aianalysis.kube import watching
 
 log = logging.getLogger(__name__)
@@ -36,18 +36,18 @@ class CatalogSync:
         self,
         *,
         api: kube.ApiClient,
-        catalog: catalog_mod.Catalog,
+        catalog: aianalysis.catalog.Catalog,
         on_change: Callable[[], None] = lambda: None,
         on_heard: Callable[[float], None] = lambda _: None,
         page_size: int = 500,
         watch_timeout_seconds: int = 300,
         retry_delay_seconds: float = 5.0,
-        reporter: catalog_admission.Reporter | None = None,
+        reporter: gate.Reporter | None = None,
     ) -> None:
         self._api = api
         self._catalog = catalog
-        self._reporter = reporter or catalog_admission.ClusterReporter(api)
-        self._gate = catalog_admission.AdmissionGate(catalog=catalog, reporter=self._reporter)
+        self._reporter = reporter or gate.ClusterReporter(api)
+        self._gate = gate.AdmissionGate(catalog=catalog, reporter=self._reporter)
         self._on_change = on_change
         self._on_heard = on_heard
         self._page_size = page_size
@@ -63,7 +63,7 @@ class CatalogSync:
     def load(self) -> int:
         """LIST every RemediationWorkflow and make the catalog hold exactly those (blocking).
         Returns how many objects were listed."""
-        writer = self._reporter if isinstance(self._reporter, catalog_admission.ClusterReporter) else None
+        writer = self._reporter if isinstance(self._reporter, gate.ClusterReporter) else None
         if writer is not None:
             writer.hold()  # the verdicts are written once the catalog serves
         # The first load builds thousands of long-lived records at once: the cyclic GC would walk the
@@ -98,7 +98,7 @@ class CatalogSync:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the verdicts of what was loaded so far are written to the cluster (the
         writes follow the load in a thread of their own); False on timeout."""
-        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+        if isinstance(self._reporter, gate.ClusterReporter):
             return self._reporter.flush(timeout)
         return True
 
@@ -125,7 +125,7 @@ class CatalogSync:
     def stop(self) -> None:
         """Ask the thread to end; it does at its next event or when the current watch times out."""
         self._stopping.set()
-        if isinstance(self._reporter, catalog_admission.ClusterReporter):
+        if isinstance(self._reporter, gate.ClusterReporter):
             self._reporter.close()
 
     def apply(self, event_type: str, obj: dict[str, Any]) -> None:
@@ -142,7 +142,7 @@ class CatalogSync:
         while not self._stopping.is_set():
             try:
                 self._watch()
-            except errors.AIAnalysisError as exc:  # kube.errors mapped it
+            except errors.AIAnalysisError as exc:  # kube.calls mapped it
                 if getattr(exc, "status", None) == watching.GONE:
                     self._relist()
                     continue
@@ -190,7 +190,7 @@ class CatalogSync:
 _END = object()
 
 
-def _ahead(pages: Iterator[watching.Page]) -> Iterator[watching.Page]:
+def _ahead(pages: Iterator[watching.Listing]) -> Iterator[watching.Listing]:
     """``pages``, the next one requested from the API server while this one is admitted (a LIST
     page is the API server's work, admitting it ours: on two cores they overlap). At most two
     pages wait; the fetching thread ends with the list, on a failure (raised here) or when the
@@ -226,7 +226,7 @@ def _ahead(pages: Iterator[watching.Page]) -> Iterator[watching.Page]:
                 return
             if isinstance(item, Exception):
                 raise item
-            assert isinstance(item, watching.Page)
+            assert isinstance(item, watching.Listing)
             yield item
     finally:
         done.set()

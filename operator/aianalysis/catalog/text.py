@@ -23,13 +23,13 @@ STOPWORDS = frozenset(
 )
 
 
-def tokens(text: str) -> list[str]:
+def tokenize(text: str) -> list[str]:
     """Normalized content tokens in order of appearance (duplicates kept)."""
     return [_stem(token) for token in _TOKEN.findall(text.casefold()) if _keep(token)]
 
 
 def token_set(text: str) -> frozenset[str]:
-    return frozenset(tokens(text))
+    return frozenset(tokenize(text))
 
 
 def words(text: str) -> list[str]:

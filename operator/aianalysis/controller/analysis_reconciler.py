@@ -28,18 +28,16 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, scope, status
-from aianalysis.assessment import history as assessment_history
-from aianalysis.controller import budget as budget_mod
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
-from aianalysis.kube import targets
+from aianalysis.assessment import history, targets
+from aianalysis.controller import llm_budget, process
+from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +47,13 @@ STALE_RETRIES = 3
 PENDING_AFTER_SECONDS = 1.0
 """A wait for a concurrency slot shows as ``Pending`` once it lasts this long: a shorter one is not
 worth a status write (nor the read after it) in an alert storm, where most waits are short."""
-Sleep = Callable[[float], Awaitable[None]]
 
 
-Ref = custom_objects.Ref
-
-
-async def deleted(runtime: runtime_mod.Runtime, ref: Ref) -> bool:
+async def deleted(runtime: process.Runtime, ref: objects.Ref) -> bool:
     """The AIAnalysis ``ref`` is gone (deleted, or replaced under its name). False while it exists
     — and when the API server cannot say: its task then finds out at its next read."""
     try:
-        body = await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
+        body = await objects.get_aianalysis(runtime.api, ref.namespace, ref.name)
     except errors.AIAnalysisError as exc:
         log.warning("%s/%s: could not tell whether it was deleted: %s", ref.namespace, ref.name, exc)
         return False
@@ -78,11 +72,11 @@ class _Finished:
 
 
 async def drive(
-    runtime: runtime_mod.Runtime,
-    ref: Ref,
+    runtime: process.Runtime,
+    ref: objects.Ref,
     *,
     given: list[dict[str, Any]] | None = None,
-    sleep: Sleep = asyncio.sleep,
+    sleep: kit.Sleep = asyncio.sleep,
 ) -> kit.Transition | None:
     """Bring the AIAnalysis ``ref`` to a terminal status (or leave it, saying why). Always ends.
     ``given``: the object as the watch delivered it (possibly behind), which the first try takes
@@ -146,7 +140,7 @@ class _Run:
     """The state of one :func:`drive` across its tries."""
 
     def __init__(
-        self, runtime: runtime_mod.Runtime, ref: Ref, given: list[dict[str, Any]] | None = None
+        self, runtime: process.Runtime, ref: objects.Ref, given: list[dict[str, Any]] | None = None
     ) -> None:
         self.runtime = runtime
         self.ref = ref
@@ -186,7 +180,7 @@ class _Run:
         spec = scoped
         if self._over_limit():
             return await self._limit_reached()
-        ticket = budget_mod.ticket(
+        ticket = llm_budget.ticket(
             body, severity=spec.signal.severity, previous_attempt=self.previous.attempt
         )
         del body  # a waiting analysis holds its spec and status, not the object (alert storms)
@@ -236,7 +230,7 @@ class _Run:
         return await self._finish(self.finished)
 
     @contextlib.asynccontextmanager
-    async def _conversation_slot(self, ticket: budget_mod.Ticket) -> AsyncIterator[None]:
+    async def _conversation_slot(self, ticket: llm_budget.Ticket) -> AsyncIterator[None]:
         """The one place that decides whether this analysis' conversation may start now: the LLM
         budget (``Pending``, ``BudgetExhausted``), then a free concurrency slot (``Pending``,
         ``ConcurrencyLimit``)."""
@@ -264,7 +258,7 @@ class _Run:
         finally:
             semaphore.release()
 
-    async def _await_budget(self, ticket: budget_mod.Ticket) -> None:
+    async def _await_budget(self, ticket: llm_budget.Ticket) -> None:
         """Wait while the LLM budget is spent (the gate orders waiters by severity, then age). An
         analysis that ends meanwhile (a resolved alert) is withdrawn by the intake; one deleted
         meanwhile is cancelled with its task."""
@@ -301,10 +295,10 @@ class _Run:
             review=None,
         )
 
-    async def _history(self, spec: resources.AIAnalysisSpec) -> assessment_history.History:
+    async def _history(self, spec: resources.AIAnalysisSpec) -> history.History:
         """Earlier executions on this incident's resource (its namespace is the analysis' own)."""
         settings = self.runtime.settings
-        return assessment_history.of_target(
+        return history.of_target(
             await targets.executions(self.runtime.api, namespace=self.ref.namespace),
             kind=spec.resource.kind,
             name=spec.resource.name,
@@ -318,7 +312,7 @@ class _Run:
         if self.given:
             body: dict[str, Any] | None = self.given.pop()
         else:
-            body = await custom_objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
+            body = await objects.get_aianalysis(self.runtime.api, self.ref.namespace, self.ref.name)
         if body is None or (body.get("metadata") or {}).get("uid") != self.ref.uid:
             raise _Gone
         self.version = body["metadata"].get("resourceVersion")
@@ -334,14 +328,14 @@ class _Run:
         """Write a status that is not terminal, bound to the version this run last read or wrote.
         Refused because the object moved on since (during a long wait, say): what this run holds is
         behind, so it reads again and decides again (:class:`_Stale`)."""
-        if await self._write(new, resource_version=self.version) is custom_objects.Written.CONFLICT:
+        if await self._write(new, resource_version=self.version) is objects.Written.CONFLICT:
             raise _Stale
 
     async def _write(
         self, new: resources.AIAnalysisStatus, *, resource_version: str | None = None
-    ) -> custom_objects.Written:
-        fields = status.merge_patch(new)
-        written, version = await custom_objects.write_status(
+    ) -> objects.Written:
+        fields = new.merge_patch()
+        written, version = await objects.write_status(
             self.runtime.api,
             namespace=self.ref.namespace,
             plural=resources.AIANALYSIS_PLURAL,
@@ -351,10 +345,10 @@ class _Run:
             current=self.raw_status,
             resource_version=resource_version,
         )
-        if written is custom_objects.Written.DROPPED:
+        if written is objects.Written.DROPPED:
             raise _Gone
-        if written is custom_objects.Written.OK:
-            self.raw_status = custom_objects.merged(self.raw_status, fields)
+        if written is objects.Written.OK:
+            self.raw_status = objects.merged(self.raw_status, fields)
             self.version = version
         elif resource_version is None:
             raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} changed meanwhile")
@@ -375,7 +369,7 @@ class _Run:
                 await self._read()
             if self.previous.phase in resources.TERMINAL_PHASES:
                 return self.previous == new
-            if await self._write(new, resource_version=self.version) is custom_objects.Written.OK:
+            if await self._write(new, resource_version=self.version) is objects.Written.OK:
                 self.previous = new
                 return True
         raise errors.ClusterError(f"AIAnalysis {self.ref.namespace}/{self.ref.name} keeps changing")
@@ -445,7 +439,7 @@ async def _within_deadline(work: Awaitable[status.Decision], *, seconds: float) 
         ) from None
 
 
-def _already_terminal(ref: Ref) -> kit.Transition:
+def _already_terminal(ref: objects.Ref) -> kit.Transition:
     metrics.STATUS_WRITES_DROPPED.labels(reason="already_terminal").inc()
     log.warning("%s/%s: another writer ended it first; this result is dropped", ref.namespace, ref.name)
     return kit.Transition(

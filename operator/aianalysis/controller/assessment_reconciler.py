@@ -18,22 +18,18 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
-from aianalysis.assessment import fingerprint, judge, podhealth, prometheus, timeline
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
-from aianalysis.kube import reader, targets
+from aianalysis.assessment import fingerprint, judge, podhealth, queries, targets, timeline
+from aianalysis.controller import process
+from aianalysis.kube import objects, readers
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_DELAY_SECONDS = 300.0
-Sleep = Callable[[float], Awaitable[None]]
-Clock = Callable[[], datetime.datetime]
 DONE = ("Assessed", "NotExecuted")
 LATE_SECONDS = 3600.0
 """A window that ended longer ago than this when first seen is not assessed (``NotObserved``)."""
@@ -51,15 +47,15 @@ class Wait:
 class _Case:
     """One WorkflowExecution as read at the start of this step, and the target it names."""
 
-    runtime: runtime_mod.Runtime
+    runtime: process.Runtime
     body: dict[str, Any]
     st: resources.WorkflowExecutionStatus
     target: resources.ResourceRef | None
 
     async def write(self, assessment: resources.Assessment) -> None:
         """``status.assessment`` only, conditional on the version read (a conflict: read again)."""
-        ref = custom_objects.Ref.of(self.body)
-        written, _ = await custom_objects.write_status(
+        ref = objects.Ref.of(self.body)
+        written, _ = await objects.write_status(
             self.runtime.api,
             namespace=ref.namespace,
             plural=WFE,
@@ -69,11 +65,11 @@ class _Case:
             current=self.body.get("status") or None,
             resource_version=self.body["metadata"].get("resourceVersion"),
         )
-        if written is custom_objects.Written.CONFLICT:
+        if written is objects.Written.CONFLICT:
             raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")
 
     async def read_target(self, target: resources.ResourceRef) -> dict[str, Any] | None:
-        return await targets.read(
+        return await targets.current(
             self.runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
         )
 
@@ -84,22 +80,26 @@ def needs_assessment(body: dict[str, Any]) -> bool:
         st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
     except pydantic.ValidationError:
         return False
+    return _unassessed(st)
+
+
+def _unassessed(st: resources.WorkflowExecutionStatus) -> bool:
     return st.phase == "Completed" and (st.assessment is None or st.assessment.phase not in DONE)
 
 
-async def drive(
-    runtime: runtime_mod.Runtime,
-    ref: custom_objects.Ref,
+async def assess_when_due(
+    runtime: process.Runtime,
+    ref: objects.Ref,
     *,
-    sleep: Sleep = asyncio.sleep,
-    now: Clock = resources.utcnow,
+    sleep: kit.Sleep = asyncio.sleep,
+    now: resources.Clock = resources.utcnow,
 ) -> kit.Transition | None:
     """Assess ``ref`` once its window ended; transient errors are retried, boundedly."""
     limit = runtime.settings.retries.reconcile_limit
     tried = 0
     while True:
         try:
-            step = await reconcile(runtime, ref, now=now)
+            moved = await advance(runtime, ref, now=now)
         except errors.AIAnalysisError as exc:
             if not exc.retryable or tried >= limit:
                 return kit.Transition(type="Warning", reason="AssessmentFailed", message=str(exc)[:1024])
@@ -110,20 +110,25 @@ async def drive(
                 min(MAX_RETRY_DELAY_SECONDS, runtime.settings.retries.delay_seconds * 2 ** (tried - 1))
             )
             continue
-        if isinstance(step, Wait):
-            await sleep(max(0.0, step.seconds))
+        if isinstance(moved, Wait):
+            await sleep(max(0.0, moved.seconds))
             continue
-        return step
+        return moved
 
 
-async def reconcile(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, now: Clock = resources.utcnow
+async def advance(
+    runtime: process.Runtime, ref: objects.Ref, *, now: resources.Clock = resources.utcnow
 ) -> kit.Transition | Wait | None:
     """One step of the timeline for ``ref`` (see the module docstring)."""
-    body = await custom_objects.get(runtime.api, ref.namespace, WFE, ref.name)
-    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_assessment(body):
+    body = await objects.get(runtime.api, ref.namespace, WFE, ref.name)
+    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
-    st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    try:  # the one parse of this step
+        st = resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    except pydantic.ValidationError:
+        return None
+    if not _unassessed(st):
+        return None
     spec = resources.WorkflowExecutionSpec.model_validate(body.get("spec") or {})
     current = st.assessment or resources.Assessment()
     if st.dry_run:
@@ -133,7 +138,7 @@ async def reconcile(
                 "verdict": "not_executed",
                 "reason": "DryRun",
                 "message": "dry run: no Job was created, nothing to assess",
-                "assessed_at": timeline.timestamp(now()),
+                "assessed_at": resources.timestamp(now()),
             }
         )
         await _Case(runtime, body, st, None).write(done)
@@ -142,7 +147,7 @@ async def reconcile(
     case = _Case(runtime, body, st, _target(body, spec))
     if current.phase is None:
         return await _start_window(case, current, spec, now=now())
-    due = timeline.parse_time(current.assess_after)
+    due = resources.parse_timestamp(current.assess_after)
     left = (due - now()).total_seconds() if due else 0.0
     if left > 0:
         return Wait(left)
@@ -162,12 +167,12 @@ async def _start_window(
         entry.spec.stabilization_window if entry else None,
         default_seconds=runtime.settings.assessment.window_seconds,
     )
-    ended = timeline.parse_time(st.completed_at) or now
+    ended = resources.parse_timestamp(st.completed_at) or now
     after = None
     if target is not None:
         try:
             found = await case.read_target(target)
-        except reader.Unavailable:
+        except readers.Unavailable:
             found = None
         after = fingerprint.fingerprint(found) if found is not None else None
     due = ended + datetime.timedelta(seconds=window)
@@ -179,7 +184,7 @@ async def _start_window(
         update={
             "phase": "Stabilizing",
             "window_seconds": window,
-            "assess_after": timeline.timestamp(due),
+            "assess_after": resources.timestamp(due),
             "after_spec_hash": after,
             "reason": "Stabilizing",
             "message": f"assessing {window}s after the execution ended",
@@ -190,7 +195,7 @@ async def _start_window(
 
 
 async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.datetime) -> kit.Transition:
-    seen = await observe(case, current, now=now)
+    seen = await _observe(case, current, now=now)
     verdict = judge.judge(seen) if seen is not None else _no_target()
     final = current.model_copy(
         update={
@@ -199,14 +204,9 @@ async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.d
             "score": verdict.score,
             "reason": verdict.reason,
             "message": verdict.message[:1024],
-            "assessed_at": timeline.timestamp(now),
+            "assessed_at": resources.timestamp(now),
             "current_spec_hash": seen.now if seen is not None else None,
-            "evidence": [
-                resources.AssessmentEvidence(
-                    check=e.check, result=e.result, detail=e.detail[:1024], score=e.score
-                )
-                for e in verdict.evidence
-            ],
+            "evidence": [e.model_copy(update={"detail": e.detail[:1024]}) for e in verdict.evidence],
         }
     )
     await case.write(final)
@@ -219,7 +219,7 @@ async def _assess(case: _Case, current: resources.Assessment, *, now: datetime.d
     )
 
 
-async def observe(
+async def _observe(
     case: _Case, current: resources.Assessment, *, now: datetime.datetime
 ) -> judge.Observed | None:
     """Everything the verdict is made of, read now (None: the execution names no target)."""
@@ -228,10 +228,10 @@ async def observe(
         return None
     settings = runtime.settings
     skew = (now - await targets.server_time(runtime.api)).total_seconds()
-    ended = timeline.parse_time(st.completed_at) or now
+    ended = resources.parse_timestamp(st.completed_at) or now
     try:
         found = await case.read_target(target)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         return judge.Observed(
             target_found=False,
             alert_detail=str(exc),
@@ -244,15 +244,15 @@ async def observe(
             runtime.api, kind=target.kind, name=target.name, namespace=target.namespace
         )
     client = runtime.metrics_reader  # the process' one Prometheus client (the tools' too)
-    source = prometheus.ReaderSource(client) if client is not None else None
+    source = queries.ReaderSource(client) if client is not None else None
     before = current.before
-    started = timeline.parse_time(before.at) if before else None
+    started = resources.parse_timestamp(before.at) if before else None
     alert, alert_detail = await _alert(
         runtime, body, source, started=started, ended=ended, now=now, target=target
     )
     return judge.Observed(
         target_found=found is not None,
-        health=podhealth.assess(pods, since=ended) if pods is not None else None,
+        health=podhealth.of_pods(pods, since=ended) if pods is not None else None,
         alert=alert,
         alert_detail=alert_detail,
         metrics=await _metrics(source, target, before=started, now=now),
@@ -265,9 +265,9 @@ async def observe(
 
 
 async def _alert(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     body: dict[str, Any],
-    source: prometheus.Source | None,
+    source: queries.Source | None,
     *,
     started: datetime.datetime | None,
     ended: datetime.datetime,
@@ -281,8 +281,8 @@ async def _alert(
     intake = ((analysis or {}).get("status") or {}).get("intake") or {}
     alert_name = (((analysis or {}).get("spec") or {}).get("signal") or {}).get("alertName")
     if intake:
-        resolved = timeline.parse_time(intake.get("resolvedAt"))
-        seen = timeline.parse_time(intake.get("lastSeenAt"))
+        resolved = resources.parse_timestamp(intake.get("resolvedAt"))
+        seen = resources.parse_timestamp(intake.get("lastSeenAt"))
         if resolved and resolved > ended and (seen is None or seen <= resolved):
             return "resolved", f"the intake received the resolved notification at {intake.get('resolvedAt')}"
         if seen and seen > ended:
@@ -291,13 +291,13 @@ async def _alert(
             return "unknown", "no resolved notification from the intake since the execution (no data)"
     if source is None or not alert_name:
         return "not_applicable", "no alert to check (not from the intake, no Prometheus configured)"
-    query = prometheus.alert_query(str(alert_name), target.namespace)
+    query = queries.alert_query(str(alert_name), target.namespace)
     try:
         firing = await source.value(query, at=now)
         if firing:
             return "firing", f"{alert_name} is firing (Prometheus ALERTS)"
         was = await source.value(query, at=started or ended - datetime.timedelta(seconds=60))
-    except prometheus.Unavailable as exc:
+    except queries.Unanswered as exc:
         return "unknown", f"Prometheus did not answer: {exc}"
     if was:
         return "resolved", f"{alert_name} fired before the execution and does not now (Prometheus ALERTS)"
@@ -305,7 +305,7 @@ async def _alert(
 
 
 async def _metrics(
-    source: prometheus.Source | None,
+    source: queries.Source | None,
     target: resources.ResourceRef,
     *,
     before: datetime.datetime | None,
@@ -313,12 +313,12 @@ async def _metrics(
 ) -> judge.Metrics | None:
     if source is None:
         return None
-    queries = prometheus.standard_queries(target.kind, target.name, target.namespace or "")
-    if not queries or before is None:
+    standard = queries.standard_queries(target.kind, target.name, target.namespace or "")
+    if not standard or before is None:
         return judge.Metrics(score=None, detail="no standard metrics for this target (or no baseline time)")
     better, compared, notes = 0, 0, []
     try:
-        for name, query in queries.items():
+        for name, query in standard.items():
             old, new = await source.value(query, at=before), await source.value(query, at=now)
             if old is None or new is None:
                 notes.append(f"{name}: no data")
@@ -326,19 +326,19 @@ async def _metrics(
             compared += 1
             better += new <= old
             notes.append(f"{name}: {old:g} → {new:g}")
-    except prometheus.Unavailable as exc:
+    except queries.Unanswered as exc:
         return judge.Metrics(score=None, detail=f"Prometheus did not answer: {exc}", unavailable=True)
     return judge.Metrics(score=round(better / compared, 2) if compared else None, detail="; ".join(notes))
 
 
-async def _incident_analysis(runtime: runtime_mod.Runtime, body: dict[str, Any]) -> dict[str, Any] | None:
+async def _incident_analysis(runtime: process.Runtime, body: dict[str, Any]) -> dict[str, Any] | None:
     """The analysis the intake counts alerts on: the original one of a recovery chain."""
     namespace = body["metadata"]["namespace"]
     name = (body.get("spec") or {}).get("analysisRef")
-    analysis = await custom_objects.get_aianalysis(runtime.api, namespace, name) if name else None
+    analysis = await objects.get_aianalysis(runtime.api, namespace, name) if name else None
     original = (((analysis or {}).get("spec") or {}).get("recovery") or {}).get("originalAnalysisRef")
     if original and original != name:
-        return await custom_objects.get_aianalysis(runtime.api, namespace, original)
+        return await objects.get_aianalysis(runtime.api, namespace, original)
     return analysis
 
 
@@ -360,7 +360,7 @@ def _too_late(current: resources.Assessment, *, window: int, now: datetime.datet
             "verdict": "unknown",
             "reason": "NotObserved",
             "window_seconds": window,
-            "assessed_at": timeline.timestamp(now),
+            "assessed_at": resources.timestamp(now),
             "message": "the execution ended long before its window could be observed; not assessed",
         }
     )

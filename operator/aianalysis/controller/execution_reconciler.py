@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pydantic
 
 from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import status
-from aianalysis.controller import recovery
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
+from aianalysis.controller import process, recovery
+from aianalysis.kube import objects
 
 log = logging.getLogger(__name__)
 
 RECOVERY_CONDITION = "RecoveryStarted"
-Sleep = Callable[[float], Awaitable[None]]
 
 
 def needs_recovery(body: dict[str, Any]) -> bool:
@@ -34,15 +31,20 @@ def needs_recovery(body: dict[str, Any]) -> bool:
     A status that cannot be read counts as needing a look: it is then reported once."""
     raw = body.get("status") or {}
     try:
-        st = resources.WorkflowExecutionStatus.parse_known(raw)
+        current = resources.WorkflowExecutionStatus.parse_known(raw)
     except pydantic.ValidationError:
         return isinstance(raw, dict) and raw.get("phase") == "Failed"
-    handled = any(c.type == RECOVERY_CONDITION for c in st.conditions or [])
-    return st.phase == "Failed" and not handled
+    return _unhandled(current)
 
 
-async def drive(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, *, sleep: Sleep = asyncio.sleep
+def _unhandled(current: resources.WorkflowExecutionStatus) -> bool:
+    return current.phase == "Failed" and not any(
+        c.type == RECOVERY_CONDITION for c in current.conditions or []
+    )
+
+
+async def start_recovery(
+    runtime: process.Runtime, ref: objects.Ref, *, sleep: kit.Sleep = asyncio.sleep
 ) -> kit.Transition | None:
     """Handle the failed execution ``ref`` once; transient errors are retried, boundedly."""
     backoff = kit.Backoff.of_reconciles(
@@ -56,7 +58,7 @@ async def drive(
             metrics.INTERNAL_RETRIES.labels(cause="cluster").inc()
             await sleep(backoff.delay(tried))
         try:
-            return await reconcile(runtime, ref)
+            return await _reconcile(runtime, ref)
         except errors.AIAnalysisError as exc:
             if not exc.retryable:
                 return kit.Transition(type="Warning", reason=exc.reason, message=str(exc))
@@ -70,36 +72,45 @@ async def drive(
     )
 
 
-async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> kit.Transition | None:
+async def _reconcile(runtime: process.Runtime, ref: objects.Ref) -> kit.Transition | None:
     """Failed WorkflowExecution → exactly one recovery AIAnalysis, or a clear reason why not."""
-    body = await custom_objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
-    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid or not needs_recovery(body):
+    body = await objects.get(runtime.api, ref.namespace, resources.WORKFLOWEXECUTION_PLURAL, ref.name)
+    if body is None or (body.get("metadata") or {}).get("uid") != ref.uid:
         return None
-    try:
-        resources.WorkflowExecutionStatus.parse_known(body.get("status") or {})
+    raw = body.get("status") or {}
+    try:  # the one parse of this pass: the decision and the write below take this model
+        current = resources.WorkflowExecutionStatus.parse_known(raw)
     except pydantic.ValidationError as exc:  # fail closed: reported once (per version), never in a loop
+        if not (isinstance(raw, dict) and raw.get("phase") == "Failed"):
+            return None
         metrics.UNREADABLE.labels(kind="WorkflowExecution").inc()
         return kit.Transition(
             type="Warning",
             reason="UnreadableStatus",
             message=f"no recovery started: the status cannot be read ({exc.errors()[0]['msg']})"[:1024],
         )
+    if not _unhandled(current):
+        return None
     ref_name = (body.get("spec") or {}).get("analysisRef")
     analysed = (
-        await custom_objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
+        await objects.get_aianalysis(runtime.api, ref.namespace, ref_name)
         if isinstance(ref_name, str)
         else None
     )
-    decided = recovery.decide(
-        execution=body, analysis=analysed, max_attempts=runtime.settings.analysis.max_recovery_attempts
+    decided = recovery.next_step(
+        execution=body,
+        status=current,
+        analysis=analysed,
+        max_attempts=runtime.settings.analysis.max_recovery_attempts,
     )
     now = resources.utcnow()
     if isinstance(decided, recovery.Create):
         plural = resources.AIANALYSIS_PLURAL
-        created = await custom_objects.create(runtime.api, decided.body, plural=plural) is not None
+        created = await objects.create(runtime.api, decided.body, plural=plural) is not None
         await _write_execution(
             runtime,
             body,
+            current,
             now=now,
             condition_status="True",
             reason="RecoveryCreated",
@@ -117,6 +128,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
         await _write_execution(
             runtime,
             body,
+            current,
             now=now,
             condition_status="False",
             reason="MaxRecoveryAttempts",
@@ -130,6 +142,7 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
     await _write_execution(
         runtime,
         body,
+        current,
         now=now,
         condition_status="False",
         reason=decided.reason,
@@ -143,33 +156,29 @@ async def reconcile(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> ki
 
 
 async def _mark_analysis_given_up(
-    runtime: runtime_mod.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
+    runtime: process.Runtime, analysed: dict[str, Any], decided: recovery.GiveUp, *, now: Any
 ) -> None:
-    """Through the status model, so ``reason`` and the ``Ready`` condition agree."""
-    try:
-        previous = resources.AIAnalysisStatus.parse_known(analysed.get("status") or {})
-    except pydantic.ValidationError:
-        metrics.UNREADABLE.labels(kind="AIAnalysis").inc()
-        log.warning("AIAnalysis %s: status unreadable, not marked as given up", analysed["metadata"]["name"])
-        return
+    """Through the status model (as :func:`recovery.next_step` parsed it), so ``reason`` and the
+    ``Ready`` condition agree."""
     new = status.recovery_given_up(
-        previous=previous, review_reason=decided.reason, message=decided.message, now=now
+        previous=decided.analysis_status, review_reason=decided.reason, message=decided.message, now=now
     )
-    target = custom_objects.Ref.of(analysed)
-    await custom_objects.write_status(
+    target = objects.Ref.of(analysed)
+    await objects.write_status(
         runtime.api,
         namespace=target.namespace,
         plural=resources.AIANALYSIS_PLURAL,
         name=target.name,
         uid=target.uid,
-        fields=status.merge_patch(new),
+        fields=new.merge_patch(),
         current=analysed.get("status") or None,
     )
 
 
 async def _write_execution(
-    runtime: runtime_mod.Runtime,
+    runtime: process.Runtime,
     body: dict[str, Any],
+    current: resources.WorkflowExecutionStatus,
     *,
     now: Any,
     condition_status: resources.ConditionStatus,
@@ -177,23 +186,21 @@ async def _write_execution(
     message: str,
     extra: dict[str, Any],
 ) -> None:
-    """Our condition merged into the conditions ``body`` holds, written only if ``body`` is still the
-    latest version (else :class:`errors.ClusterError`: the next try re-reads and merges again)."""
-    previous = [
-        c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") != RECOVERY_CONDITION
-    ]
-    condition = resources.Condition(
-        type=RECOVERY_CONDITION,
-        status=condition_status,
-        reason=reason,
-        message=message[:1024],
-        last_transition_time=status.timestamp(now),
-        observed_generation=body["metadata"].get("generation"),
+    """Our condition merged into the conditions ``body`` holds (``current``, its status as parsed),
+    written only if ``body`` is still the latest version (else :class:`errors.ClusterError`: the next
+    try re-reads and merges again)."""
+    condition = resources.condition(
+        RECOVERY_CONDITION,
+        condition_status,
+        reason,
+        message,
+        now=now,
+        generation=body["metadata"].get("generation"),
     )
-    patch = {**extra, "conditions": [*previous, condition.wire()]}
-    resources.WorkflowExecutionStatus.parse_known({**(body.get("status") or {}), **patch})
-    ref = custom_objects.Ref.of(body)
+    conditions = resources.set_condition(current.conditions, condition)
+    patch = {**extra, "conditions": [c.wire() for c in conditions]}
+    ref = objects.Ref.of(body)
     plural = resources.WORKFLOWEXECUTION_PLURAL
-    written = await custom_objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
-    if written is custom_objects.Written.CONFLICT:
+    written = await objects.write_status_at(runtime.api, body, plural=plural, fields=patch)
+    if written is objects.Written.CONFLICT:
         raise errors.ClusterError(f"WorkflowExecution {ref.namespace}/{ref.name} changed meanwhile")

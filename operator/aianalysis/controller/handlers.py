@@ -26,12 +26,10 @@ from typing import Any
 
 import kopf
 
+import aianalysis.settings
 from aianalysis import intake, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
-from aianalysis.controller import analysis_reconciler as aianalysis_reconciler
-from aianalysis.controller import assessment_reconciler, execution_reconciler
-from aianalysis.controller import runtime as runtime_mod
-from aianalysis.kube import objects as custom_objects
+from aianalysis.controller import analysis_reconciler, assessment_reconciler, execution_reconciler, process
+from aianalysis.kube import objects
 
 G, V = resources.GROUP, resources.VERSION
 AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
@@ -72,18 +70,18 @@ def login(**_: Any) -> kopf.ConnectionInfo:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Idempotent: kopf retries a failed startup, and a retry neither re-binds ports nor opens a
     second set of clients."""
-    config = settings_mod.from_env()
+    config = aianalysis.settings.from_env()
     settings.persistence.diffbase_storage = _NoDiffBase()
     settings.posting.level = logging.WARNING
-    settings.watching.server_timeout = 300
-    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
+    kube.configure_kopf(settings, settings=config)  # kopf's calls bounded as ours are
+    runtime: process.Runtime | None = getattr(memo, "runtime", None)
     if runtime is None:
         # Every API call is a blocking one on a thread of the loop's default executor; its default
         # size (cores + 4) would queue an alert storm's reads and writes behind each other.
         asyncio.get_running_loop().set_default_executor(
             futures.ThreadPoolExecutor(kube.CONNECTION_POOL_SIZE, thread_name_prefix="aianalysis-io")
         )
-        runtime = memo.runtime = runtime_mod.Runtime.create(config, kube.api_client())
+        runtime = memo.runtime = process.Runtime.create(config, kube.api_client(settings=config))
         metrics.serve(config.observability.metrics_port)
         await runtime.serve_health(config.observability.health_port)
     # With several replicas, only the Lease holder goes on; the others wait here (not ready).
@@ -115,7 +113,7 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     receiver: intake.Intake | None = getattr(memo, "intake", None)
     if receiver is not None:
         await receiver.stop()
-    runtime: runtime_mod.Runtime | None = getattr(memo, "runtime", None)
+    runtime: process.Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()
 
@@ -127,7 +125,7 @@ LEFT_GRACE_SECONDS = 2.0
 
 
 def _analyze(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, version: str | None, body: dict[str, Any] | None
+    runtime: process.Runtime, ref: objects.Ref, version: str | None, body: dict[str, Any] | None
 ) -> None:
     """An AIAnalysis that is not terminal: one task analyses it (on creation, and for the
     unfinished ones after a restart). A new object's ``body`` spares its first read; the task's
@@ -135,22 +133,22 @@ def _analyze(
     about = _about(ref)
     given = [body] if body is not None else []
 
-    def drive(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> Awaitable[kit.Transition | None]:
-        return aianalysis_reconciler.drive(runtime, ref, given=given)
+    def drive(runtime: process.Runtime, ref: objects.Ref) -> Awaitable[kit.Transition | None]:
+        return analysis_reconciler.drive(runtime, ref, given=given)
 
     runtime.workers.ensure(ref.uid, version=version, start=lambda: _drive(runtime, ref, about, drive))
 
 
-def _left(runtime: runtime_mod.Runtime, ref: custom_objects.Ref) -> None:
+def _left(runtime: process.Runtime, ref: objects.Ref) -> None:
     """It went terminal (its task, if any, ends by itself) or was deleted (its task is cancelled)."""
     runtime.workers.release(
         ref.uid,
-        deleted=lambda: aianalysis_reconciler.deleted(runtime, ref),
+        deleted=lambda: analysis_reconciler.deleted(runtime, ref),
         grace_seconds=LEFT_GRACE_SECONDS,
     )
 
 
-def _about(ref: custom_objects.Ref) -> dict[str, Any]:
+def _about(ref: objects.Ref) -> dict[str, Any]:
     """What an Event names of an AIAnalysis (not its body: a waiting analysis holds only this)."""
     meta = {"namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
     return {"apiVersion": resources.API_VERSION, "kind": "AIAnalysis", "metadata": meta}
@@ -160,18 +158,18 @@ def _about(ref: custom_objects.Ref) -> dict[str, Any]:
 async def recover(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A failed WorkflowExecution starts a recovery analysis. No finalizer, no timer: the task retries
     transient errors itself, boundedly."""
-    _follow(memo, type, body, execution_reconciler.needs_recovery, execution_reconciler.drive)
+    _follow(memo, type, body, execution_reconciler.needs_recovery, execution_reconciler.start_recovery)
 
 
 @kopf.on.event(G, V, WFE, id="assess")
 async def assess(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
     """A completed WorkflowExecution is assessed after its stabilization window: one task per
     execution that sleeps until ``status.assessment.assessAfter`` (a restart resumes it from there)."""
-    wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.drive
+    wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.assess_when_due
     _follow(memo, type, body, wanted, drive, task="assessment")
 
 
-Drive = Callable[[runtime_mod.Runtime, custom_objects.Ref], Awaitable[kit.Transition | None]]
+Drive = Callable[[process.Runtime, objects.Ref], Awaitable[kit.Transition | None]]
 
 
 def _follow(
@@ -187,7 +185,7 @@ def _follow(
     several) is cancelled; an object that is ``wanted`` gets one task that runs ``drive`` and
     announces the transition it ends in as an Event."""
     runtime, body = _runtime(memo), dict(event_body)
-    ref = custom_objects.Ref.of(body)
+    ref = objects.Ref.of(body)
     key = f"{ref.uid}/{task}" if task else ref.uid
     if type == "DELETED":
         runtime.workers.forget(key)
@@ -195,9 +193,7 @@ def _follow(
         runtime.workers.ensure(key, version=_version(body), start=lambda: _drive(runtime, ref, body, drive))
 
 
-async def _drive(
-    runtime: runtime_mod.Runtime, ref: custom_objects.Ref, body: Mapping[str, Any], drive: Drive
-) -> None:
+async def _drive(runtime: process.Runtime, ref: objects.Ref, body: Mapping[str, Any], drive: Drive) -> None:
     transition = await drive(runtime, ref)
     if transition is not None:
         await kit.announce(runtime.api, transition, about=body)
@@ -208,8 +204,8 @@ def _version(body: dict[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def _runtime(memo: kopf.Memo) -> runtime_mod.Runtime:
-    runtime: runtime_mod.Runtime = memo.runtime
+def _runtime(memo: kopf.Memo) -> process.Runtime:
+    runtime: process.Runtime = memo.runtime
     return runtime
 
 

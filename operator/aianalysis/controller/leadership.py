@@ -95,20 +95,20 @@ class LeaderElection:
             return
         self.leading = False
         try:
-            lease = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=self.name)
+            lease = await asyncio.to_thread(leases.fetch, self.api, namespace=self.namespace, name=self.name)
             if lease is not None and lease.holder_identity == self.identity:
                 lease.holder_identity = None
                 lease.renew_time = None
-                await asyncio.to_thread(leases.write, self.api, lease)
+                await asyncio.to_thread(leases.store, self.api, lease)
         except errors.AIAnalysisError as exc:
             log.warning("releasing lease %s/%s failed (it will expire): %s", self.namespace, self.name, exc)
 
-    def _observe(self, lease: leases.Lease) -> Observation:
+    def _observe(self, lease: leases.Lease) -> LeaseObservation:
         record = (
             lease.holder_identity, lease.renew_time, lease.acquire_time, lease.lease_transitions,
             lease.resource_version,
         )  # fmt: skip
-        self._observed_at, seen = observe(self._observed, self._observed_at, record, self.monotonic())
+        self._observed_at, seen = observe_lease(self._observed, self._observed_at, record, self.monotonic())
         self._observed = record
         return seen
 
@@ -119,7 +119,7 @@ class LeaderElection:
         """One attempt to take or renew the lease; False when another live holder has it or a
         concurrent writer won the race."""
         now = self.clock()
-        lease = leases.read(self.api, namespace=self.namespace, name=self.name)
+        lease = leases.fetch(self.api, namespace=self.namespace, name=self.name)
         if lease is None:
             lease = leases.Lease(
                 namespace=self.namespace, name=self.name, acquire_time=now, lease_transitions=0
@@ -135,11 +135,11 @@ class LeaderElection:
         lease.holder_identity = self.identity
         lease.lease_duration_seconds = self.duration_seconds
         lease.renew_time = now
-        return leases.write(self.api, lease)  # conditional on the version read
+        return leases.store(self.api, lease)  # conditional on the version read
 
 
 @dataclasses.dataclass(frozen=True)
-class Observation:
+class LeaseObservation:
     """How long the lease has looked exactly as it does now, on this process' monotonic clock."""
 
     unchanged_for_seconds: float
@@ -148,11 +148,11 @@ class Observation:
         return self.unchanged_for_seconds > duration_seconds
 
 
-def observe(
+def observe_lease(
     previous: tuple[object, ...] | None, since: float, record: tuple[object, ...], now: float
-) -> tuple[float, Observation]:
+) -> tuple[float, LeaseObservation]:
     """Pure: the record seen at ``now`` (monotonic) against the one seen before, first seen at
     ``since``; a change (or a first sighting) restarts the count."""
     if record != previous:
-        return now, Observation(0.0)
-    return since, Observation(now - since)
+        return now, LeaseObservation(0.0)
+    return since, LeaseObservation(now - since)

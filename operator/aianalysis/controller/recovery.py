@@ -36,6 +36,8 @@ class GiveUp:
     reason: resources.HumanReviewReason
     message: str
     attempt: int
+    analysis_status: resources.AIAnalysisStatus
+    """The status of the analysis whose workflow kept failing, as parsed here (it is marked too)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,15 +48,22 @@ class Unusable:
     message: str
 
 
-Decision = Create | GiveUp | Unusable
+Course = Create | GiveUp | Unusable
 
 
-def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_attempts: int) -> Decision:
-    """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies)."""
+def next_step(
+    *,
+    execution: dict[str, Any],
+    status: resources.WorkflowExecutionStatus,
+    analysis: dict[str, Any] | None,
+    max_attempts: int,
+) -> Course:
+    """Decide for one failed WorkflowExecution (``execution`` and ``analysis`` are API bodies;
+    ``status`` is the execution's status as the caller parsed it)."""
     wfe_name = execution["metadata"]["name"]
+    failure = status.failure_details
     try:
         wfe_spec = resources.WorkflowExecutionSpec.model_validate(execution.get("spec") or {})
-        failure = resources.WorkflowExecutionStatus.parse_known(execution.get("status") or {}).failure_details
     except pydantic.ValidationError as exc:
         return Unusable(
             reason="InvalidExecution", message=f"{wfe_name} cannot be read: {exc.errors()[0]['msg']}"
@@ -86,6 +95,7 @@ def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_at
         return GiveUp(
             reason="max_recovery_attempts",
             attempt=attempt,
+            analysis_status=a_status,
             message=f"{attempt} attempts failed (limit: {max_attempts} recoveries); a person decides",
         )
     original = (a_spec.recovery.original_analysis_ref if a_spec.recovery else None) or analysis["metadata"][
@@ -99,26 +109,13 @@ def decide(*, execution: dict[str, Any], analysis: dict[str, Any] | None, max_at
             )
         }
     )
-    body = {
-        "apiVersion": resources.API_VERSION,
-        "kind": "AIAnalysis",
-        "metadata": {
-            "name": name,
-            "namespace": execution["metadata"]["namespace"],
-            "labels": {LABEL_ORIGINAL: original[:63], LABEL_ATTEMPT: str(attempt)},
-            "ownerReferences": [
-                {
-                    "apiVersion": resources.API_VERSION,
-                    "kind": "WorkflowExecution",
-                    "name": wfe_name,
-                    "uid": execution["metadata"]["uid"],
-                    "blockOwnerDeletion": False,
-                    "controller": False,
-                }
-            ],
-        },
-        "spec": spec.wire(),
-    }
+    body = resources.new_aianalysis(
+        name=name,
+        namespace=execution["metadata"]["namespace"],
+        spec=spec,
+        labels={LABEL_ORIGINAL: original[:63], LABEL_ATTEMPT: str(attempt)},
+        execution=execution,
+    )
     return Create(name=name, body=body, attempt=attempt)
 
 

@@ -1,12 +1,12 @@
 """``aianalysis eval``: measure how well a provider picks workflows, on a corpus of scenarios.
 
-- ``scenario`` — the YAML scenario format (incident + expectation + optional cluster), loading
+- ``suite`` — the YAML scenario format (incident + expectation + optional cluster), loading
   and checks against the catalog;
 - ``cluster`` — an in-memory ``tools.ClusterReader`` serving a scenario's objects and logs;
 - ``runner`` — every scenario through ``pipeline.analyze`` + ``status.completed``, repeated,
   with bounded concurrency;
 - ``scoring`` — pure: one run's status against the expectation;
-- ``summary`` — pure: the numbers (accuracy, validity, review rate, tokens, latency);
+- ``tally`` — pure: the numbers (accuracy, validity, review rate, tokens, latency);
 - ``report`` / ``chart`` — JSON and Markdown (pure), PNG (optional matplotlib);
 - ``command`` — the command itself (``progress`` draws its bar).
 """
@@ -20,14 +20,14 @@ from aianalysis.evaluation import (
     progress,
     report,
     runner,
-    scenario,
     scoring,
-    summary,
+    suite,
+    tally,
 )
 from aianalysis.evaluation.cluster import InMemoryCluster
 from aianalysis.evaluation.command import Options, evaluate
-from aianalysis.evaluation.scenario import Scenario, ScenarioError, load
 from aianalysis.evaluation.scoring import RunResult
+from aianalysis.evaluation.suite import Scenario, ScenarioError, load_scenarios
 
 __all__ = [
     "InMemoryCluster",
@@ -39,11 +39,11 @@ __all__ = [
     "cluster",
     "command",
     "evaluate",
-    "load",
+    "load_scenarios",
     "progress",
     "report",
     "runner",
-    "scenario",
     "scoring",
-    "summary",
+    "suite",
+    "tally",
 ]

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aianalysis.evaluation import report, scoring
-from aianalysis.evaluation import summary as summary_mod
+from aianalysis.evaluation import report, scoring, tally
 
 INSTALL_HINT = "pip install matplotlib (or the package's 'eval' extra)"
 
@@ -26,8 +25,8 @@ def available() -> bool:
     return True
 
 
-def write(
-    path: Path, results: Sequence[scoring.RunResult], *, summary: summary_mod.Summary, meta: report.Meta
+def draw(
+    path: Path, results: Sequence[scoring.RunResult], *, summary: tally.Summary, meta: report.Meta
 ) -> Path | None:
     """Draw the chart to ``path``; None (and nothing written) when matplotlib is missing."""
     try:
@@ -48,7 +47,7 @@ def write(
     return path
 
 
-def _accuracy_by_tag(axes: Any, summary: summary_mod.Summary) -> None:
+def _accuracy_by_tag(axes: Any, summary: tally.Summary) -> None:
     names = ["all", *summary.by_tag]
     rates = [summary.correct, *summary.by_tag.values()]
     values = [100 * (rate.value or 0.0) for rate in rates]
@@ -61,7 +60,7 @@ def _accuracy_by_tag(axes: Any, summary: summary_mod.Summary) -> None:
     axes.set_title("Accuracy by tag")
 
 
-def _latency(axes: Any, results: Sequence[scoring.RunResult], summary: summary_mod.Summary) -> None:
+def _latency(axes: Any, results: Sequence[scoring.RunResult], summary: tally.Summary) -> None:
     """Milliseconds when every run took under a second (the offline provider), else seconds."""
     scale, unit = (1000.0, "ms") if summary.latency_seconds["max"] < 1 else (1.0, "s")
     values = [r.latency_seconds * scale for r in results]

@@ -2,7 +2,7 @@
 LLM can investigate an incident without a cluster.
 
 It answers the way the API server would, as far as the investigation tools can tell: objects are
-copies (nothing the tools do leaks into the next run), a missing object is ``reader.NotFound``
+copies (nothing the tools do leaks into the next run), a missing object is a 404 (``readers.NotFound``)
 with the reader's wording, Events are matched on ``involvedObject``, pods of an owner are found
 through ``ownerReferences`` (Deployment → ReplicaSets → Pods, CronJob → Jobs → Pods), and a log
 request for a Pod with several containers needs the container name.
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aianalysis.analysis import tools
-from aianalysis.evaluation import scenario as scenario_mod
-from aianalysis.kube import kinds, reader
+from aianalysis.evaluation import suite
+from aianalysis.kube import kind_table, readers
 
 _MIDDLE_OWNER = {"Deployment": "ReplicaSet", "CronJob": "Job"}
 
@@ -25,13 +25,13 @@ class InMemoryCluster:
     """Read-only view of fixed objects; the same instance may serve concurrent conversations."""
 
     def __init__(
-        self, objects: Iterable[Mapping[str, Any]], *, logs: Mapping[str, scenario_mod.PodLog] | None = None
+        self, objects: Iterable[Mapping[str, Any]], *, logs: Mapping[str, suite.PodLog] | None = None
     ) -> None:
         self._objects = [copy.deepcopy(dict(obj)) for obj in objects]
         self._logs = dict(logs or {})
 
     @classmethod
-    def of(cls, scenario: scenario_mod.Scenario) -> InMemoryCluster | None:
+    def of(cls, scenario: suite.Scenario) -> InMemoryCluster | None:
         """The scenario's cluster, or None when it has none (the tools then say so)."""
         if scenario.cluster is None:
             return None
@@ -41,7 +41,7 @@ class InMemoryCluster:
         found = self._find(kind, name, namespace)
         if found is None:
             where = f"{namespace}/{name}" if namespace else name
-            raise reader.NotFound(f"{kind} {where} not found", status=404)
+            raise readers.NotFound(f"{kind} {where} not found", status=404)
         return copy.deepcopy(found)
 
     async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[tools.JSONObject]:
@@ -56,7 +56,7 @@ class InMemoryCluster:
         chosen = _container(pod, container)
         log = self._logs.get(f"{name}/{chosen}")
         if log is None:
-            log = self._logs.get(name, scenario_mod.PodLog())
+            log = self._logs.get(name, suite.PodLog())
         if previous and log.previous is None:
             raise tools.Unavailable(
                 f"the logs of Pod {namespace}/{name} cannot be read: previous terminated container "
@@ -79,12 +79,12 @@ class InMemoryCluster:
     async def list_page(
         self,
         *,
-        kind: kinds.Kind,
+        kind: kind_table.Kind,
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int,
-    ) -> reader.Page:
+    ) -> readers.Page:
         """Equality selectors (``a=b``, ``a!=b``, comma-separated) on labels and on dotted fields."""
         labels = _terms(label_selector)
         fields = _terms(field_selector)
@@ -96,25 +96,25 @@ class InMemoryCluster:
             and all(_matches((obj["metadata"].get("labels") or {}).get(k), op, v) for k, op, v in labels)
             and all(_matches(_field(obj, k), op, v) for k, op, v in fields)
         ]
-        return reader.Page(items=[copy.deepcopy(obj) for obj in found[:limit]], more=len(found) > limit)
+        return readers.Page(items=[copy.deepcopy(obj) for obj in found[:limit]], more=len(found) > limit)
 
-    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> tools.JSONObject:
+    async def read(self, *, kind: kind_table.Kind, name: str, namespace: str | None) -> tools.JSONObject:
         return await self.get_object(kind=kind.kind, name=name, namespace=namespace)
 
-    async def api_groups(self) -> list[reader.ServedGroup]:
+    async def api_groups(self) -> list[readers.ServedGroup]:
         versions = {
             str(obj.get("apiVersion", "")) for obj in self._objects if "/" in str(obj.get("apiVersion", ""))
         }
-        return [reader.ServedGroup(group=v.split("/")[0], version=v.split("/")[1]) for v in sorted(versions)]
+        return [readers.ServedGroup(group=v.split("/")[0], version=v.split("/")[1]) for v in sorted(versions)]
 
-    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+    async def group_kinds(self, *, group: str, version: str) -> list[kind_table.Kind]:
         seen = {
             (str(obj["kind"]), bool(obj["metadata"].get("namespace")))
             for obj in self._objects
             if obj.get("apiVersion") == f"{group}/{version}"
         }
         return [
-            kinds.Kind(
+            kind_table.Kind(
                 kind=kind, group=group, version=version, plural=kind.lower() + "s", namespaced=namespaced
             )
             for kind, namespaced in sorted(seen)

@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import TextIO
 
 from aianalysis import catalog, resources, settings
-from aianalysis.analysis import llm, status
-from aianalysis.evaluation import chart, progress, report, runner, scoring
-from aianalysis.evaluation import scenario as scenario_mod
-from aianalysis.evaluation import summary as summary_mod
+from aianalysis.analysis import llm
+from aianalysis.evaluation import chart, progress, report, runner, scoring, suite, tally
 
 JSON_FILE = "report.json"
 MARKDOWN_FILE = "report.md"
@@ -40,7 +38,7 @@ DESCRIPTION = (
 class Options:
     scenarios: Sequence[Path]
     catalog: Sequence[Path]
-    provider: settings.Provider | None = None
+    provider: settings.ProviderName | None = None
     repeat: int = 1
     concurrency: int | None = None
     """Conversations at once; default: the operator's ``settings.analysis.max_concurrent``."""
@@ -53,9 +51,9 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
     """Run the evaluation; 0, or 1 when the gate is missed (see the module docstring)."""
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
-    scenarios = scenario_mod.load(options.scenarios)
+    scenarios = suite.load_scenarios(options.scenarios)
     index = catalog.load_paths(options.catalog)
-    scenario_mod.check_against(scenarios, index)
+    suite.check_against(scenarios, index)
     config = settings.from_env(provider=options.provider)
     warning = asyncio.run(llm.check_model(config))  # a retired model stops here, before any paid run
     if warning:
@@ -91,9 +89,9 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
         catalog=[str(p) for p in options.catalog],
         scenarios=[str(p) for p in options.scenarios],
         repeat=options.repeat,
-        generated_at=status.timestamp(started),
+        generated_at=resources.timestamp(started),
     )
-    summary = summary_mod.summarize(results, scenarios=scenarios)
+    summary = tally.summarize(results, scenarios=scenarios)
     written = write(out, results, summary=summary, scenarios=scenarios, meta=meta, stderr=stderr)
     print(report.summary_markdown(summary, meta=meta), file=stdout)
     print("\n".join(f"wrote {path}" for path in written), file=stdout)
@@ -101,7 +99,7 @@ def evaluate(options: Options, *, stdout: TextIO | None = None, stderr: TextIO |
 
 
 async def _run(
-    scenarios: Sequence[scenario_mod.Scenario],
+    scenarios: Sequence[suite.Scenario],
     *,
     index: catalog.Catalog,
     provider: llm.Provider,
@@ -134,8 +132,8 @@ def write(
     out: Path,
     results: Sequence[scoring.RunResult],
     *,
-    summary: summary_mod.Summary,
-    scenarios: Sequence[scenario_mod.Scenario],
+    summary: tally.Summary,
+    scenarios: Sequence[suite.Scenario],
     meta: report.Meta,
     stderr: TextIO | None = None,
 ) -> list[Path]:
@@ -148,7 +146,7 @@ def write(
         report.to_markdown(results, summary=summary, scenarios=scenarios, meta=meta)
     )
     written = [out / JSON_FILE, out / MARKDOWN_FILE]
-    png = chart.write(out / CHART_FILE, results, summary=summary, meta=meta)
+    png = chart.draw(out / CHART_FILE, results, summary=summary, meta=meta)
     if png is None:
         print(
             f"aianalysis eval: matplotlib is not installed, skipped {CHART_FILE}: {chart.INSTALL_HINT}",
@@ -159,7 +157,7 @@ def write(
     return written
 
 
-def _exit_code(summary: summary_mod.Summary, min_accuracy: float | None, *, stderr: TextIO) -> int:
+def _exit_code(summary: tally.Summary, min_accuracy: float | None, *, stderr: TextIO) -> int:
     if summary.runs and summary.errors == summary.runs:
         print("aianalysis eval: every run failed with a provider error (see the report)", file=stderr)
         return 1

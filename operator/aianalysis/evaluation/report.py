@@ -9,9 +9,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from aianalysis.evaluation import scenario as scenario_mod
-from aianalysis.evaluation import scoring
-from aianalysis.evaluation import summary as summary_mod
+from aianalysis.evaluation import scoring, suite, tally
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -32,8 +30,8 @@ class Meta:
 def to_json(
     results: Sequence[scoring.RunResult],
     *,
-    summary: summary_mod.Summary,
-    scenarios: Sequence[scenario_mod.Scenario],
+    summary: tally.Summary,
+    scenarios: Sequence[suite.Scenario],
     meta: Meta,
 ) -> dict[str, Any]:
     """The full report: metadata, summary numbers, and every run with the status it produced."""
@@ -62,7 +60,7 @@ def to_json(
     }
 
 
-def _summary_json(summary: summary_mod.Summary) -> dict[str, Any]:
+def _summary_json(summary: tally.Summary) -> dict[str, Any]:
     return {
         "runs": summary.runs,
         "scenarios": summary.scenarios,
@@ -92,7 +90,7 @@ def _group(results: Sequence[scoring.RunResult]) -> dict[str, list[scoring.RunRe
 # ---- Markdown ----------------------------------------------------------------------------------
 
 
-def summary_markdown(summary: summary_mod.Summary, *, meta: Meta) -> str:
+def summary_markdown(summary: tally.Summary, *, meta: Meta) -> str:
     """The headline table (also printed by the command)."""
     tokens, latency = summary.tokens, summary.latency_seconds
     per_run = summary.runs or 1
@@ -130,8 +128,8 @@ def summary_markdown(summary: summary_mod.Summary, *, meta: Meta) -> str:
 def to_markdown(
     results: Sequence[scoring.RunResult],
     *,
-    summary: summary_mod.Summary,
-    scenarios: Sequence[scenario_mod.Scenario],
+    summary: tally.Summary,
+    scenarios: Sequence[suite.Scenario],
     meta: Meta,
 ) -> str:
     parts = [summary_markdown(summary, meta=meta)]
@@ -155,7 +153,7 @@ def to_markdown(
     return "\n".join(parts)
 
 
-def _scenario_row(scenario: scenario_mod.Scenario, runs: Sequence[scoring.RunResult]) -> tuple[str, ...]:
+def _scenario_row(scenario: suite.Scenario, runs: Sequence[scoring.RunResult]) -> tuple[str, ...]:
     expect = scenario.expect
     expected = " or ".join(expect.workflow_ids) or f"review ({', '.join(expect.expect_review or [])})"
     if expect.forbidden_workflow_ids:
@@ -172,7 +170,7 @@ def _scenario_row(scenario: scenario_mod.Scenario, runs: Sequence[scoring.RunRes
         _counted(r.human_review_reason or "—" for r in runs if r.error is None) or "—",
         _counted(_parameters(r) for r in runs),
         f"{tokens_in:,}/{tokens_out:,}",
-        _secs(summary_mod.percentile([r.latency_seconds for r in runs], 0.5)),
+        _secs(tally.percentile([r.latency_seconds for r in runs], 0.5)),
     )
 
 

@@ -13,37 +13,36 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+import aianalysis.settings
 from aianalysis import catalog, errors, resources
-from aianalysis import settings as settings_mod
 from aianalysis.analysis import llm, pipeline, status
-from aianalysis.evaluation import cluster, scoring
-from aianalysis.evaluation import scenario as scenario_mod
+from aianalysis.evaluation import cluster, scoring, suite
 
-Timer = Callable[[], float]
+_Timer = Callable[[], float]
 OnResult = Callable[[scoring.RunResult], None]
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    scenario: scenario_mod.Scenario
+    scenario: suite.Scenario
     run: int
 
 
-def jobs(scenarios: Sequence[scenario_mod.Scenario], *, repeat: int) -> list[Job]:
+def jobs(scenarios: Sequence[suite.Scenario], *, repeat: int) -> list[Job]:
     """Round by round, so an interrupted long evaluation has covered every scenario evenly."""
     return [Job(scenario, run) for run in range(1, repeat + 1) for scenario in scenarios]
 
 
 async def run_all(
-    scenarios: Sequence[scenario_mod.Scenario],
+    scenarios: Sequence[suite.Scenario],
     *,
     index: catalog.Catalog,
     provider: llm.Provider,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     repeat: int = 1,
     concurrency: int = 4,
     on_result: OnResult = lambda result: None,
-    timer: Timer = time.perf_counter,
+    timer: _Timer = time.perf_counter,
     now: resources.Clock = resources.utcnow,
 ) -> list[scoring.RunResult]:
     """Every run's result, ordered by scenario then run number."""
@@ -68,7 +67,7 @@ async def run_all(
 
 
 def ordered(
-    results: Sequence[scoring.RunResult], *, scenarios: Sequence[scenario_mod.Scenario]
+    results: Sequence[scoring.RunResult], *, scenarios: Sequence[suite.Scenario]
 ) -> list[scoring.RunResult]:
     """Scenario order, then run number (runs finish in any order)."""
     position = {scenario.name: index for index, scenario in enumerate(scenarios)}
@@ -76,13 +75,13 @@ def ordered(
 
 
 async def run_one(
-    scenario: scenario_mod.Scenario,
+    scenario: suite.Scenario,
     *,
     run: int,
     index: catalog.Catalog,
     provider: llm.Provider,
-    settings: settings_mod.Settings,
-    timer: Timer = time.perf_counter,
+    settings: aianalysis.settings.Settings,
+    timer: _Timer = time.perf_counter,
     now: resources.Clock = resources.utcnow,
 ) -> scoring.RunResult:
     """One analysis of one scenario, scored; latency covers the whole pipeline."""
@@ -97,11 +96,13 @@ async def run_one(
             now=now,
         )
     except errors.ProviderError as exc:
-        return scoring.failed(
+        return scoring.errored(
             scenario, error=f"{exc.reason}: {exc}", run=run, latency_seconds=timer() - started
         )
     latency = timer() - started
     moment = now()
-    begun = resources.AIAnalysisStatus(phase="Investigating", attempt=1, started_at=status.timestamp(moment))
+    begun = resources.AIAnalysisStatus(
+        phase="Investigating", attempt=1, started_at=resources.timestamp(moment)
+    )
     final = status.completed(previous=begun, decision=decision, now=moment, generation=None)
     return scoring.score(scenario, status=final, index=index, run=run, latency_seconds=latency)

@@ -25,7 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import validation
-from aianalysis.evaluation import scenario as scenario_mod
+from aianalysis.evaluation import suite
 
 #: Validation rules about parameter values (see ``validation``).
 PARAMETER_RULES = frozenset({"missing_parameter", "parameters"})
@@ -73,7 +73,7 @@ class RunResult:
 
 
 def score(
-    scenario: scenario_mod.Scenario,
+    scenario: suite.Scenario,
     *,
     status: resources.AIAnalysisStatus,
     index: catalog.Catalog,
@@ -117,7 +117,7 @@ def score(
     )
 
 
-def failed(scenario: scenario_mod.Scenario, *, error: str, run: int, latency_seconds: float) -> RunResult:
+def errored(scenario: suite.Scenario, *, error: str, run: int, latency_seconds: float) -> RunResult:
     """A run the provider could not finish (after its retries): never correct."""
     matched = False if scenario.expect.parameters else None
     return RunResult(
@@ -130,7 +130,7 @@ def failed(scenario: scenario_mod.Scenario, *, error: str, run: int, latency_sec
     )
 
 
-def _correct(expect: scenario_mod.Expectation, status: resources.AIAnalysisStatus) -> bool:
+def _correct(expect: suite.Expectation, status: resources.AIAnalysisStatus) -> bool:
     selected = status.selected_workflow
     if expect.review_expected:
         return (
@@ -153,18 +153,18 @@ def _parameters_valid(
 ) -> bool | None:
     if selected is not None:
         return True
-    if attempts and rules(attempts[-1]) & PARAMETER_RULES:
+    if attempts and _rules(attempts[-1]) & PARAMETER_RULES:
         return False
     return None
 
 
-def rules(attempt: resources.ValidationAttempt) -> set[str]:
+def _rules(attempt: resources.ValidationAttempt) -> set[str]:
     """The rule codes of an attempt's errors (each error starts with ``[rule]``)."""
     return {match.group(1) for error in attempt.errors if (match := _RULE.match(error))}
 
 
 def _parameters_matched(
-    expect: scenario_mod.Expectation, selected: resources.SelectedWorkflow | None, *, index: catalog.Catalog
+    expect: suite.Expectation, selected: resources.SelectedWorkflow | None, *, index: catalog.Catalog
 ) -> tuple[bool | None, list[str]]:
     if not expect.parameters or selected is None:
         return None, []
@@ -178,11 +178,11 @@ def _parameters_matched(
     return not mismatches, mismatches
 
 
-def matches(want: scenario_mod.ExpectedValue, got: str | None, *, ptype: str) -> bool:
+def matches(want: suite.ExpectedValue, got: str | None, *, ptype: str) -> bool:
     """Whether a selection's canonical value ``got`` meets an expected value."""
     if got is None:
         return False
-    if isinstance(want, scenario_mod.ValuePattern):
+    if isinstance(want, suite.ValuePattern):
         return re.fullmatch(want.pattern, got) is not None
     try:
         return validation.canonical_value(ptype, want) == got
@@ -190,5 +190,5 @@ def matches(want: scenario_mod.ExpectedValue, got: str | None, *, ptype: str) ->
         return False
 
 
-def _show(want: scenario_mod.ExpectedValue) -> str:
-    return f"/{want.pattern}/" if isinstance(want, scenario_mod.ValuePattern) else repr(want)
+def _show(want: suite.ExpectedValue) -> str:
+    return f"/{want.pattern}/" if isinstance(want, suite.ValuePattern) else repr(want)

@@ -20,8 +20,7 @@ import pydantic
 
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, validation
-from aianalysis.executor import approval as approval_mod
-from aianalysis.executor import proof
+from aianalysis.executor import approval, proof
 
 NOT_APPROVED = "NotApproved"
 SELECTION_MISMATCH = "SelectionMismatch"
@@ -53,14 +52,14 @@ class Facts:
     """The catalog's accepted entry for the execution's workflow id and version (None: none)."""
     approval_policy: proof.InForce | str
     """Since when the shipped approval policy has been in force, or why it is not."""
-    auto: approval_mod.AutoPolicy
-    auto_facts: approval_mod.AutoFacts | None = None
+    auto: approval.AutoPolicy
+    auto_facts: approval.AutoFacts | None = None
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
 
 
-def refusal(facts: Facts) -> Refusal | None:
+def refusal_for(facts: Facts) -> Refusal | None:
     """Why the execution must not run; None when it may."""
     spec, namespace = facts.spec, facts.execution["metadata"]["namespace"]
     analysis = facts.analysis
@@ -86,7 +85,7 @@ def refusal(facts: Facts) -> Refusal | None:
             reason=SELECTION_MISMATCH,
             problems=[f"aianalysis/{spec.analysis_ref} has no validated selection now ({status.phase})"],
         )
-    target = approval_mod.analysis_target(analysis, status)
+    target = approval.analysis_target(analysis, status)
     return (
         _mismatch(facts.spec, selected, target)
         or _namespace(namespace, target, facts.cross_namespace)
@@ -194,7 +193,7 @@ def _approval(
         )
     if (unchecked := proof.unproven(facts.execution, facts.approval_policy)) is not None:
         return Refusal(reason=NOT_APPROVED, problems=[f"the approval cannot be trusted: {unchecked}"])
-    digest = approval_mod.selection_digest(
+    digest = approval.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,
         parameters=spec.parameters,
@@ -213,9 +212,7 @@ def _approval(
             ],
         )
     if given.mode == "Auto":
-        why = approval_mod.auto_refusal(
-            analysis, status, policy=facts.auto, facts=facts.auto_facts or _NO_FACTS
-        )
+        why = approval.auto_refusal(analysis, status, policy=facts.auto, facts=facts.auto_facts or _NO_FACTS)
         if why is not None:
             return Refusal(reason=NOT_APPROVED, problems=[f"autoExecute does not admit it: {why}"])
     return None
@@ -226,7 +223,7 @@ def _api_version(status: resources.AIAnalysisStatus) -> str | None:
     return affected.api_version if affected is not None else None
 
 
-_NO_FACTS = approval_mod.AutoFacts(namespace_labels={}, workflow=None)
+_NO_FACTS = approval.AutoFacts(namespace_labels={}, workflow=None)
 
 
 def _key(ref: resources.ResourceRef) -> tuple[str, str, str]:

@@ -41,7 +41,7 @@ MAX_NAME = 253
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Create:
+class NewExecution:
     name: str
     body: dict[str, Any]
 
@@ -94,14 +94,14 @@ def executions_of(analysis: str, executions: Sequence[Mapping[str, Any]]) -> lis
     return [e for e in executions if (e.get("spec") or {}).get("analysisRef") == analysis]
 
 
-def approve(
+def approve_manually(
     analysis: Mapping[str, Any],
     *,
     executions: Sequence[Mapping[str, Any]],
     override_review: bool = False,
     again: bool = False,
     approver: str,
-) -> Create | Refuse:
+) -> NewExecution | Refuse:
     """``aianalysis approve``: the execution of the analysis' ``selectedWorkflow``, or why not."""
     name = analysis["metadata"]["name"]
     try:
@@ -133,18 +133,20 @@ def approve(
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
     exec_name = execution_name(name, _next_number(name, every))
-    approval = Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
-    return Create(name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval))
+    approval = _Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
+    return NewExecution(
+        name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
+    )
 
 
-def auto_execute(
+def approve_automatically(
     analysis: Mapping[str, Any],
     *,
     policy: AutoPolicy,
     facts: AutoFacts,
     now: datetime.datetime,
     approver: str,
-) -> Create | Refuse:
+) -> NewExecution | Refuse:
     """The policy's decision for one analysis: always ``-exec-1`` (created once, 409 afterwards)."""
     name = analysis["metadata"]["name"]
     if not policy.enabled:
@@ -154,14 +156,16 @@ def auto_execute(
     except pydantic.ValidationError:
         return Refuse(message="unreadable analysis")
     refusal = auto_refusal(analysis, status, policy=policy, facts=facts)
-    completed = _parse(status.completed_at)
+    completed = resources.parse_timestamp(status.completed_at)
     if refusal is None and (completed is None or (now - completed).total_seconds() > policy.max_age_seconds):
         refusal = "completed too long ago"
     if refusal is not None or status.selected_workflow is None:
         return Refuse(message=refusal or "no selection")
     exec_name = execution_name(name, 1)
-    approval = Approval(mode="Auto", approver=approver, override_review=False)
-    return Create(name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval))
+    approval = _Approval(mode="Auto", approver=approver, override_review=False)
+    return NewExecution(
+        name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
+    )
 
 
 def auto_refusal(
@@ -207,7 +211,7 @@ def auto_refusal(
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Approval:
+class _Approval:
     mode: resources.ApprovalMode
     approver: str
     override_review: bool
@@ -244,7 +248,7 @@ def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisSta
 
 
 def execution_body(
-    analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: Approval
+    analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: _Approval
 ) -> dict[str, Any]:
     """The execution of the analysis' current selection, exactly: canonical values, spec digest,
     target, and the digest of all that as the approval's subject."""
@@ -316,12 +320,3 @@ def _next_number(analysis: str, mine: Sequence[Mapping[str, Any]]) -> int:
         if n[len(prefix) :].isdigit()
     ]
     return max(numbers, default=0) + 1
-
-
-def _parse(text: str | None) -> datetime.datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

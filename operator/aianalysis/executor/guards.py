@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aianalysis import resources
-from aianalysis.assessment import timeline
 
 TERMINAL = resources.EXECUTION_TERMINAL_PHASES
 GUARD_REASONS = resources.NOT_STARTED_REASONS
@@ -207,9 +206,9 @@ def run_of(body: Mapping[str, Any]) -> Run:
     target = spec.get("targetResource") or {}
     ns = meta.get("namespace") or ""
     assessment = status.get("assessment") or {}
-    started = timeline.parse_time((assessment.get("before") or {}).get("at")) or timeline.parse_time(
-        status.get("startedAt")
-    )
+    started = resources.parse_timestamp(
+        (assessment.get("before") or {}).get("at")
+    ) or resources.parse_timestamp(status.get("startedAt"))
     if resources.never_ran(status):
         started = None
     return Run(
@@ -223,7 +222,7 @@ def run_of(body: Mapping[str, Any]) -> Run:
         workflow_id=str((spec.get("workflowRef") or {}).get("workflowId") or ""),
         phase=str(status.get("phase") or "Pending"),
         started=started,
-        ended=timeline.parse_time(status.get("completedAt")),
+        ended=resources.parse_timestamp(status.get("completedAt")),
         verdict=assessment.get("verdict"),
         dry_run=bool(status.get("dryRun")),
     )

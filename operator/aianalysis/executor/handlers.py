@@ -15,8 +15,8 @@ from typing import Any
 
 import kopf
 
+import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
 from aianalysis.executor import plan, runner, submit
 
 G, V = resources.GROUP, resources.VERSION
@@ -36,10 +36,10 @@ def login(**_: Any) -> kopf.ConnectionInfo:
 
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    config = settings_mod.from_env()
+    config = aianalysis.settings.from_env()
     settings.posting.level = logging.WARNING
-    settings.watching.server_timeout = 300
-    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client())
+    kube.configure_kopf(settings, settings=config)  # kopf's calls bounded as ours are
+    memo.runtime = runner.ExecutorRuntime.create(config, kube.api_client(settings=config))
     metrics.serve(config.observability.metrics_port)
     await memo.runtime.serve_health(config.observability.health_port)  # /healthz, /readyz: as the operator's
     await memo.runtime.learn_identity()  # approvedBy of autoExecute's approvals
@@ -115,7 +115,7 @@ def _candidate(runtime: runner.ExecutorRuntime | None, body: Mapping[str, Any]) 
 
 
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
-async def auto_execute(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+async def execute_when_allowed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
     await _auto(memo.runtime, logger, dict(body))
 

@@ -208,7 +208,7 @@ def _running_since(pod: Mapping[str, Any]) -> str | None:
 # ---- status -------------------------------------------------------------------------------------------
 
 
-Outcome = Literal["completed", "failed", "refused", "other_engine"]
+_Outcome = Literal["completed", "failed", "refused", "other_engine"]
 
 
 def next_status(
@@ -224,7 +224,7 @@ def next_status(
 ) -> resources.WorkflowExecutionStatus:
     """``current`` moved to ``phase``: times set once, the ``Executed`` condition replaced by type
     (other writers' conditions, such as the operator's ``RecoveryStarted``, are kept)."""
-    stamp = _timestamp(now)
+    stamp = resources.timestamp(now)
     started = current.started_at or started_at or (stamp if phase not in ("Pending", "Refused") else None)
     finished = stamp if phase in resources.EXECUTION_TERMINAL_PHASES else None
     details = None
@@ -247,48 +247,22 @@ def next_status(
             "started_at": started,
             "completed_at": finished or current.completed_at,
             "failure_details": details or current.failure_details,
-            "conditions": set_condition(
+            "conditions": resources.set_condition(
                 current.conditions,
                 resources.condition(
-                    CONDITION, condition_status, reason, message, since=stamp, generation=generation
+                    CONDITION, condition_status, reason, message, now=now, generation=generation
                 ),
             ),
         }
     )
 
 
-def set_condition(
-    conditions: Sequence[resources.Condition] | None, new: resources.Condition
-) -> list[resources.Condition]:
-    """Merge by type; an unchanged status keeps its ``lastTransitionTime``."""
-    out, replaced = [], False
-    for old in conditions or []:
-        if old.type != new.type:
-            out.append(old)
-            continue
-        replaced = True
-        same = old.status == new.status
-        out.append(new.model_copy(update={"last_transition_time": old.last_transition_time}) if same else new)
-    return out if replaced else [*out, new]
-
-
 def execution_time(started: str | None, ended: str) -> str | None:
     """``2m34s`` between two RFC 3339 times (None when the start is unknown)."""
-    if not started:
+    start, end = resources.parse_timestamp(started), resources.parse_timestamp(ended)
+    if start is None or end is None:
         return None
-    try:
-        seconds = int((_parse(ended) - _parse(started)).total_seconds())
-    except ValueError:
-        return None
-    seconds = max(0, seconds)
+    seconds = max(0, int((end - start).total_seconds()))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
-
-
-def _parse(text: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _timestamp(now: datetime.datetime) -> str:
-    return now.astimezone(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")

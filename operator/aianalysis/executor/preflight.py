@@ -8,17 +8,18 @@ One call (:func:`before_job`) from the runner; the decisions are ``guards``' (pu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime
 import uuid
 from typing import Any
 
+import aianalysis.settings
 from aianalysis import errors, resources
-from aianalysis import settings as settings_mod
-from aianalysis.assessment import fingerprint, timeline
-from aianalysis.executor import guards, startlock
-from aianalysis.kube import objects, reader, targets
+from aianalysis.assessment import fingerprint, targets
+from aianalysis.executor import guards, server_facts, startlock
+from aianalysis.kube import objects, readers
 
 PROCESS = uuid.uuid4().hex[:8]
 """Makes this process' name in the start lock unique even where two share a pod or host name."""
@@ -48,7 +49,7 @@ class Again:
 Step = Blocked | DryRun | Go | Again
 
 
-def policy(settings: settings_mod.Settings) -> guards.Policy:
+def policy(settings: aianalysis.settings.Settings) -> guards.Policy:
     s = settings
     return guards.Policy(
         cooldown_seconds=s.guards.cooldown_seconds,
@@ -67,7 +68,7 @@ async def before_job(
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
     *,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     now: datetime.datetime,
 ) -> Step:
     """Guards first (a dry run is still held to them: it shows what would have run), then either the
@@ -77,7 +78,9 @@ async def before_job(
         return await _decide(api, body, spec, settings=settings, now=now)
 
 
-def start_lock(api: Any, settings: settings_mod.Settings) -> contextlib.AbstractAsyncContextManager[None]:
+def start_lock(
+    api: Any, settings: aianalysis.settings.Settings
+) -> contextlib.AbstractAsyncContextManager[None]:
     """The Lease executor replicas share when ``settings.guards.start_lock_namespace`` is set (the chart
     sets it), else nothing more than the runner's lock within this process."""
     if not settings.guards.start_lock_namespace:
@@ -95,7 +98,7 @@ async def _decide(
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
     *,
-    settings: settings_mod.Settings,
+    settings: aianalysis.settings.Settings,
     now: datetime.datetime,
 ) -> Step:
     namespace = body["metadata"]["namespace"]
@@ -107,7 +110,7 @@ async def _decide(
     block = guards.check(
         body,
         others=others,
-        namespace_labels=await targets.namespace_labels(api, where),
+        namespace_labels=await _namespace_labels(api, where),
         target_labels=target_labels,
         policy=policy(settings),
         now=now,
@@ -119,11 +122,11 @@ async def _decide(
     found = None
     if target is not None:
         try:
-            found = await targets.read(api, kind=kind, name=name, namespace=where)
-        except reader.Unavailable:
+            found = await targets.current(api, kind=kind, name=name, namespace=where)
+        except readers.Unavailable:
             found = None
     before = resources.AssessmentBaseline(
-        at=timeline.timestamp(now),
+        at=resources.timestamp(now),
         spec_hash=fingerprint.fingerprint(found) if found is not None else None,
         target_found=found is not None,
     )
@@ -142,10 +145,24 @@ async def _executions(api: Any, namespace: str) -> list[dict[str, Any]]:
 
 
 async def _labels(api: Any, *, kind: str, name: str, namespace: str) -> dict[str, str] | None:
+    """The target's labels (None when it does not exist or cannot be read)."""
     try:
-        return await targets.labels(api, kind=kind, name=name, namespace=namespace)
-    except reader.Unavailable:
+        found = await targets.current(api, kind=kind, name=name, namespace=namespace)
+    except readers.Unavailable:
         return None
+    return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
+
+
+async def _namespace_labels(api: Any, namespace: str) -> dict[str, str]:
+    """The labels of a namespace (empty when it is gone or not ours to read: the guard then sees
+    no opt-in)."""
+    try:
+        found = await asyncio.to_thread(server_facts.namespace_labels, api, namespace)
+    except errors.ClusterRejectedError as exc:
+        if exc.status != 403:
+            raise
+        return {}
+    return found or {}
 
 
 async def _write_baseline(

@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aianalysis.assessment import timeline
+from aianalysis import resources
 
 SHIPPED = "sha256:28c1d752c0ab1d42f9adc1dbd0d36686e484c2a94d456e28214d24415fba4faa"
 """The digest of the shipped policy's and binding's ``terms`` (kept by a unit test)."""
@@ -82,11 +82,11 @@ def unproven(execution: Mapping[str, Any], state: InForce) -> str | None:
     meta = execution.get("metadata") or {}
     if meta.get("generation") != 1:
         return f"its spec changed after it was created (generation {meta.get('generation')})"
-    created = timeline.parse_time(meta.get("creationTimestamp"))
+    created = resources.parse_timestamp(meta.get("creationTimestamp"))
     if created is None:
         return "it has no creation time"
     if created <= state.since:
-        at, since = timeline.timestamp(created), timeline.timestamp(state.since)
+        at, since = resources.timestamp(created), resources.timestamp(state.since)
         return (
             f"it was created at {at}, before the approval policy was certainly in force with the shipped "
             f"content ({since}, its last change plus a margin): nothing proves the API server checked its "
@@ -99,9 +99,9 @@ def changed_at(obj: Mapping[str, Any]) -> datetime.datetime | None:
     """When ``obj``'s spec last changed, from what the API server wrote (see the module doc)."""
     meta = obj.get("metadata") or {}
     if meta.get("generation") == 1:
-        return timeline.parse_time(meta.get("creationTimestamp"))
+        return resources.parse_timestamp(meta.get("creationTimestamp"))
     times = [
-        timeline.parse_time(entry.get("time"))
+        resources.parse_timestamp(entry.get("time"))
         for entry in meta.get("managedFields") or ()
         if not entry.get("subresource") and "f:spec" in (entry.get("fieldsV1") or {})
     ]

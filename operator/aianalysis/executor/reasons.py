@@ -43,7 +43,7 @@ from typing import Any
 
 from aianalysis.analysis import redact
 
-Obj = Mapping[str, Any]
+_Obj = Mapping[str, Any]
 
 IMMEDIATE_WAITING = ("ImagePullBackOff", "InvalidImageName")
 """Waiting reasons that end an execution before its Job does: the kubelet would only retry."""
@@ -64,7 +64,7 @@ class Failure:
     failed_at: str | None = None
 
 
-def job_finished(job: Obj) -> str | None:
+def job_finished(job: _Obj) -> str | None:
     """``Complete`` or ``Failed`` once the Job controller decided, else None. ``SuccessCriteriaMet`` and
     ``FailureTarget`` count: the Job controller sets them first and ``Complete``/``Failed`` only
     after every Pod has terminated (which, without a kubelet, may take long)."""
@@ -78,7 +78,7 @@ def job_finished(job: Obj) -> str | None:
     return None
 
 
-def early_failure(pods: Sequence[Obj]) -> Failure | None:
+def early_failure(pods: Sequence[_Obj]) -> Failure | None:
     """A failure visible before the Job gives up (an image that will never be pulled)."""
     for pod in pods:
         for status in _container_statuses(pod):
@@ -92,7 +92,7 @@ def early_failure(pods: Sequence[Obj]) -> Failure | None:
 
 
 def failure_of(
-    *, job: Obj, pods: Sequence[Obj], events: Sequence[Obj] = (), nodes: Mapping[str, Obj] | None = None
+    *, job: _Obj, pods: Sequence[_Obj], events: Sequence[_Obj] = (), nodes: Mapping[str, _Obj] | None = None
 ) -> Failure:
     """The reason code of a Job that failed (``job_finished(job) == "Failed"``). ``events`` are the
     Events about the Job and its Pods; ``nodes`` the Nodes its Pods ran on, by name."""
@@ -111,7 +111,7 @@ def failure_of(
 # ---- rules, most specific first ------------------------------------------------------------------
 
 
-def _terminated(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _terminated(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     for pod in pods:
         for status in _container_statuses(pod):
             state = status.get("state") or {}
@@ -122,7 +122,7 @@ def _terminated(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, 
     return None
 
 
-def _from_terminated(done: Obj, *, container: str | None) -> Failure:
+def _from_terminated(done: _Obj, *, container: str | None) -> Failure:
     reason, text, code = done.get("reason") or "Error", done.get("message") or "", done.get("exitCode")
     where = f"container {container} " if container else ""
     if reason == "OOMKilled":
@@ -145,7 +145,7 @@ def _from_terminated(done: Obj, *, container: str | None) -> Failure:
     )
 
 
-def _evicted(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _evicted(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     for pod in pods:
         status = pod.get("status") or {}
         if status.get("reason") == "Evicted":
@@ -153,7 +153,7 @@ def _evicted(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj
     return None
 
 
-def _node(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _node(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     for pod in pods:
         status = pod.get("status") or {}
         if status.get("reason") == "NodeLost":
@@ -174,7 +174,7 @@ def _node(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) 
     return None
 
 
-def _waiting(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _waiting(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     for pod in pods:
         for status in _container_statuses(pod):
             waiting = (status.get("state") or {}).get("waiting") or {}
@@ -186,7 +186,7 @@ def _waiting(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj
     return None
 
 
-def _scheduling(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _scheduling(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     for pod in pods:
         for condition in _conditions(pod):
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
@@ -211,7 +211,7 @@ def scheduling_failure(message: str) -> Failure:
     return Failure(reason=code, message=_message("FailedScheduling", message))
 
 
-def _pod_events(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, Obj]) -> Failure | None:
+def _pod_events(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str, _Obj]) -> Failure | None:
     pod_names = {(pod.get("metadata") or {}).get("name") for pod in pods}
     for reason in POD_EVENT_REASONS:  # in order of specificity
         for event in reversed(list(events)):
@@ -226,7 +226,7 @@ def _pod_events(pods: Sequence[Obj], events: Sequence[Obj], nodes: Mapping[str, 
 # ---- helpers ---------------------------------------------------------------------------------------
 
 
-def _retried(found: Failure, *, job: Obj, job_reason: str | None) -> Failure:
+def _retried(found: Failure, *, job: _Obj, job_reason: str | None) -> Failure:
     """Several generic failures (``backoffLimit`` > 0) are the Job's BackoffLimitExceeded."""
     retries = ((job.get("spec") or {}).get("backoffLimit") or 0) > 0
     if found.reason == "Error" and job_reason == "BackoffLimitExceeded" and retries:
@@ -234,18 +234,18 @@ def _retried(found: Failure, *, job: Obj, job_reason: str | None) -> Failure:
     return found
 
 
-def _job_failure(job: Obj) -> tuple[str | None, str | None]:
+def _job_failure(job: _Obj) -> tuple[str | None, str | None]:
     for condition in _conditions(job):
         if condition.get("type") in ("Failed", "FailureTarget") and condition.get("status") == "True":
             return condition.get("reason"), condition.get("message")
     return None, None
 
 
-def _conditions(obj: Obj) -> list[Obj]:
+def _conditions(obj: _Obj) -> list[_Obj]:
     return list((obj.get("status") or {}).get("conditions") or [])
 
 
-def _container_statuses(pod: Obj) -> list[Obj]:
+def _container_statuses(pod: _Obj) -> list[_Obj]:
     status = pod.get("status") or {}
     return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
 

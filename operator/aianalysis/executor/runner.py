@@ -18,16 +18,12 @@ from typing import Any
 
 import pydantic
 
-from aianalysis import catalog as catalog_mod
+import aianalysis.catalog
+import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
-from aianalysis import settings as settings_mod
-from aianalysis.analysis import status
-from aianalysis.catalog import gate as catalog_admission
-from aianalysis.catalog import sync as catalog_sync_mod
-from aianalysis.executor import admission, approval, guards, plan, preflight, proof, reasons
-from aianalysis.kit import runtime as kit_runtime
-from aianalysis.kube import api_reader, objects, reader
-from aianalysis.kube import approvals as kube_approvals
+from aianalysis.catalog import gate, sync
+from aianalysis.executor import admission, approval, guards, plan, preflight, proof, reasons, server_facts
+from aianalysis.kube import api_reader, objects, readers
 
 log = logging.getLogger(__name__)
 WFE, AIA = resources.WORKFLOWEXECUTION_PLURAL, resources.AIANALYSIS_PLURAL
@@ -37,7 +33,7 @@ ANNOTATION_EXECUTION = "kubernaut.io/workflow-execution"
 
 
 @dataclasses.dataclass(kw_only=True)
-class ExecutorRuntime(kit_runtime.ProcessRuntime):
+class ExecutorRuntime(kit.ProcessRuntime):
     """What one executor process shares: opened at startup, closed at cleanup."""
 
     reader: api_reader.KubernetesReader
@@ -49,16 +45,14 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
     """The user the API server knows this executor as (``approvedBy`` of its autoExecute approvals)."""
 
     @classmethod
-    def create(cls, settings: settings_mod.Settings, api: kube.ApiClient) -> ExecutorRuntime:
-        catalog = catalog_mod.Catalog()
+    def create(cls, settings: aianalysis.settings.Settings, api: kube.ApiClient) -> ExecutorRuntime:
+        catalog = aianalysis.catalog.Catalog()
         return cls(
             settings=settings,
             api=api,
             reader=api_reader.KubernetesReader(api, timeout_seconds=30.0),
             catalog=catalog,
-            catalog_sync=catalog_sync_mod.CatalogSync(
-                api=api, catalog=catalog, reporter=catalog_admission.ReadOnlyReporter()
-            ),
+            catalog_sync=sync.CatalogSync(api=api, catalog=catalog, reporter=gate.ReadOnlyReporter()),
         )
 
     @property
@@ -83,22 +77,24 @@ class ExecutorRuntime(kit_runtime.ProcessRuntime):
             max_age_seconds=s.auto_execute.max_age_seconds,
         )
 
-    async def auto_facts(self, namespace: str, workflow: catalog_mod.Workflow | None) -> approval.AutoFacts:
-        labels = await asyncio.to_thread(kube_approvals.namespace_labels, self.api, namespace)
+    async def auto_facts(
+        self, namespace: str, workflow: aianalysis.catalog.Workflow | None
+    ) -> approval.AutoFacts:
+        labels = await asyncio.to_thread(server_facts.namespace_labels, self.api, namespace)
         return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
 
     async def approval_policy(self) -> proof.InForce | str:
         """Since when the shipped approval policy has been in force (fresh reads), or why it is not."""
         name = self.settings.executor.approval_policy
         try:
-            policy, binding = await asyncio.to_thread(kube_approvals.approval_policy, self.api, name)
+            policy, binding = await asyncio.to_thread(server_facts.approval_policy, self.api, name)
         except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
             return f"the approval policy {name} cannot be read ({exc})"
         margin = self.settings.executor.approval_policy_margin_seconds
         return proof.in_force(policy, binding, name=name, margin_seconds=margin)
 
     async def learn_identity(self) -> None:
-        self.identity = await asyncio.to_thread(kube_approvals.whoami, self.api)
+        self.identity = await asyncio.to_thread(server_facts.whoami, self.api)
         log.info("executor runs as %s", self.identity)
 
     async def aclose(self) -> None:
@@ -256,7 +252,7 @@ async def _admission(
     runtime: ExecutorRuntime,
     body: dict[str, Any],
     spec: resources.WorkflowExecutionSpec,
-    workflow: catalog_mod.Workflow | None,
+    workflow: aianalysis.catalog.Workflow | None,
 ) -> admission.Refusal | None:
     """Fresh reads of every fact the admission check needs, then the pure check."""
     namespace = body["metadata"]["namespace"]
@@ -275,7 +271,7 @@ async def _admission(
         cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
-    return await asyncio.to_thread(admission.refusal, facts)
+    return await asyncio.to_thread(admission.refusal_for, facts)
 
 
 async def _refuse(
@@ -315,7 +311,7 @@ async def _write(
             for c in new.conditions or []
         ]
         new = new.model_copy(update={"dry_run": True, "conditions": conditions})
-    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=status.merge_patch(new))
+    written = await objects.write_status_at(runtime.api, body, plural=WFE, fields=new.merge_patch())
     if written is not objects.Written.OK:  # deleted, or changed since we read it: the next pass re-reads
         return None
     if phase not in resources.EXECUTION_TERMINAL_PHASES:
@@ -343,7 +339,7 @@ async def _write(
 
 async def _current_workflow(
     runtime: ExecutorRuntime, ref: resources.WorkflowRef
-) -> catalog_mod.Workflow | None:
+) -> aianalysis.catalog.Workflow | None:
     """The catalog's entry, confirmed by a fresh read of its object: the catalog follows a watch that
     may lag behind a deletion by a moment, and a refused workflow (condition ``Accepted=False``) is
     never run."""
@@ -360,14 +356,14 @@ async def _current_workflow(
         return None
     if (spec.workflow_id, spec.version) != (ref.workflow_id, ref.version):
         return None
-    return catalog_mod.Workflow(name=entry.name, spec=spec)
+    return aianalysis.catalog.Workflow(name=entry.name, spec=spec)
 
 
 async def _pods(runtime: ExecutorRuntime, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
     selector = f"{plan.LABEL_EXECUTION}={job['metadata']['labels'][plan.LABEL_EXECUTION]}"
     try:
         return await runtime.reader.list_objects(kind="Pod", namespace=namespace, label_selector=selector)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         raise errors.ClusterError(f"listing the Pods of job {job['metadata']['name']}: {exc}") from exc
 
 
@@ -381,7 +377,7 @@ async def _events(
     for kind, meta in about:
         try:
             found = await runtime.reader.list_events(kind=kind, name=meta["name"], namespace=namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             raise errors.ClusterError(f"listing the Events of {kind} {meta['name']}: {exc}") from exc
         out.extend(e for e in found if (e.get("involvedObject") or {}).get("uid") == meta.get("uid"))
     return sorted(out, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
@@ -395,7 +391,7 @@ async def _nodes(runtime: ExecutorRuntime, pods: list[dict[str, Any]]) -> dict[s
     for name in sorted(str(n) for n in names):
         try:
             out[name] = await runtime.reader.get_object(kind="Node", name=name, namespace=None)
-        except (reader.Unavailable, errors.ClusterError):
+        except (readers.Unavailable, errors.ClusterError):
             continue
     return out
 
@@ -411,7 +407,7 @@ async def _read(runtime: ExecutorRuntime, *, kind: str, name: str, namespace: st
     when there is none."""
     try:
         return await runtime.reader.get_object(kind=kind, name=name, namespace=namespace)
-    except reader.Unavailable as exc:
+    except readers.Unavailable as exc:
         if exc.status == 404:
             return None
         raise errors.ClusterError(f"reading {kind} {namespace}/{name}: {exc}") from exc

@@ -12,6 +12,11 @@ Acquiring is a resourceVersion-conditional create or replace (the API server let
 the holder releases it right after; a holder that died is overtaken once its ``leaseDurationSeconds``
 passed. Waiting is bounded: after ``wait_seconds`` the pass fails with a retryable ``ClusterError``
 (the executor's handler retries it with backoff), it never blocks forever.
+
+Holding is bounded too: every API call made while it is held ends (a retryable error if the API
+server is slow to answer) ``HOLD_MARGIN_SECONDS`` before the hold could be overtaken, so no
+decision is written after another replica may have taken the lock — and a wedged API server never
+keeps it, or the process' own start lock, past that.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from aianalysis import errors
-from aianalysis.kube import leases
+from aianalysis.kube import leases, rest
 
 log = logging.getLogger(__name__)
 
 NAME = "aianalysis-executor-start"
+HOLD_MARGIN_SECONDS = 5.0
+"""A write that reaches the API server late still lands before the hold runs out."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,19 +53,23 @@ class StartLock:
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
-        await self._acquire()
+        since = await self._acquire()
         try:
-            yield
+            with rest.deadline(since + self.hold_seconds - HOLD_MARGIN_SECONDS):
+                yield
         finally:
             await self._release()
 
-    async def _acquire(self) -> None:
+    async def _acquire(self) -> float:
+        """Hold it; the ``time.monotonic()`` before the write that took it (the hold counts from
+        then at the latest)."""
         deadline = time.monotonic() + self.wait_seconds
         while True:
-            found = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=NAME)
+            found = await asyncio.to_thread(leases.fetch, self.api, namespace=self.namespace, name=NAME)
+            since = time.monotonic()
             mine = self._take(found)
-            if mine is not None and await asyncio.to_thread(leases.write, self.api, mine):
-                return
+            if mine is not None and await asyncio.to_thread(leases.store, self.api, mine):
+                return since
             if time.monotonic() >= deadline:
                 holder = found.holder_identity if found is not None else "?"
                 raise errors.ClusterError(
@@ -98,10 +109,10 @@ class StartLock:
     async def _release(self) -> None:
         """Give it back (conditional on the version read); a failure is harmless: it expires."""
         try:
-            found = await asyncio.to_thread(leases.read, self.api, namespace=self.namespace, name=NAME)
+            found = await asyncio.to_thread(leases.fetch, self.api, namespace=self.namespace, name=NAME)
             if found is not None and found.holder_identity == self.identity:
                 await asyncio.to_thread(
-                    leases.write, self.api, dataclasses.replace(found, holder_identity=None)
+                    leases.store, self.api, dataclasses.replace(found, holder_identity=None)
                 )
         except errors.AIAnalysisError as exc:
             log.warning(

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import errors, kube, resources
-from aianalysis.executor import approval
-from aianalysis.kube import approvals as kube_approvals
+from aianalysis.executor import approval, server_facts
 from aianalysis.kube import objects
 
 
@@ -28,20 +27,20 @@ async def approve(
 ) -> Submitted:
     """The approver is whoever the API server authenticates this client as (and, at creation, its
     admission policy checks that user holds the ``approve`` verb)."""
-    approver = await asyncio.to_thread(kube_approvals.whoami, api)
+    approver = await asyncio.to_thread(server_facts.whoami, api)
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
         return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
     executions = await objects.list_objects(
         api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
     )
-    decided = approval.approve(
+    decided = approval.approve_manually(
         analysis, executions=executions, override_review=override_review, again=again, approver=approver
     )
     if isinstance(decided, approval.Refuse):
         return Submitted(created=None, message=decided.message)
     try:
-        fresh = await create(api, decided.body)
+        fresh = await _create(api, decided.body)
     except errors.ClusterRejectedError as exc:  # the admission policy (or the schema) said no
         return Submitted(created=None, message=f"the API server refused the approval: {exc}")
     if not fresh:
@@ -59,21 +58,21 @@ async def auto_execute(
     approver: str,
 ) -> str | None:
     """The execution the policy created for ``analysis``; None when it declined or one exists."""
-    decided = approval.auto_execute(analysis, policy=policy, facts=facts, now=now, approver=approver)
+    decided = approval.approve_automatically(analysis, policy=policy, facts=facts, now=now, approver=approver)
     if isinstance(decided, approval.Refuse):
         return None
     meta = analysis["metadata"]
     before = await asyncio.to_thread(
-        kube_approvals.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
+        server_facts.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
     )
     if before:
         return None  # once per analysis: an execution deleted since is not re-created
-    if not await create(api, decided.body):
+    if not await _create(api, decided.body):
         return None
     return decided.name
 
 
-async def create(api: kube.ApiClient, body: dict[str, Any]) -> bool:
+async def _create(api: kube.ApiClient, body: dict[str, Any]) -> bool:
     """False when an execution of that name exists (the name is the idempotency key); a refusal by
     the API server's admission (or the schema) raises ``errors.ClusterRejectedError``."""
     return await objects.create(api, body, plural=resources.WORKFLOWEXECUTION_PLURAL) is not None

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from aianalysis import errors, kube, metrics, resources
-from aianalysis.analysis import status
 from aianalysis.intake import mapping
 from aianalysis.kit import lru
 from aianalysis.kube import objects
@@ -50,7 +49,7 @@ MAX_REMEMBERED_ALERTS = 1000
 MAX_INCIDENTS = 10_000
 """Incidents remembered in memory (a few hundred bytes each, plus their remembered alerts)."""
 
-Outcome = Literal["created", "repeat", "cancelled", "resolved"]
+_Outcome = Literal["created", "repeat", "cancelled", "resolved"]
 
 
 def incident_key(target: mapping.Target, signal_type: str) -> str:
@@ -121,7 +120,7 @@ class Tracker:
         self._lock_users: collections.Counter[str] = collections.Counter()
         self._flushes: set[asyncio.Task[None]] = set()
 
-    async def handle(self, incoming: Incoming) -> Outcome:
+    async def handle(self, incoming: Incoming) -> _Outcome:
         key = incident_key(incoming.workload, incoming.alert.signal.type)
         lock = self._locks.setdefault(key, asyncio.Lock())
         self._lock_users[key] += 1
@@ -139,7 +138,7 @@ class Tracker:
         """How many entries the in-memory maps hold (tests, debugging)."""
         return {"incidents": len(self._incidents), "locks": len(self._locks)}
 
-    async def _handle(self, key: str, incoming: Incoming) -> Outcome:
+    async def _handle(self, key: str, incoming: Incoming) -> _Outcome:
         incident = await self._current(key, incoming.alert.analysis_namespace)
         if incoming.alert.status == "resolved":
             return await self._resolved(incident, incoming)
@@ -229,31 +228,28 @@ class Tracker:
         seq = incident.seq + 1
         key_hash = incident_hash(incident.key)
         name = analysis_name(incoming.workload, alert.signal.type, key_hash, seq)
-        body = {
-            "apiVersion": resources.API_VERSION,
-            "kind": "AIAnalysis",
-            "metadata": {
-                "name": name,
-                "namespace": incident.namespace,
-                "labels": {
-                    INCIDENT_LABEL: key_hash,
-                    FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
-                    ALERT_NAME_LABEL: mapping.label_value(alert.alert_name) or "none",
-                    SOURCE_LABEL: mapping.SOURCE,
-                },
-                "annotations": {KEY_ANNOTATION: incident.key},
+        spec = resources.AIAnalysisSpec(
+            signal=alert.signal,
+            resource=resources.ResourceRef(
+                kind=incoming.workload.kind,
+                name=incoming.workload.name,
+                namespace=incoming.workload.namespace,
+            ),
+            cluster=alert.cluster,
+            business_context=incoming.business,
+        )
+        body = resources.new_aianalysis(
+            name=name,
+            namespace=incident.namespace,
+            spec=spec,
+            labels={
+                INCIDENT_LABEL: key_hash,
+                FINGERPRINT_LABEL: mapping.label_value(alert.fingerprint) or "none",
+                ALERT_NAME_LABEL: mapping.label_value(alert.alert_name) or "none",
+                SOURCE_LABEL: mapping.SOURCE,
             },
-            "spec": resources.AIAnalysisSpec(
-                signal=alert.signal,
-                resource=resources.ResourceRef(
-                    kind=incoming.workload.kind,
-                    name=incoming.workload.name,
-                    namespace=incoming.workload.namespace,
-                ),
-                cluster=alert.cluster,
-                business_context=incoming.business,
-            ).wire(),
-        }
+            annotations={KEY_ANNOTATION: incident.key},
+        )
         created = await objects.create(self._api, body, plural=AIA)
         if created is None:
             # Someone (an earlier life of this process) created it: adopt it as the open analysis.
@@ -268,7 +264,7 @@ class Tracker:
         self._schedule_flush(incident)
         log.info("alert %s → AIAnalysis %s/%s", alert.alert_name, incident.namespace, name)
 
-    async def _resolved(self, incident: Incident, incoming: Incoming) -> Outcome:
+    async def _resolved(self, incident: Incident, incoming: Incoming) -> _Outcome:
         incident.firing.pop(incoming.alert.fingerprint)
         if incident.name is not None and incident.ended_at is not None and not incident.firing:
             await self._note_resolved(incident, incoming.received)  # the assessment reads it
@@ -316,19 +312,20 @@ class Tracker:
             reason=RESOLVED_REASON,
             message=message,
             observed_generation=meta.get("generation"),
-            completed_at=status.timestamp(now),
+            completed_at=resources.timestamp(now),
             needs_human_review=False,
             conditions=[
-                status.ready_condition(
-                    status="True",
-                    reason=RESOLVED_REASON,
-                    message=message,
+                resources.condition(
+                    resources.READY,
+                    "True",
+                    RESOLVED_REASON,
+                    message,
                     now=now,
                     generation=meta.get("generation"),
                 )
             ],
         )
-        written = await objects.write_status_at(self._api, body, plural=AIA, fields=status.merge_patch(ended))
+        written = await objects.write_status_at(self._api, body, plural=AIA, fields=ended.merge_patch())
         if written is not objects.Written.OK:  # changed or gone since read: the caller reads again
             return False
         incident.ended_at, incident.cools_down = self._clock(), False
@@ -394,10 +391,5 @@ def _seq(body: dict[str, Any]) -> int | None:
 
 
 def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return float(calendar.timegm(parsed.utctimetuple()))
+    parsed = resources.parse_timestamp(stamp)
+    return None if parsed is None else float(calendar.timegm(parsed.utctimetuple()))

@@ -29,7 +29,7 @@ from aianalysis import errors, kube, metrics, resources
 from aianalysis.catalog import business
 from aianalysis.intake import mapping
 from aianalysis.kit import lru
-from aianalysis.kube import api_reader, owners, reader
+from aianalysis.kube import api_reader, owners, readers
 
 CACHE_SECONDS = 30.0
 MAX_CACHED = 4096
@@ -63,13 +63,20 @@ class _Cached:
 class Resolver:
     def __init__(
         self,
-        api: kube.ApiClient,
+        api: kube.ApiClient | None = None,
         *,
+        cluster_reader: readers.ClusterReader | None = None,
         clock: Callable[[], float] = time.monotonic,
         prefixes: tuple[str, ...] = business.DEFAULT_PREFIXES,
         orphans_to_namespace: bool = True,
     ) -> None:
-        self._reader = api_reader.KubernetesReader(api)
+        """Reads through ``api``, or ``cluster_reader`` (any read-only reader answering a missing
+        object with a 404 as the API server does: the Kubernaut replay serves scenarios from memory)."""
+        if cluster_reader is None:
+            if api is None:
+                raise TypeError("Resolver needs an api client or a cluster reader")
+            cluster_reader = api_reader.KubernetesReader(api)
+        self._reader = cluster_reader
         self._orphans_to_namespace = orphans_to_namespace
         self._prefixes = prefixes
         self._clock = clock
@@ -99,13 +106,11 @@ class Resolver:
             found: mapping.Target = hit.value
             return found
         start = owners.Owner(kind=target.kind, name=target.name, namespace=target.namespace)
-        chain = await owners.owner_chain(
-            start, read=self._read, max_depth=MAX_OWNER_DEPTH + 1, controller_only=True
-        )
+        chain = await owners.walk(start, read=self._read, max_depth=MAX_OWNER_DEPTH + 1, controller_only=True)
         if target.kind == "Pod" and len(chain) == 1 and chain[0][1] is None:
             owner = await self._owner_of_gone_pod(target.name, target.namespace, labels or {})
             if owner is not None:
-                chain = await owners.owner_chain(
+                chain = await owners.walk(
                     owner, read=self._read, max_depth=MAX_OWNER_DEPTH, controller_only=True
                 )
             elif self._orphans_to_namespace:
@@ -140,7 +145,7 @@ class Resolver:
             return False
         try:
             await self._reader.get_object(kind=kind, name=name, namespace=namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status in (403, 404, 422):
                 return False
             raise errors.ClusterError(f"reading {kind} {name}: {exc}") from exc
@@ -174,7 +179,7 @@ class Resolver:
             return None
         try:
             return await self._reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status in (403, 404):
                 return None
             raise errors.ClusterError(f"reading {ref.kind} {ref.name}: {exc}") from exc
@@ -182,7 +187,7 @@ class Resolver:
     async def _namespace_labels(self, namespace: str) -> tuple[dict[str, str], dict[str, str]] | None:
         try:
             found = await self._reader.get_object(kind="Namespace", name=namespace, namespace=None)
-        except reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             if exc.status == 404:
                 return None
             raise errors.ClusterError(f"reading namespace {namespace}: {exc}") from exc

@@ -19,8 +19,7 @@ from collections.abc import Callable
 import pydantic
 from aiohttp import web
 
-from aianalysis import errors, kube, metrics, settings
-from aianalysis.analysis import status
+from aianalysis import errors, kube, metrics, resources, settings
 from aianalysis.intake import dedup, mapping, payload, resolve
 from aianalysis.kit import lru
 
@@ -130,7 +129,7 @@ class Intake:
         return self._accept(parsed)
 
     def _accept(self, parsed: payload.WebhookPayload) -> web.Response:
-        received = status.timestamp(self._now())
+        received = resources.timestamp(self._now())
         results = [
             mapping.map_alert(
                 a,

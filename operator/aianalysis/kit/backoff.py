@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
+
+Sleep = Callable[[float], Awaitable[None]]
+"""How a retry waits (``asyncio.sleep``; tests pass one that returns at once)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -31,9 +31,8 @@ from aianalysis.kube import objects, watching
 
 log = logging.getLogger(__name__)
 
-Ref = objects.Ref
-Seen = Callable[[Ref, str | None, dict[str, Any] | None], None]
-Left = Callable[[Ref], None]
+Seen = Callable[[objects.Ref, str | None, dict[str, Any] | None], None]
+Left = Callable[[objects.Ref], None]
 
 
 class _LoopClosed(Exception):
@@ -45,7 +44,7 @@ class _Scope:
     """One list-then-watch: a namespace (empty: all of them), what it matches now, where it is."""
 
     namespace: str
-    known: dict[str, Ref] = dataclasses.field(default_factory=dict)
+    known: dict[str, objects.Ref] = dataclasses.field(default_factory=dict)
     version: str | None = None
     """The version to watch from; None: list first."""
     listed: bool = False
@@ -119,7 +118,7 @@ class Follower:
                 failures = 0
             except _LoopClosed:
                 return
-            except errors.AIAnalysisError as exc:  # kube.errors mapped it
+            except errors.AIAnalysisError as exc:  # kube.calls mapped it
                 if getattr(exc, "status", None) == watching.GONE:
                     scope.version = None  # expired: list again, at once
                     continue
@@ -132,7 +131,7 @@ class Follower:
                 self._pause(scope, failures, f"{type(exc).__name__}: {exc}")
 
     def _list(self, scope: _Scope) -> None:
-        listed: dict[str, Ref] = {}
+        listed: dict[str, objects.Ref] = {}
         version = ""
         for page in watching.pages(
             self._api,
@@ -142,7 +141,7 @@ class Follower:
             field_selector=self._selector,
         ):
             for obj in page.items:
-                ref = Ref.of(obj)
+                ref = objects.Ref.of(obj)
                 listed[ref.uid] = ref
                 self._post(self._on_seen, ref, _version(obj), obj)
             version = page.resource_version
@@ -168,11 +167,11 @@ class Follower:
             field_selector=self._selector,
         ):
             if event_type in ("ADDED", "MODIFIED"):
-                ref = Ref.of(obj)
+                ref = objects.Ref.of(obj)
                 scope.known[ref.uid] = ref
                 self._post(self._on_seen, ref, _version(obj), obj if event_type == "ADDED" else None)
             elif event_type == "DELETED":
-                ref = Ref.of(obj)
+                ref = objects.Ref.of(obj)
                 scope.known.pop(ref.uid, None)
                 self._post(self._on_left, ref)
             scope.version = version or scope.version

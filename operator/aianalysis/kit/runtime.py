@@ -1,4 +1,4 @@
-"""The base both processes' runtimes share (the operator's ``controller.runtime.Runtime`` and the
+"""The base both processes' runtimes share (the operator's ``controller.process.Runtime`` and the
 executor's ``executor.runner.ExecutorRuntime``): the settings, the one API client, the catalog of
 RemediationWorkflows followed from the cluster, and the health port — opened at startup, closed at
 cleanup.
@@ -16,10 +16,10 @@ import gc
 import logging
 import time
 
-from aianalysis import catalog as catalog_mod
+import aianalysis.catalog
+import aianalysis.settings
 from aianalysis import kube
-from aianalysis import settings as settings_mod
-from aianalysis.catalog import sync as catalog_sync_mod
+from aianalysis.catalog import sync
 from aianalysis.kit import health
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,10 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(kw_only=True)
 class ProcessRuntime:
-    settings: settings_mod.Settings
+    settings: aianalysis.settings.Settings
     api: kube.ApiClient
-    catalog: catalog_mod.Catalog
-    catalog_sync: catalog_sync_mod.CatalogSync
+    catalog: aianalysis.catalog.Catalog
+    catalog_sync: sync.CatalogSync
     catalog_loaded: bool = False
     health_server: health.HealthServer | None = None
 

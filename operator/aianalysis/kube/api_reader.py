@@ -22,8 +22,7 @@ import json
 from typing import Any
 
 from aianalysis import errors
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import kinds, reader, rest
+from aianalysis.kube import calls, kind_table, readers, rest
 
 MAX_LIST_ITEMS = 500
 MAX_LOG_BYTES = 512_000
@@ -34,12 +33,12 @@ class KubernetesReader:
         self._api = api
         self._timeout = timeout_seconds
 
-    async def get_object(self, *, kind: str, name: str, namespace: str | None) -> reader.JSONObject:
+    async def get_object(self, *, kind: str, name: str, namespace: str | None) -> readers.JSONObject:
         spec = _kind(kind)
         what = f"{kind} {namespace}/{name}" if spec.namespaced else f"{kind} {name}"
         return await self._json(what, _object_path(spec, name, namespace))
 
-    async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[reader.JSONObject]:
+    async def list_events(self, *, kind: str, name: str, namespace: str | None) -> list[readers.JSONObject]:
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         if namespace:
             selector += f",involvedObject.namespace={namespace}"
@@ -63,7 +62,7 @@ class KubernetesReader:
         raw = await self._raw(what, _object_path(_POD, name, namespace) + "/log", options)
         return raw.decode("utf-8", errors="replace")
 
-    async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[reader.JSONObject]:
+    async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[readers.JSONObject]:
         owner = await self.get_object(kind=kind, name=name, namespace=namespace)
         uid = owner["metadata"]["uid"]
         selector = label_selector((owner.get("spec") or {}).get("selector"))
@@ -77,7 +76,7 @@ class KubernetesReader:
 
     async def list_objects(
         self, *, kind: str, namespace: str, label_selector: str | None = None
-    ) -> list[reader.JSONObject]:
+    ) -> list[readers.JSONObject]:
         return await self._list(kind, namespace, label_selector)
 
     # ---- lists, custom kinds, discovery (the investigation tools) ------------------------------
@@ -85,12 +84,12 @@ class KubernetesReader:
     async def list_page(
         self,
         *,
-        kind: kinds.Kind,
+        kind: kind_table.Kind,
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int,
-    ) -> reader.Page:
+    ) -> readers.Page:
         _not_secrets(kind)
         options: dict[str, Any] = {
             "limit": max(1, min(limit, MAX_LIST_ITEMS)),
@@ -100,35 +99,35 @@ class KubernetesReader:
         what = f"{kind.plural} in {namespace}" if namespace else kind.plural
         try:
             found = await self._json(what, _collection_path(kind, namespace), options)
-        except reader.NotFound:  # a collection is never missing: its API is not served
-            raise reader.Unavailable(
+        except readers.NotFound:  # a collection is never missing: its API is not served
+            raise readers.Unavailable(
                 f"unknown kind {kind.kind}: this cluster does not serve {kind.plural}.{kind.group or 'core'}"
                 f"/{kind.version}",
-                status=kube_errors.NOT_FOUND,
+                status=calls.NOT_FOUND,
             ) from None
         metadata = found.get("metadata") or {}
         remaining = metadata.get("remainingItemCount")
-        return reader.Page(
+        return readers.Page(
             items=list(found.get("items") or []),
             more=bool(metadata.get("continue")),
             remaining=remaining if isinstance(remaining, int) else None,
         )
 
-    async def read(self, *, kind: kinds.Kind, name: str, namespace: str | None) -> reader.JSONObject:
+    async def read(self, *, kind: kind_table.Kind, name: str, namespace: str | None) -> readers.JSONObject:
         _not_secrets(kind)
         what = f"{kind.kind} {namespace}/{name}" if kind.namespaced else f"{kind.kind} {name}"
         return await self._json(what, _object_path(kind, name, namespace))
 
-    async def api_groups(self) -> list[reader.ServedGroup]:
+    async def api_groups(self) -> list[readers.ServedGroup]:
         found = await self._json("the API groups", "/apis")
         groups = []
         for group in found.get("groups") or ():
             preferred = (group.get("preferredVersion") or {}).get("version")
             if group.get("name") and preferred:
-                groups.append(reader.ServedGroup(group=str(group["name"]), version=str(preferred)))
+                groups.append(readers.ServedGroup(group=str(group["name"]), version=str(preferred)))
         return groups
 
-    async def group_kinds(self, *, group: str, version: str) -> list[kinds.Kind]:
+    async def group_kinds(self, *, group: str, version: str) -> list[kind_table.Kind]:
         found = await self._json(f"the kinds of {group}/{version}", rest.path("apis", group, version))
         out = []
         for resource in found.get("resources") or ():
@@ -136,7 +135,7 @@ class KubernetesReader:
             if "/" in name or "list" not in verbs or "get" not in verbs:
                 continue  # a subresource, or not readable
             out.append(
-                kinds.Kind(
+                kind_table.Kind(
                     kind=str(resource.get("kind")),
                     group=group,
                     version=version,
@@ -149,13 +148,13 @@ class KubernetesReader:
 
     # ---- plumbing ----------------------------------------------------------------------------
 
-    async def _list(self, kind: str, namespace: str, selector: str | None) -> list[reader.JSONObject]:
+    async def _list(self, kind: str, namespace: str, selector: str | None) -> list[readers.JSONObject]:
         spec = _kind(kind)
         options: dict[str, Any] = {"limit": MAX_LIST_ITEMS, "labelSelector": selector or None}
         found = await self._json(f"{spec.plural} in {namespace}", _collection_path(spec, namespace), options)
         return list(found.get("items") or [])
 
-    async def _json(self, what: str, url_path: str, query: rest.Query | None = None) -> reader.JSONObject:
+    async def _json(self, what: str, url_path: str, query: rest.Query | None = None) -> readers.JSONObject:
         raw = await self._raw(what, url_path, query)
         data = json.loads(raw)
         if not isinstance(data, dict):
@@ -166,25 +165,25 @@ class KubernetesReader:
         def call() -> bytes:
             try:
                 return rest.get_bytes(self._api, url_path, query=query, timeout=self._timeout)
-            except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
+            except (rest.ApiError, *calls.UNREACHABLE) as exc:
                 raise reader_error(exc, what=what) from exc
 
         return await asyncio.to_thread(call)
 
 
 def reader_error(exc: BaseException, *, what: str) -> errors.AIAnalysisError:
-    """A failed read, classified by :mod:`kube.errors`, in the reader's terms: a refusal for good is
+    """A failed read, classified by :mod:`kube.calls`, in the reader's terms: a refusal for good is
     ``Unavailable`` (its text is meant for the LLM), anything that may pass ``ClusterError``."""
-    found = kube_errors.classify(exc, what=what)
+    found = calls.classify(exc, what=what)
     if isinstance(found, errors.ClusterRejectedError):
-        if found.status == kube_errors.NOT_FOUND:
-            return reader.NotFound(f"{what} not found", status=found.status)
-        if found.status == kube_errors.FORBIDDEN:
+        if found.status == calls.NOT_FOUND:
+            return readers.NotFound(f"{what} not found", status=found.status)
+        if found.status == calls.FORBIDDEN:
             why = found.detail
-            return reader.Unavailable(
+            return readers.Unavailable(
                 f"the operator is not allowed to read {what} (forbidden): {why}", status=found.status
             )
-        return reader.Unavailable(f"{what} cannot be read: {found.detail}", status=found.status)
+        return readers.Unavailable(f"{what} cannot be read: {found.detail}", status=found.status)
     if found.status is None:
         return errors.ClusterError(f"cannot reach the Kubernetes API reading {what}: {exc}")
     return errors.ClusterError(
@@ -216,11 +215,11 @@ def label_selector(selector: dict[str, Any] | None) -> str | None:
     return ",".join(terms) or None
 
 
-_POD = kinds.BY_KIND["Pod"]
-_EVENTS = kinds.Kind(kind="Event", group="", version="v1", plural="events", namespaced=True)
+_POD = kind_table.BY_KIND["Pod"]
+_EVENTS = kind_table.Kind(kind="Event", group="", version="v1", plural="events", namespaced=True)
 
 
-def _collection_path(kind: kinds.Kind, namespace: str | None) -> str:
+def _collection_path(kind: kind_table.Kind, namespace: str | None) -> str:
     """The kind's collection: of one namespace, else of all (cluster-scoped kinds: the only one)."""
     base = ("apis", kind.group, kind.version) if kind.group else ("api", kind.version)
     if kind.namespaced and namespace is not None:
@@ -228,24 +227,24 @@ def _collection_path(kind: kinds.Kind, namespace: str | None) -> str:
     return rest.path(*base, kind.plural)
 
 
-def _object_path(kind: kinds.Kind, name: str, namespace: str | None) -> str:
+def _object_path(kind: kind_table.Kind, name: str, namespace: str | None) -> str:
     if kind.namespaced and namespace is None:
-        raise reader.Unavailable(f"{kind.kind} {name}: a namespaced kind needs a namespace")
+        raise readers.Unavailable(f"{kind.kind} {name}: a namespaced kind needs a namespace")
     return _collection_path(kind, namespace) + rest.path(name)
 
 
-def _kind(kind: str) -> kinds.Kind:
-    spec = kinds.BY_KIND.get(kind)
+def _kind(kind: str) -> kind_table.Kind:
+    spec = kind_table.BY_KIND.get(kind)
     if spec is None:
-        raise reader.Unavailable(f"kind {kind!r} is not readable")
+        raise readers.Unavailable(f"kind {kind!r} is not readable")
     return spec
 
 
-def _not_secrets(kind: kinds.Kind) -> None:
+def _not_secrets(kind: kind_table.Kind) -> None:
     if not kind.group and kind.plural == "secrets":
-        raise reader.Unavailable("Secrets are never read")
+        raise readers.Unavailable("Secrets are never read")
 
 
-def _owned_by(obj: reader.JSONObject, uids: set[str]) -> bool:
+def _owned_by(obj: readers.JSONObject, uids: set[str]) -> bool:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return any(ref.get("uid") in uids for ref in refs)

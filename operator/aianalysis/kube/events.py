@@ -9,9 +9,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from aianalysis import errors
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis import errors, resources
+from aianalysis.kube import calls, rest
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ def post(
     """Post an Event about the object ``about`` (blocking); False when it could not be posted."""
     meta = about.get("metadata") or {}
     namespace = meta.get("namespace") or CLUSTER_EVENTS_NAMESPACE
-    stamp = now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = resources.timestamp(now)
     event = {
         "apiVersion": "v1",
         "kind": "Event",
@@ -61,7 +60,7 @@ def post(
     what = f"posting the {reason} Event of {about.get('kind')} {meta.get('name')}"
     url_path = rest.path("api", "v1", "namespaces", namespace, "events")
     try:
-        kube_errors.blocking(what, rest.send_json, api, "POST", url_path, event, timeout=None)
+        calls.blocking(what, rest.send_json, api, "POST", url_path, event)
     except errors.AIAnalysisError as exc:
         log.warning("%s failed: %s", what, exc)
         return False

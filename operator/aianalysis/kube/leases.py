@@ -1,7 +1,7 @@
 """``coordination.k8s.io/v1`` Leases as plain records: read one, create one, replace one only if it
 is still at the version read (the API server refuses a stale replace with 409, reported as False).
 Blocking calls (the leader election runs them in a thread); failures are mapped by
-:mod:`aianalysis.kube.errors`."""
+:mod:`aianalysis.kube.calls`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import dataclasses
 import datetime
 from typing import Any
 
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis import resources
+from aianalysis.kube import calls, rest
 
 REQUEST_TIMEOUT_SECONDS = 5.0
 """One Lease request (read, write) at most this long: well under a leader's renew deadline."""
@@ -29,15 +29,15 @@ class Lease:
     """The version read (None: not in the cluster yet, :func:`write` creates it)."""
 
 
-def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
+def fetch(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     """The Lease as the API server has it; None when there is none."""
-    found: Any = kube_errors.blocking(
+    found: Any = calls.blocking(
         f"reading lease {namespace}/{name}",
         rest.get_json,
         api,
         _path(namespace, name),
         timeout=REQUEST_TIMEOUT_SECONDS,
-        none_on=kube_errors.NOT_FOUND,
+        none_on=calls.NOT_FOUND,
     )
     if found is None:
         return None
@@ -47,14 +47,14 @@ def read(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
         name=name,
         holder_identity=spec.get("holderIdentity"),
         lease_duration_seconds=spec.get("leaseDurationSeconds"),
-        acquire_time=_time(spec.get("acquireTime")),
-        renew_time=_time(spec.get("renewTime")),
+        acquire_time=resources.parse_timestamp(spec.get("acquireTime")),
+        renew_time=resources.parse_timestamp(spec.get("renewTime")),
         lease_transitions=spec.get("leaseTransitions"),
         resource_version=(found.get("metadata") or {}).get("resourceVersion"),
     )
 
 
-def write(api: rest.ApiClient, lease: Lease) -> bool:
+def store(api: rest.ApiClient, lease: Lease) -> bool:
     """Create ``lease``, or replace it if it is still at ``lease.resource_version``; False when
     another writer won (it exists already, or changed since it was read)."""
     metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}
@@ -63,8 +63,8 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
     spec = {
         "holderIdentity": lease.holder_identity,
         "leaseDurationSeconds": lease.lease_duration_seconds,
-        "acquireTime": _stamp(lease.acquire_time),
-        "renewTime": _stamp(lease.renew_time),
+        "acquireTime": _micro_time(lease.acquire_time),
+        "renewTime": _micro_time(lease.renew_time),
         "leaseTransitions": lease.lease_transitions,
     }
     body = {
@@ -74,7 +74,7 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
         "spec": {key: value for key, value in spec.items() if value is not None},
     }
     creating = lease.resource_version is None
-    done = kube_errors.blocking(
+    done = calls.blocking(
         f"writing lease {lease.namespace}/{lease.name}",
         rest.send_json,
         api,
@@ -82,7 +82,7 @@ def write(api: rest.ApiClient, lease: Lease) -> bool:
         _path(lease.namespace) if creating else _path(lease.namespace, lease.name),
         body,
         timeout=REQUEST_TIMEOUT_SECONDS,
-        none_on=kube_errors.CONFLICT,
+        none_on=calls.CONFLICT,
     )
     return done is not None
 
@@ -93,16 +93,6 @@ def _path(namespace: str, name: str | None = None) -> str:
     )
 
 
-def _time(text: object) -> datetime.datetime | None:
-    """A Lease's MicroTime (RFC 3339 with microseconds) as an aware datetime."""
-    if not isinstance(text, str) or not text:
-        return None
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _stamp(moment: datetime.datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _micro_time(moment: datetime.datetime | None) -> str | None:
+    """A Lease's MicroTime: RFC 3339 with microseconds."""
+    return None if moment is None else resources.timestamp(moment, microseconds=True)

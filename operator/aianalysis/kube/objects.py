@@ -1,6 +1,6 @@
 """Raw I/O on the product's custom objects (AIAnalysis, WorkflowExecution, RemediationWorkflow)
 through the API server: read, list, create, delete, write status. Failures are classified by
-:mod:`aianalysis.kube.errors` (one map): a refusal that cannot pass is
+:mod:`aianalysis.kube.calls` (one map): a refusal that cannot pass is
 :class:`errors.ClusterRejectedError`, anything else — 5xx, 429, a dropped connection while the API
 server restarts — :class:`errors.ClusterError` (retryable).
 
@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aianalysis import errors, metrics, resources
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +61,7 @@ def get_blocking(api: rest.ApiClient, namespace: str, plural: str, name: str) ->
     """:func:`get` for callers on a thread of their own (the catalog sync)."""
     what = f"reading {plural} {_where(namespace, name)}"
     url_path = _path(resources.GROUP, resources.VERSION, plural, namespace=namespace, name=name)
-    found: Any = kube_errors.blocking(
-        what, rest.get_json, api, url_path, timeout=None, none_on=kube_errors.NOT_FOUND
-    )
+    found: Any = calls.blocking(what, rest.get_json, api, url_path, none_on=calls.NOT_FOUND)
     return None if found is None else dict(found)
 
 
@@ -82,8 +79,8 @@ async def list_objects(
     token: str | None = None
     while True:
         query = {"limit": page_size, "continue": token, "labelSelector": label_selector or None}
-        page: Any = await kube_errors.call(
-            f"listing {plural} in {namespace}", rest.get_json, api, url_path, query=query, timeout=None
+        page: Any = await calls.call(
+            f"listing {plural} in {namespace}", rest.get_json, api, url_path, query=query
         )
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")
@@ -105,8 +102,8 @@ async def create(api: rest.ApiClient, body: Mapping[str, Any], *, plural: str) -
     namespace = meta.get("namespace") or ""
     what = f"creating {plural} {_where(namespace, meta.get('name'))}"
     url_path = _path(group, version, plural, namespace=namespace)
-    created: Any = await kube_errors.call(
-        what, rest.send_json, api, "POST", url_path, dict(body), timeout=None, none_on=kube_errors.CONFLICT
+    created: Any = await calls.call(
+        what, rest.send_json, api, "POST", url_path, dict(body), none_on=calls.CONFLICT
     )
     return None if created is None else dict(created)
 
@@ -176,12 +173,12 @@ def write_status_blocking(
         url_path = (
             _path(resources.GROUP, resources.VERSION, plural, namespace=namespace, name=name) + "/status"
         )
-        answer = kube_errors.blocking(
+        answer = calls.blocking(
             what, rest.send_json, api, "PATCH", url_path, ops,
-            content_type="application/json-patch+json", timeout=None,
+            content_type="application/json-patch+json",
         )  # fmt: skip
     except errors.ClusterRejectedError as exc:
-        if exc.status not in (kube_errors.NOT_FOUND, kube_errors.INVALID):
+        if exc.status not in (calls.NOT_FOUND, calls.INVALID):
             raise
         now = get_blocking(api, namespace, plural, name)
         if now is None or (now.get("metadata") or {}).get("uid") != uid:
@@ -196,7 +193,7 @@ def write_status_blocking(
 
 def _path(group: str, version: str, plural: str, *, namespace: str, name: str = "") -> str:
     """A custom object's (or its collection's) URL path; ``namespace`` empty: cluster-scoped. Plain
-    REST calls, no request timeout (see :mod:`aianalysis.kube.rest`)."""
+    REST calls, each bounded by the client's request timeout (see :mod:`aianalysis.kube.rest`)."""
     where = ("namespaces", namespace) if namespace else ()
     return rest.path("apis", group, version, *where, plural, *((name,) if name else ()))
 

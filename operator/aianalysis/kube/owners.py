@@ -40,7 +40,7 @@ def owners_of(obj: Mapping[str, Any], *, controller_only: bool = False) -> list[
     ]
 
 
-async def owner_chain(
+async def walk(
     start: Owner, *, read: Read, max_depth: int, controller_only: bool = False
 ) -> list[tuple[Owner, Mapping[str, Any] | None]]:
     """``start`` and the owners above it, each with the object as read — at most ``max_depth`` of

@@ -4,7 +4,7 @@ the list's resourceVersion until the server ends the watch or ``stopping`` is se
 kinds, or a namespaced kind in one namespace or all of them (``namespace`` empty); a
 ``field_selector`` is applied by the API server (on the CRD's ``selectableFields``): an object that
 stops matching it arrives as ``DELETED``, one that starts matching as ``ADDED``. Blocking (the
-caller runs them on a thread of its own); failures are mapped by :mod:`aianalysis.kube.errors` — a
+caller runs them on a thread of its own); failures are mapped by :mod:`aianalysis.kube.calls` — a
 watch from a version the server no longer has is ``ClusterRejectedError`` with status ``GONE``
 (410): list again."""
 
@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from aianalysis import resources
-from aianalysis.kube import errors as kube_errors
-from aianalysis.kube import rest
+from aianalysis.kube import calls, rest
 
-GONE = kube_errors.GONE
+GONE = calls.GONE
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Page:
+class Listing:
     items: list[dict[str, Any]]
     resource_version: str
     """The list's version: a watch started from the last page's sees every later change."""
@@ -36,17 +35,15 @@ def pages(
     page_size: int,
     namespace: str = "",
     field_selector: str | None = None,
-) -> Iterator[Page]:
+) -> Iterator[Listing]:
     """Every object of ``plural`` (this API group; in ``namespace``, or all of them) that matches
     ``field_selector``, one page at a time."""
     url_path = _collection(plural, namespace)
     token: str | None = None
     while True:
         query = {"limit": page_size, "continue": token, "fieldSelector": field_selector}
-        page: Any = kube_errors.blocking(
-            f"listing {plural}", rest.get_json, api, url_path, query=query, timeout=None
-        )
-        yield Page(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
+        page: Any = calls.blocking(f"listing {plural}", rest.get_json, api, url_path, query=query)
+        yield Listing(items=list(page["items"]), resource_version=page["metadata"]["resourceVersion"])
         token = page["metadata"].get("continue")
         if not token:
             return
@@ -67,20 +64,19 @@ def watch(
     url_path = _collection(plural, namespace)
     query: rest.Query = {
         "resourceVersion": resource_version,
-        "timeoutSeconds": timeout_seconds,
         "allowWatchBookmarks": True,
         "fieldSelector": field_selector,
     }
     version: str | None = resource_version
     try:
-        for event in rest.watch_lines(api, url_path, query=query, timeout=None):
+        for event in rest.watch_lines(api, url_path, query=query, timeout_seconds=timeout_seconds):
             if stopping.is_set():
                 return
             obj = event.get("object") or {}
             version = (obj.get("metadata") or {}).get("resourceVersion") or version
             yield event["type"], obj, version
-    except (rest.ApiError, *kube_errors.UNREACHABLE) as exc:
-        raise kube_errors.classify(exc, what=f"watching {plural}") from exc
+    except (rest.ApiError, *calls.UNREACHABLE) as exc:
+        raise calls.classify(exc, what=f"watching {plural}") from exc
 
 
 def _collection(plural: str, namespace: str) -> str:

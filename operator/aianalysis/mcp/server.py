@@ -30,7 +30,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 import aianalysis
-from aianalysis import catalog as catalog_mod
+import aianalysis.catalog
 from aianalysis import errors, resources
 from aianalysis.analysis import tools
 
@@ -42,7 +42,7 @@ Transport = Literal["stdio", "http"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Options:
+class ServerOptions:
     business: resources.BusinessContext
     """The fixed policy of every search (callers can only narrow it)."""
     max_chars: int = 8000
@@ -60,7 +60,7 @@ def instructions(business: resources.BusinessContext) -> str:
     )
 
 
-def build(index: catalog_mod.Catalog, options: Options) -> Server[Any]:
+def build(index: aianalysis.catalog.Catalog, options: ServerOptions) -> Server[Any]:
     """The MCP server over ``index`` (which may keep changing: every call reads it afresh)."""
     definitions = {
         d["name"]: d
@@ -155,9 +155,9 @@ def loopback(host: str) -> bool:
         return False
 
 
-def run(
-    index: catalog_mod.Catalog,
-    options: Options,
+def serve_tools(
+    index: aianalysis.catalog.Catalog,
+    options: ServerOptions,
     *,
     transport: Transport,
     host: str,
@@ -180,27 +180,26 @@ def run(
 
 
 @contextlib.contextmanager
-def cluster_catalog() -> Iterator[catalog_mod.Catalog]:
+def cluster_catalog() -> Iterator[aianalysis.catalog.Catalog]:
     """The cluster's RemediationWorkflows (one LIST, then a WATCH that keeps the catalog current)."""
     from aianalysis import kube  # noqa: PLC0415  # the API client: cluster mode only
-    from aianalysis.catalog import gate as catalog_admission  # noqa: PLC0415
-    from aianalysis.catalog import sync as catalog_sync  # noqa: PLC0415
+    from aianalysis.catalog import gate, sync  # noqa: PLC0415
 
-    index = catalog_mod.Catalog()
+    index = aianalysis.catalog.Catalog()
     try:
         api = kube.api_client()
     except errors.ConfigError as exc:
         raise errors.ConfigError(
             f"no cluster to read the catalog from ({exc}); pass --catalog PATH"
         ) from None
-    sync = catalog_sync.CatalogSync(api=api, catalog=index, reporter=catalog_admission.ReadOnlyReporter())
+    syncing = sync.CatalogSync(api=api, catalog=index, reporter=gate.ReadOnlyReporter())
     try:
         try:
-            sync.load()
+            syncing.load()
         except errors.AIAnalysisError as exc:
             raise errors.ClusterError(f"cannot list RemediationWorkflows: {exc}") from None
-        sync.start()
+        syncing.start()
         yield index
     finally:
-        sync.stop()
+        syncing.stop()
         api.close()

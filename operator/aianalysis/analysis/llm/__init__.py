@@ -11,13 +11,13 @@ Callers depend on the :class:`Provider` and :class:`Conversation` protocols only
 
 from __future__ import annotations
 
-from aianalysis import settings as settings_module
+import aianalysis.settings
 from aianalysis.analysis import conversation, offline
 from aianalysis.analysis.conversation import Provider, RequestRecord, Submission
 
 
 def make_provider(
-    settings: settings_module.Settings,
+    settings: aianalysis.settings.Settings,
     *,
     on_request: conversation.RequestObserver = conversation.ignore_request,
 ) -> Provider:
@@ -42,7 +42,7 @@ def make_provider(
     return offline.OfflineProvider()
 
 
-async def check_model(settings: settings_module.Settings) -> str | None:
+async def check_model(settings: aianalysis.settings.Settings) -> str | None:
     """Verify the configured model once (see :mod:`aianalysis.analysis.llm.model_check`): ``None`` when it
     answered or the check is off, a warning when the check could not tell, ``ConfigError`` when the
     platform says the model is unknown or retired."""

@@ -79,13 +79,13 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
         except anthropic.AnthropicError as err:
             failure = self._provider_error(err)
             status = err.status_code if isinstance(err, anthropic.APIStatusError) else None
-            return model_check.judge(self.name, self.model, status=status, failure=failure)
+            return model_check.judge_failure(self.name, self.model, status=status, failure=failure)
         return None
 
     def _provider_error(self, err: anthropic.AnthropicError | json.JSONDecodeError) -> errors.ProviderError:
         """:func:`classify`, plus the message of platforms whose error bodies are not the Messages
         API's ``{"error": {...}}`` (Bedrock answers ``{"message": ...}``)."""
-        failure = provider_error(
+        failure = _provider_error(
             err,
             secret=self._secret,
             timeout_seconds=self._settings.llm.timeout_seconds,
@@ -154,7 +154,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
             # ``from None``: the SDK error carries the raw response body; ours carries what matters.
             raise failure from None
         if not isinstance(message, atypes.Message):  # a 200 that is not JSON (a proxy's page)
-            failure = provider_error(
+            failure = _provider_error(
                 json.JSONDecodeError("not a Message", str(message)[:64], 0),
                 secret=self._secret,
                 timeout_seconds=self._settings.llm.timeout_seconds,
@@ -162,7 +162,7 @@ class AnthropicProvider(sdk_loop.ClientOwner["Client"]):
             self._report(started, "unavailable")
             raise failure
         # Billed tokens are reported per response, so a conversation that fails later keeps them.
-        self._report(started, "ok", usage_of(message))
+        self._report(started, "ok", _usage_of(message))
         return message
 
 
@@ -208,7 +208,7 @@ class AnthropicConversation(sdk_loop.ToolLoop[atypes.ToolResultBlockParam]):
                 messages=self._messages,
                 force_submit=self._steps == self._max_steps,
             )
-            self._account(usage_of(message), message.model)
+            self._account(_usage_of(message), message.model)
             self._messages.append(message.to_param())
             submission = await self._absorb(message)
             if submission is not None:
@@ -273,7 +273,7 @@ def _submit_tool() -> atypes.ToolParam:
     }
 
 
-def usage_of(message: atypes.Message) -> conversation.UsageCounter:
+def _usage_of(message: atypes.Message) -> conversation.UsageCounter:
     """The tokens one response billed."""
     usage = message.usage
     return conversation.UsageCounter(
@@ -297,7 +297,7 @@ def _result(tool_use_id: str, text: str, is_error: bool) -> atypes.ToolResultBlo
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}
 
 
-def provider_error(
+def _provider_error(
     err: anthropic.AnthropicError | json.JSONDecodeError,
     *,
     secret: str,
@@ -355,4 +355,4 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-__all__ = ["AnthropicConversation", "AnthropicProvider", "correction_text", "provider_error", "tool_params"]
+__all__ = ["AnthropicConversation", "AnthropicProvider", "correction_text", "tool_params"]

@@ -2,7 +2,7 @@
 
 Peers broke on retired default model ids: every analysis then failed, one paid retry loop at a
 time. Each provider verifies its model once with the cheapest call its platform offers (a free
-model lookup where there is one) and hands the outcome to :func:`judge`:
+model lookup where there is one) and hands the outcome to :func:`judge_failure`:
 
 - the platform said no (unknown or retired model, 4xx) → ``errors.ConfigError``: the command stops
   with one line naming the setting to change;
@@ -17,10 +17,10 @@ from aianalysis import errors, settings
 _REFUSED = frozenset({401, 403})
 
 
-def judge(provider: str, model: str, *, status: int | None, failure: errors.ProviderError) -> str:
+def judge_failure(provider: str, model: str, *, status: int | None, failure: errors.ProviderError) -> str:
     """The warning to print when ``failure`` is transient; raises ``ConfigError`` otherwise."""
     detail = " ".join(str(failure).split())  # one line, whatever the platform's message looks like
-    setting = settings.Llm.env_name("model")
+    setting = settings.LlmSettings.env_name("model")
     if failure.retryable:
         return f"could not verify model {model!r} with provider {provider!r} ({detail}); starting anyway"
     if status in _REFUSED:

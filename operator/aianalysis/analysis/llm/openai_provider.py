@@ -71,13 +71,13 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         try:
             page = await self._client.models.list()
         except openai.OpenAIError as err:
-            failure = provider_error(
+            failure = _provider_error(
                 err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             if isinstance(err, openai.APIStatusError) and err.status_code in (404, 405, 501):
                 return f"could not verify model {self.model!r}: the endpoint lists no models ({failure})"
             status = err.status_code if isinstance(err, openai.APIStatusError) else None
-            return model_check.judge(self.name, self.model, status=status, failure=failure)
+            return model_check.judge_failure(self.name, self.model, status=status, failure=failure)
         served = [model.id async for model in page]
         if self.model in served:
             return None
@@ -86,7 +86,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         listed = ", ".join(sorted(served)[:10]) or "none"
         raise errors.ConfigError(
             f"model {self.model!r} is not served by provider 'openai' at {self._client.base_url} "
-            f"(it serves: {listed}); set {settings.Llm.env_name('model')} to one of them"
+            f"(it serves: {listed}); set {settings.LlmSettings.env_name('model')} to one of them"
         )
 
     async def create(
@@ -107,12 +107,12 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
                 max_tokens=self._settings.llm.max_tokens,
             )
         except openai.OpenAIError as err:
-            failure = provider_error(
+            failure = _provider_error(
                 err, secret=self._secret, timeout_seconds=self._settings.llm.timeout_seconds
             )
             self._report(started, "unavailable" if failure.retryable else "error")
             raise failure from None
-        self._report(started, "ok", usage_of(completion))
+        self._report(started, "ok", _usage_of(completion))
         return completion
 
 
@@ -124,7 +124,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
     ) -> None:
         super().__init__(provider=PROVIDER_NAME, model=provider.model, toolbox=toolbox, max_steps=max_steps)
         self._provider = provider
-        self._tools = tool_params(toolbox)
+        self._tools = function_tool_params(toolbox)
         self._messages: list[otypes.ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": prompt},
@@ -144,7 +144,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
             completion = await self._provider.create(
                 messages=self._messages, tools=self._tools, force_submit=self._steps == self._max_steps
             )
-            self._account(usage_of(completion), completion.model)
+            self._account(_usage_of(completion), completion.model)
             if not completion.choices:
                 return conversation.Submission(raw=None, prose="(the endpoint returned no choices)")
             choice = completion.choices[0]
@@ -204,7 +204,7 @@ class OpenAIConversation(sdk_loop.ToolLoop[otypes.ChatCompletionToolMessageParam
         ]
 
 
-def tool_params(toolbox: conversation.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
+def function_tool_params(toolbox: conversation.Tools) -> list[otypes.ChatCompletionFunctionToolParam]:
     """The toolbox's tools plus the submit tool, as function tools (same schemas as Anthropic's)."""
     definitions = [d for d in toolbox.definitions() if d["name"] != answer.SUBMIT_TOOL_NAME]
     submit = {
@@ -239,7 +239,7 @@ def arguments(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def usage_of(completion: otypes.ChatCompletion) -> conversation.UsageCounter:
+def _usage_of(completion: otypes.ChatCompletion) -> conversation.UsageCounter:
     """Billed tokens; ``prompt_tokens`` includes cached ones, reported apart as cache reads."""
     usage = completion.usage
     if usage is None:
@@ -273,7 +273,7 @@ def _tool_message(call_id: str, text: str) -> otypes.ChatCompletionToolMessagePa
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def provider_error(err: openai.OpenAIError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
+def _provider_error(err: openai.OpenAIError, *, secret: str, timeout_seconds: float) -> errors.ProviderError:
     """The SDK's failure (after its retries) as our error: transient ones are retryable. Messages
     never contain the API key, even if a proxy echoes it back."""
     if isinstance(err, openai.APITimeoutError):
@@ -309,4 +309,4 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-__all__ = ["OpenAIConversation", "OpenAIProvider", "arguments", "provider_error", "tool_params", "usage_of"]
+__all__ = ["OpenAIConversation", "OpenAIProvider", "arguments", "function_tool_params"]

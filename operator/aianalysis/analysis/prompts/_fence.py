@@ -29,7 +29,6 @@ _ESCAPES = {
 }
 _KEPT_CONTROLS = {"\n", "\t"}
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\[\]-]")
-_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:/@+-]{0,252}$")
 
 
 def fence(
@@ -54,12 +53,13 @@ def fence(
     return f"{opening}{body}{CLOSE}"
 
 
-def plain_or_fenced(value: str, *, label: str) -> str:
-    """A short identifier-like value as is (``OOMKilled``, ``1.0.0``, ``prod-eu-1``); anything that
-    could carry a sentence is fenced. Keeps the prompt readable without trusting free text."""
-    if _PLAIN.match(value):
-        return value
-    return fence(value, label=label, max_chars=1000)
+def value(text: str, *, label: str) -> str:
+    """One value taken from a spec or a status (a name, a kind, a time), fenced on its line.
+
+    Identifier-shaped text is no safer than a sentence: ``ignore-previous-instructions`` is a valid
+    Kubernetes name. Only values a model validated against a closed vocabulary (a severity, a
+    priority, a known reason code) are shown unfenced, by their callers."""
+    return fence(text, label=label, max_chars=1000)
 
 
 def sanitize(text: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aianalysis.analysis.prompts import _fence
+
 NOTE = (
     "Earlier executions on this incident's target, newest first, with the verdict of their "
     "effectiveness assessment. A workflow judged ineffective here is not run again without a person; "
@@ -16,4 +18,6 @@ def history_section(lines: Sequence[str]) -> str:
     """``## Remediation History`` (empty string when nothing ran on the target recently)."""
     if not lines:
         return ""
-    return "## Remediation History\n" + NOTE + "\n\n" + "\n".join(lines)
+    # Workflow ids, versions and names come from WorkflowExecutions a user of the namespace may write.
+    body = _fence.fence("\n".join(lines), label="remediation_history")
+    return "## Remediation History\n" + NOTE + "\n\n" + body

@@ -2,8 +2,10 @@
 
 No root cause, symptom assessment, pre-selected workflow, confidence or risk assessment ever
 appears here: the LLM performs an independent RCA. Free text written by the
-alert source (alert name, error message, description, labels) is fenced as untrusted; short
-identifier-like values are shown as is and fenced only when they are not identifier-like.
+alert source (alert name, error message, description, labels) is fenced as untrusted, and so is
+every other value of the spec (a kind, a name, a time: identifier-shaped text can still be an
+instruction); only closed vocabularies the model validated (severity, priority, risk tolerance) are
+shown as they are.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def _signal_lines(spec: resources.AIAnalysisSpec) -> list[str]:
         f"- Severity: {signal.severity}",
         f"- Alert Name: {_free(signal.alert_name, 'alert_name')}",
         f"- Namespace: {_value(resource.namespace, 'namespace')}",
-        f"- Resource: {_value(resource.kind, 'resource_kind')}/{_value(resource.name, 'resource_name')}",
+        f"- Resource: {_value(f'{resource.kind}/{resource.name}', 'resource')}",
     ]
 
 
@@ -85,7 +87,7 @@ def _cluster_lines(spec: resources.AIAnalysisSpec) -> list[str]:
 def _business_lines(business: resources.BusinessContext) -> list[str]:
     return [
         f"- Environment: {_value(business.environment, 'environment')}",
-        f"- Priority: {_value(business.priority, 'priority')}",
+        f"- Priority: {business.priority or MISSING}",  # ^P[0-9]$, validated
         f"- Business Category: {_value(business.business_category, 'business_category')}",
         f"- Risk Tolerance: {business.risk_tolerance}",
         f"- Custom Labels: {_custom(business.custom_labels)}",
@@ -113,7 +115,7 @@ def _labels(labels: dict[str, str] | None) -> str:
 
 
 def _value(value: str | None, label: str) -> str:
-    return MISSING if not value else _fence.plain_or_fenced(value, label=label)
+    return MISSING if not value else _fence.value(value, label=label)
 
 
 def _free(value: str | None, label: str) -> str:

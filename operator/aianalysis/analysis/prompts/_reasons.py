@@ -137,13 +137,18 @@ def reason_guidance(code: str) -> str:
     return f"  - {meaning}\n  - Consider: {consider}\n  - Alternative: {alternative}\n"
 
 
+def shown(code: str) -> str:
+    """A reason code for the prompt: a known code as is (a closed vocabulary), any other fenced."""
+    return code if code in _GUIDANCE else _fence.value(code, label="reason")
+
+
 def known_codes() -> tuple[str, ...]:
     """Codes with specific guidance (the canonical ones plus ``Completed``)."""
     return tuple(_GUIDANCE)
 
 
 def _generic(code: str) -> str:
-    shown = _fence.plain_or_fenced(code, label="reason")
+    shown = _fence.value(code, label="reason")
     return (
         f"  - Kubernetes reason: {shown} (no specific guidance exists for this code)\n"
         "  - Investigate the specific failure mode\n"

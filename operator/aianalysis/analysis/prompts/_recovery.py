@@ -39,7 +39,7 @@ def recovery_prompt(spec: resources.AIAnalysisSpec) -> str:
 
 
 def _attempt(execution: resources.PreviousExecution, *, index: int, total: int) -> str:
-    ref = _fence.plain_or_fenced(execution.workflow_execution_ref, label="workflow_execution_ref")
+    ref = _fence.value(execution.workflow_execution_ref, label="workflow_execution_ref")
     return "\n\n".join(
         (
             f"### Attempt {index} of {total} (WorkflowExecution {ref})",
@@ -83,7 +83,7 @@ def _workflow(workflow: resources.ExecutedWorkflow, *, index: int) -> str:
 
 
 def _failure(failure: resources.ExecutionFailure, *, index: int) -> str:
-    reason = _value(failure.reason, "reason")
+    reason = _reasons.shown(failure.reason)
     message = failure.message and _fence.fence(failure.message, label=f"attempt{index}.failure_message")
     step = f"Step {_number(failure.failed_step_index)} - {_value(failure.failed_step_name, 'step_name')}"
     return "\n".join(
@@ -138,7 +138,7 @@ def _combination(workflow: resources.ExecutedWorkflow) -> str:
     if not workflow.parameters:
         return f"{name} with no parameters"
     params = json.dumps(workflow.parameters, sort_keys=True, ensure_ascii=False)
-    return f"{name} with parameters {_fence.plain_or_fenced(params, label='parameters')}"
+    return f"{name} with parameters {_fence.value(params, label='parameters')}"
 
 
 def _parameters(parameters: dict[str, str], *, index: int) -> str:
@@ -149,7 +149,7 @@ def _parameters(parameters: dict[str, str], *, index: int) -> str:
 
 
 def _value(value: str | None, label: str) -> str:
-    return "unknown" if not value else _fence.plain_or_fenced(value, label=label)
+    return "unknown" if not value else _fence.value(value, label=label)
 
 
 def _number(value: int | None) -> str:

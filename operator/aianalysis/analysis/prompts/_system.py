@@ -60,7 +60,9 @@ _CATALOG = """\
 # Workflow catalog
 
 - `list_action_types` gives the eligible action types (e.g. RollbackDeployment); pass the one your
-  RCA calls for as `action_type` to `search_workflow_catalog`.
+  RCA calls for as `action_type` to `search_workflow_catalog`. When the object to change is not the
+  incident's resource, pass it as `affected_resource` to both: workflows that depend on how it is
+  managed (GitOps, Helm, autoscaled...) are judged on it.
 - Search AFTER your RCA, with the CURRENT signal type (the one your investigation established, which
   may differ from the alert's or, in a recovery, the original one), your severity, and the root
   cause and remediation in `query`.

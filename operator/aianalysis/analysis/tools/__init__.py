@@ -7,7 +7,7 @@ lookup, alerts, rules).
 and, for the investigation and catalog tools, what that text shows as values (``ObjectResult``,
 ``EventsResult``, ``LogsResult``, ``PodsResult``, ``ListResult``, ``UsageResult``,
 ``CatalogResult``; ``Absent`` for an object the API server says does not exist).
-``ClusterReader`` and ``MetricsReader`` (``kube.reader``) are what it needs from a cluster and
+``ClusterReader`` and ``MetricsReader`` (``kube.readers``) are what it needs from a cluster and
 from Prometheus; ``kube.api_reader.KubernetesReader`` and
 ``kube.prometheus.PrometheusClient`` are the real ones.
 """
@@ -37,10 +37,8 @@ from aianalysis.analysis.tools._results import (
     UsageResult,
     UsageRow,
 )
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope, selects
-from aianalysis.analysis.tools._scope import kinds as target_kinds
-from aianalysis.kube.prometheus import PrometheusClient, PrometheusConfig
-from aianalysis.kube.reader import (
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, infer_target, selects, target_kinds
+from aianalysis.kube.readers import (
     ClusterReader,
     JSONObject,
     MetricsReader,
@@ -50,6 +48,7 @@ from aianalysis.kube.reader import (
     ServedGroup,
     Unavailable,
 )
+from aianalysis.prometheus import PrometheusClient, PrometheusConfig
 
 __all__ = [
     "CATALOG_TOOL_NAMES",
@@ -82,6 +81,7 @@ __all__ = [
     "catalog_toolbox",
     "detect_facts",
     "gather_scope",
+    "infer_target",
     "redact_text",
     "selects",
     "target_kinds",

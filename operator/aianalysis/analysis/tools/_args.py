@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+import aianalysis.catalog.model
 from aianalysis.analysis import schema
-from aianalysis.catalog import model as catalog_model
 
 MAX_TOP_K = 20
 MAX_QUERY_CHARS = 2000
@@ -31,6 +31,19 @@ class Refused(Exception):
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
+
+
+class TargetArg(Args):
+    kind: KindName
+    name: ObjectName
+    namespace: Namespace | None = None
+
+
+_TARGET_DESCRIPTION = (
+    "The object your RCA found must change, as you will submit it in affected_resource: the catalog "
+    "is then filtered by what is detected on it (GitOps, Helm, HPA...) instead of on the incident's "
+    "resource. Omit for the incident's resource."
+)
 
 
 class SearchArgs(Args):
@@ -72,11 +85,14 @@ class SearchArgs(Args):
         None,
         description="Optional, narrowing only.",
     )
-    top_k: int = Field(catalog_model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
+    top_k: int = Field(aianalysis.catalog.model.DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
+    affected_resource: TargetArg | None = Field(None, description=_TARGET_DESCRIPTION)
 
 
 class ActionTypesArgs(Args):
-    """list_action_types takes no arguments: the incident's business context and target decide."""
+    """The incident's business context decides, and what is detected on the remediation target."""
+
+    affected_resource: TargetArg | None = Field(None, description=_TARGET_DESCRIPTION)
 
 
 class DetailsArgs(Args):

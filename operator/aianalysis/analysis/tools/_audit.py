@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from aianalysis import resources
-from aianalysis.analysis import redact as _redact
+from aianalysis.analysis import redact
 
 CHARS_PER_TOKEN = 4
 MIN_USEFUL_CHARS = 400
@@ -95,7 +95,7 @@ def _arguments(arguments: object) -> str | None:
             _clean(arguments), separators=(",", ":"), ensure_ascii=False, sort_keys=True, default=str
         )
     except (TypeError, ValueError):
-        text = _redact.redact_text(repr(arguments))
+        text = redact.redact_text(repr(arguments))
     limit = resources.MAX_AUDIT_ARGUMENT_CHARS
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -104,11 +104,11 @@ def _clean(node: object) -> object:
     """Each string redacted on its own (a ``password=...`` selector inside a JSON value too)."""
     if isinstance(node, dict):
         return {
-            key: _redact.REDACTED
-            if _redact.is_secret_name(str(key)) and isinstance(value, str)
+            key: redact.REDACTED
+            if redact.is_secret_name(str(key)) and isinstance(value, str)
             else _clean(value)
             for key, value in node.items()
         }
     if isinstance(node, list):
         return [_clean(item) for item in node]
-    return _redact.redact_text(node) if isinstance(node, str) else node
+    return redact.redact_text(node) if isinstance(node, str) else node

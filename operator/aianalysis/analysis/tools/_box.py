@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.prometheus
 from aianalysis import catalog, errors, resources, settings
 from aianalysis.analysis import scope
 from aianalysis.analysis.tools import (
@@ -32,11 +33,16 @@ from aianalysis.analysis.tools import (
     _prom_tools,
     _promql,
     _results,
+    _scope,
     _specs,
 )
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 NO_CLUSTER = _cluster_tools.NO_CLUSTER
+
+FactsOf = Callable[[dict[str, object], frozenset[scope.Key]], Awaitable["catalog.TargetFacts | str"]]
+"""Facts detected on an object an answer names as its target (``affected_resource``, given what the
+tools returned so far), or why that object cannot be the target."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,6 +55,8 @@ class Limits:
     """Namespaces readable besides the incident's (``*`` = all)."""
     custom_groups: tuple[str, ...] = settings.DEFAULT_CUSTOM_GROUPS
     max_series: int = 20
+    prometheus_label_proxy_param: str | None = None
+    """The label a prom-label-proxy in front of Prometheus enforces (settings)."""
 
 
 TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in _specs.SPECS if spec.needs != "prometheus")
@@ -75,13 +83,18 @@ class ToolBox:
         *,
         spec: resources.AIAnalysisSpec,
         catalog: catalog.Catalog,
-        reader: _reader.ClusterReader | None,
+        reader: readers.ClusterReader | None,
         max_chars: int,
         facts: catalog.TargetFacts | None = None,
-        metrics: _reader.MetricsReader | None = None,
+        metrics: readers.MetricsReader | None = None,
         limits: Limits | None = None,
+        target_facts: FactsOf | None = None,
     ) -> None:
+        """``facts``: detected on the incident's resource, filtering the catalog until the LLM names
+        its remediation target to a catalog tool (``affected_resource``); ``target_facts`` then
+        detects them on that object, or says why it cannot be the target (None: no cluster)."""
         limits = limits or Limits()
+        self._target_facts = target_facts
         self.seen: dict[str, set[str]] = {}
         self.returned: set[scope.Key] = set()
         self.calls = 0
@@ -132,8 +145,15 @@ class ToolBox:
             )
         self._offered = TOOL_NAMES
         if metrics is not None:
+            scoped = tenancy(spec, policy)
+            param = limits.prometheus_label_proxy_param
+            if param and isinstance(metrics, aianalysis.prometheus.PrometheusClient) and not scoped.every:
+                metrics = metrics.with_params(tuple((param, ns) for ns in scoped.namespaces))
             prom = _prom_tools.PrometheusTools(
-                source=metrics, max_chars=max_chars, max_series=limits.max_series
+                source=metrics,
+                tenancy=scoped,
+                max_chars=max_chars,
+                max_series=limits.max_series,
             )
             self._handlers.update(
                 prometheus_query=prom.query,
@@ -186,18 +206,18 @@ class ToolBox:
         try:
             answer = await self._handlers[name](args)
         except (_args.Refused, _promql.BadRequest) as exc:
-            return self._error(str(exc))
-        except _reader.NotFound as exc:
+            return self._error(str(exc))  # our words (and the LLM's own arguments)
+        except readers.NotFound as exc:
             self.cluster_read_failures += spec.investigates
             return self._error(str(exc), data=_results.Absent())
-        except _reader.Unavailable as exc:
+        except readers.Unavailable as exc:
             self.cluster_read_failures += spec.investigates
-            return self._error(str(exc))
+            return self._server_error(f"{self._source(spec)} cannot give this:", exc)
         except errors.ClusterError as exc:
             self.cluster_read_failures += spec.investigates
-            source = "Prometheus" if spec.needs == "prometheus" else "the cluster"
-            return self._error(
-                f"reading {source} failed ({exc}); it may work later - continue with the evidence you have"
+            source = self._source(spec)
+            return self._server_error(
+                f"reading {source} failed; it may work later - continue with the evidence you have:", exc
             )
         return answer if isinstance(answer, _results.ToolResult) else _results.ToolResult(answer)
 
@@ -211,10 +231,24 @@ class ToolBox:
         self._catalog.facts = facts
 
     async def _action_types(self, args: _args.ActionTypesArgs) -> _results.ToolResult:
+        await self._retarget(args.affected_resource)
         return self._catalog.action_types(args)
 
     async def _search(self, args: _args.SearchArgs) -> _results.ToolResult:
+        await self._retarget(args.affected_resource)
         return self._catalog.search(args)
+
+    async def _retarget(self, named: _args.TargetArg | None) -> None:
+        """The catalog filtered by the facts of the target the LLM names (kept for the next calls,
+        details included, until it names another): what the validator will check them against."""
+        if named is None:
+            return
+        if self._target_facts is None:
+            raise _args.Refused("no cluster is attached: leave affected_resource out of catalog searches")
+        found = await self._target_facts(named.model_dump(exclude_none=True), frozenset(self.returned))
+        if isinstance(found, str):
+            raise _args.Refused(found)
+        self.set_target_facts(found)
 
     async def _details(self, args: _args.DetailsArgs) -> _results.ToolResult:
         answer = self._catalog.details(args)
@@ -231,6 +265,28 @@ class ToolBox:
     def _error(self, message: str, *, data: _results.Absent | None = None) -> _results.ToolResult:
         self.errors += 1
         return _results.ToolResult(_output.cap(message, max_chars=self._max_chars), is_error=True, data=data)
+
+    def _server_error(self, header: str, exc: Exception) -> _results.ToolResult:
+        """An error whose words come (at least in part) from the API server, an admission webhook or
+        Prometheus: untrusted text, fenced under our own one-line header."""
+        self.errors += 1
+        text = _output.fenced(header, str(exc), label="error", max_chars=self._max_chars)
+        return _results.ToolResult(text, is_error=True)
+
+    @staticmethod
+    def _source(spec: _specs.Spec) -> str:
+        return "Prometheus" if spec.needs == "prometheus" else "the cluster"
+
+
+def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _promql.Tenancy:
+    """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
+    cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
+    Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
+    info = _scope.target_kinds().get(spec.resource.kind.strip().casefold())
+    cluster = info is not None and not info.namespaced and info.kind != "Namespace"
+    return _promql.Tenancy(
+        namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace
+    )
 
 
 def _problems(exc: pydantic.ValidationError) -> str:

@@ -13,11 +13,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aianalysis import resources
-from aianalysis.analysis import prompts, scope
-from aianalysis.analysis import redact as _redact
+from aianalysis.analysis import prompts, redact, scope
 from aianalysis.analysis.tools import _args, _columns, _output, _policy, _results
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, readers
 
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})
 NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
@@ -50,12 +48,12 @@ class ClusterTools:
     def __init__(
         self,
         *,
-        reader: _reader.ClusterReader,
+        reader: readers.ClusterReader,
         incident: resources.ResourceRef,
         max_chars: int,
         returned: set[scope.Key] | None = None,
         policy: _policy.ReadPolicy | None = None,
-        resolve: Callable[[str], Awaitable[_kinds.Kind]] | None = None,
+        resolve: Callable[[str], Awaitable[kind_table.Kind]] | None = None,
     ) -> None:
         self._reader = reader
         self._incident = incident
@@ -69,14 +67,14 @@ class ClusterTools:
     async def get_resource(self, args: _args.ResourceArgs) -> _results.ToolResult:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
-        if _kinds.BY_KIND.get(kind.kind) is kind:
+        if kind_table.BY_KIND.get(kind.kind) is kind:
             raw = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
             # Kinds of the Kubernetes API have a schema we know; any other group's (cert-manager,
             # Argo CD...) may hold credentials under any key, so they get the custom-kind redaction.
             builtin = kind.group in _BUILTIN_GROUPS or kind.group.endswith(".k8s.io")
-            obj = _redact.redact_object(raw) if builtin else _redact.redact_custom(raw)
+            obj = redact.redact_object(raw) if builtin else redact.redact_custom(raw)
         else:
-            obj = _redact.redact_custom(
+            obj = redact.redact_custom(
                 await self._reader.read(kind=kind, name=args.name, namespace=namespace)
             )
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
@@ -85,7 +83,7 @@ class ClusterTools:
         shown = _output.status_first(_output.compact(obj))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status first; {_output.COMPACT_NOTE}; "
-            f"secret-looking values {_redact.REDACTED}):"
+            f"secret-looking values {redact.REDACTED}):"
         )
         text = _output.fenced(
             header, _output.to_yaml(shown), label=f"{kind.kind}/{args.name}", max_chars=self._max_chars
@@ -126,7 +124,7 @@ class ClusterTools:
         if not text.strip():
             empty = header + await self._why_no_logs(args.name, namespace)
             return _results.ToolResult(empty, data=_results.LogsResult(lines=()))
-        redacted = _redact.redact_text(text).rstrip("\n")
+        redacted = redact.redact_text(text).rstrip("\n")
         shown = _output.fenced(
             header, redacted, label=f"logs:{args.name}", max_chars=self._max_chars, keep="tail"
         )
@@ -136,9 +134,9 @@ class ClusterTools:
 
     async def list_pods_of_owner(self, args: _args.OwnerArgs) -> _results.ToolResult:
         kind = _kind(args.kind)
-        if kind.kind not in _kinds.OWNER_KINDS:
+        if kind.kind not in kind_table.OWNER_KINDS:
             raise _args.Refused(
-                f"list_pods_of_owner works for {', '.join(_kinds.OWNER_KINDS)}, not {kind.kind}"
+                f"list_pods_of_owner works for {', '.join(kind_table.OWNER_KINDS)}, not {kind.kind}"
             )
         namespace = self._required_namespace(kind.kind, args.namespace)
         pods = await self._reader.list_pods_of_owner(kind=kind.kind, name=args.name, namespace=namespace)
@@ -149,7 +147,7 @@ class ClusterTools:
             return _results.ToolResult(
                 f"{where} controls no Pods right now.", data=_results.PodsResult(pods=())
             )
-        redacted = tuple(_redact.redact_object(pod) for pod in sorted(pods, key=_pod_name))
+        redacted = tuple(redact.redact_object(pod) for pod in sorted(pods, key=_pod_name))
         header = f"{len(pods)} Pod(s) of {where} (use get_resource/get_pod_logs for details):"
         text = _output.fenced(
             header,
@@ -165,13 +163,13 @@ class ClusterTools:
         pod = await self._reader.get_object(kind="Pod", name=name, namespace=namespace)
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if not spec.get("nodeName"):
-            raise _reader.Unavailable(
+            raise readers.Unavailable(
                 f"Pod {namespace}/{name} has no logs: it is not scheduled to a node (phase "
                 f"{status.get('phase') or 'unknown'}). Its events and conditions say why."
             )
         return " (empty: the container has not written anything to this log)"
 
-    def _namespace(self, kind: _kinds.Kind, given: str | None) -> str | None:
+    def _namespace(self, kind: kind_table.Kind, given: str | None) -> str | None:
         """None for cluster-scoped kinds (a namespace the LLM passed is ignored), else the given one
         or the incident's."""
         return self._required_namespace(kind.kind, given) if kind.namespaced else None
@@ -186,17 +184,17 @@ class ClusterTools:
             raise _args.Refused(str(exc)) from None
         return namespace
 
-    async def _kind(self, text: str) -> _kinds.Kind:
+    async def _kind(self, text: str) -> kind_table.Kind:
         return await self._resolve(text) if self._resolve is not None else _kind(text)
 
 
-def _kind(text: str) -> _kinds.Kind:
-    refusal = _kinds.refusal(text)
+def _kind(text: str) -> kind_table.Kind:
+    refusal = kind_table.why_refused(text)
     if refusal:
         raise _args.Refused(refusal)
-    kind = _kinds.lookup(text)
+    kind = kind_table.lookup(text)
     if kind is None:
-        raise _args.Refused(f"unsupported kind {text!r}; supported: {', '.join(_kinds.names())}")
+        raise _args.Refused(f"unsupported kind {text!r}; supported: {', '.join(kind_table.names())}")
     return kind
 
 
@@ -214,7 +212,7 @@ def _event_row(event: dict[str, Any]) -> _results.EventRow:
         reason=str(event.get("reason") or "?"),
         count=_count(count),
         source=str(source),
-        message=prompts.sanitize(_redact.redact_text(message)),
+        message=prompts.sanitize(redact.redact_text(message)),
     )
 
 

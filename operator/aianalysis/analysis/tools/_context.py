@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from aianalysis import errors, resources
 from aianalysis.catalog import business
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 
 async def with_business_context(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     spec: resources.AIAnalysisSpec,
     *,
     prefixes: Sequence[str] = business.DEFAULT_PREFIXES,
@@ -30,7 +30,7 @@ async def with_business_context(
         return spec, []
     try:
         found = await reader.get_object(kind="Namespace", name=namespace, namespace=None)
-    except (_reader.Unavailable, errors.ClusterError) as exc:
+    except (readers.Unavailable, errors.ClusterError) as exc:
         why = f"namespace {namespace} could not be read ({exc}): business context from the spec only"
         return spec, [why[:300]]
     meta = found.get("metadata") or {}

@@ -14,7 +14,12 @@ fact                true when
 ``gitOpsTool``      Flux (``kustomize.toolkit.fluxcd.io/*``, ``helm.toolkit.fluxcd.io/*``,
                     ``fluxcd.io/sync-gc-mark``) markers on the chain or the template, else on the
                     namespace (Argo CD also ``argocd.argoproj.io/managed``, Flux also
-                    ``fluxcd.io/sync-status``); the tool is ``argocd`` or ``flux``
+                    ``fluxcd.io/sync-status``), else Argo CD's own record: an Application (any
+                    namespace) lists the target or a chain object among the resources it manages
+                    (``status.resources``; Argo CD 2's default tracking label
+                    ``app.kubernetes.io/instance`` is no marker: Helm writes it too), or, reporting
+                    none yet, deploys into the target's namespace on this cluster
+                    (``spec.destination``); the tool is ``argocd`` or ``flux``
 ``hpaEnabled``      the target IS a HorizontalPodAutoscaler, or an HPA's ``scaleTargetRef`` is in the chain
 ``pdbProtected``    the target IS a PodDisruptionBudget, or a PDB's selector selects the template's labels
 ``stateful``        a StatefulSet or PersistentVolumeClaim is in the chain, or the template mounts a PVC
@@ -42,9 +47,7 @@ from typing import Any
 
 from aianalysis import catalog, errors
 from aianalysis.analysis import scope
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import owners
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, owners, readers
 
 MAX_OWNER_DEPTH = 4
 
@@ -60,6 +63,11 @@ _FLUX_PREFIXES = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/")
 _FLUX_MARKERS = ("fluxcd.io/sync-gc-mark",)
 _FLUX_NAMESPACE_MARKERS = (*_FLUX_MARKERS, "fluxcd.io/sync-status")
 _MESH_GROUPS = {"istio.io": "istio", "linkerd.io": "linkerd"}
+ARGO_APPLICATION = kind_table.Kind(
+    kind="Application", group="argoproj.io", version="v1alpha1", plural="applications", namespaced=True
+)
+MAX_APPLICATIONS = 500
+_IN_CLUSTER = ("https://kubernetes.default.svc", "https://kubernetes.default.svc/")
 
 JSON = Mapping[str, Any]
 
@@ -71,8 +79,9 @@ class Subject:
     target: scope.ObjectRef
     chain: Sequence[JSON]
     namespace: JSON | None
-    reader: _reader.ClusterReader
+    reader: readers.ClusterReader
     _lists: dict[str, list[JSON] | None] = dataclasses.field(default_factory=dict)
+    _applications: list[JSON] | None = None
 
     @property
     def read(self) -> bool:
@@ -112,8 +121,22 @@ class Subject:
             self._lists[kind] = await list_in(self.reader, kind, self.home)
         return self._lists[kind]
 
+    async def applications(self) -> list[JSON]:
+        """Argo CD's Applications, in every namespace (none when Argo CD is not installed or they
+        cannot be listed: the markers alone decide then, as before)."""
+        if self._applications is None:
+            try:
+                page = await self.reader.list_page(
+                    kind=ARGO_APPLICATION, namespace=None, limit=MAX_APPLICATIONS
+                )
+            except (readers.Unavailable, errors.ClusterError):
+                self._applications = []
+            else:
+                self._applications = list(page.items)
+        return self._applications
 
-Rule = Callable[[Subject], Awaitable[bool | str | None]]
+
+FactRule = Callable[[Subject], Awaitable[bool | str | None]]
 
 
 async def _helm(subject: Subject) -> bool | None:
@@ -133,7 +156,37 @@ async def _gitops_tool(subject: Subject) -> str | None:
     namespace = _tool(subject.namespace_markers(), argo=_ARGO_NAMESPACE_MARKERS, flux=_FLUX_NAMESPACE_MARKERS)
     if namespace is not None:
         return namespace
+    if await _argo_manages(subject):
+        return "argocd"
     return "" if subject.read else None
+
+
+async def _argo_manages(subject: Subject) -> bool:
+    """Whether an Argo CD Application says it manages the target (see the module table)."""
+    ours = {
+        (
+            str(o.get("kind")),
+            (o.get("metadata") or {}).get("namespace") or "",
+            (o.get("metadata") or {}).get("name"),
+        )
+        for o in subject.chain
+    }
+    ours.add((subject.target.kind, subject.target.namespace or "", subject.target.name))
+    for app in await subject.applications():
+        listed = (app.get("status") or {}).get("resources") or ()
+        if listed:
+            if any((r.get("kind"), r.get("namespace") or "", r.get("name")) in ours for r in listed):
+                return True
+        elif subject.home is not None and _deploys_into(app, subject.home):
+            return True
+    return False
+
+
+def _deploys_into(app: JSON, namespace: str) -> bool:
+    destination = (app.get("spec") or {}).get("destination") or {}
+    name, server = destination.get("name"), destination.get("server")
+    here = name == "in-cluster" if name else server in _IN_CLUSTER  # another cluster's is not ours
+    return here and destination.get("namespace") == namespace
 
 
 async def _hpa(subject: Subject) -> bool | None:
@@ -142,7 +195,7 @@ async def _hpa(subject: Subject) -> bool | None:
     if not subject.read:
         return None
     owners = {(obj.get("kind"), (obj.get("metadata") or {}).get("name")) for obj in subject.chain}
-    if not any(kind in _kinds.OWNER_KINDS for kind, _ in owners):
+    if not any(kind in kind_table.OWNER_KINDS for kind, _ in owners):
         return False
     hpas = await subject.listed("HorizontalPodAutoscaler")
     if hpas is None:
@@ -210,7 +263,7 @@ async def _mesh(subject: Subject) -> str | None:
 
 
 #: The one table: ``TargetFacts`` field → rule.
-RULES: dict[str, Rule] = {
+RULES: dict[str, FactRule] = {
     "helm_managed": _helm,
     "gitops_tool": _gitops_tool,
     "hpa_enabled": _hpa,
@@ -222,7 +275,7 @@ RULES: dict[str, Rule] = {
 
 
 async def detect(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     target: scope.ObjectRef,
     *,
     workload: scope.ObjectRef | None = None,
@@ -238,7 +291,7 @@ async def detect(
     return _facts({field: _either(own.get(field), theirs.get(field)) for field in RULES})
 
 
-async def _subject(reader: _reader.ClusterReader, target: scope.ObjectRef) -> Subject:
+async def _subject(reader: readers.ClusterReader, target: scope.ObjectRef) -> Subject:
     chain = await owner_chain(reader, target)
     home = target.name if target.kind == "Namespace" else target.namespace
     namespace = None
@@ -299,26 +352,26 @@ def _tool(markers: Mapping[str, str], *, argo: Sequence[str], flux: Sequence[str
 # ---- reads shared with the scope -----------------------------------------------------------------
 
 
-async def read(reader: _reader.ClusterReader, ref: scope.ObjectRef) -> _reader.JSONObject | None:
-    if ref.kind not in _kinds.BY_KIND:
+async def read(reader: readers.ClusterReader, ref: scope.ObjectRef) -> readers.JSONObject | None:
+    if ref.kind not in kind_table.BY_KIND:
         return None
     try:
         return await reader.get_object(kind=ref.kind, name=ref.name, namespace=ref.namespace)
-    except (_reader.Unavailable, errors.ClusterError):
+    except (readers.Unavailable, errors.ClusterError):
         return None
 
 
-async def owner_chain(reader: _reader.ClusterReader, start: scope.ObjectRef) -> list[_reader.JSONObject]:
+async def owner_chain(reader: readers.ClusterReader, start: scope.ObjectRef) -> list[readers.JSONObject]:
     """``start`` and the controllers above it (Pod → ReplicaSet → Deployment…), as read (the one
     owner-chain walk, ``kube.owners``)."""
 
-    async def get(ref: owners.Owner) -> _reader.JSONObject | None:
+    async def get(ref: owners.Owner) -> readers.JSONObject | None:
         return await read(reader, _object_ref(ref))
 
     first = owners.Owner(
         kind=start.kind, name=start.name, namespace=start.namespace, api_version=start.api_version
     )
-    chain = await owners.owner_chain(first, read=get, max_depth=MAX_OWNER_DEPTH)
+    chain = await owners.walk(first, read=get, max_depth=MAX_OWNER_DEPTH)
     return [dict(obj) for _, obj in chain if obj is not None]
 
 
@@ -345,16 +398,16 @@ def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return template if isinstance(template, dict) and obj.get("kind") in _TEMPLATED else None
 
 
-_TEMPLATED = frozenset((*_kinds.OWNER_KINDS, "Pod", "ReplicaSet"))
+_TEMPLATED = frozenset((*kind_table.OWNER_KINDS, "Pod", "ReplicaSet"))
 
 
-async def list_in(reader: _reader.ClusterReader, kind: str, namespace: str | None) -> list[JSON] | None:
+async def list_in(reader: readers.ClusterReader, kind: str, namespace: str | None) -> list[JSON] | None:
     """Every ``kind`` in ``namespace``; None when it cannot be listed."""
-    if namespace is None or kind not in _kinds.BY_KIND:
+    if namespace is None or kind not in kind_table.BY_KIND:
         return None
     try:
         return list(await reader.list_objects(kind=kind, namespace=namespace))
-    except (_reader.Unavailable, errors.ClusterError):
+    except (readers.Unavailable, errors.ClusterError):
         return None
 
 

@@ -11,25 +11,23 @@ follow ``continue``), and the text is capped; a list that was cut says so and ho
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import Any
 
-from aianalysis.analysis import redact as _redact
-from aianalysis.analysis import scope
+from aianalysis import resources
+from aianalysis.analysis import redact, scope
 from aianalysis.analysis.tools import _args, _columns, _output, _policy, _results, _rollout
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import kind_table, readers
 
 EVENT_PAGE = 500
 SEARCH_PAGE = 500
 METRICS_GROUP = "metrics.k8s.io"
-CONTROLLER_REVISION = _kinds.Kind(
+CONTROLLER_REVISION = kind_table.Kind(
     kind="ControllerRevision", group="apps", version="v1", plural="controllerrevisions", namespaced=True
 )
-NODE_METRICS = _kinds.Kind(
+NODE_METRICS = kind_table.Kind(
     kind="NodeMetrics", group=METRICS_GROUP, version="v1beta1", plural="nodes", namespaced=False
 )
-POD_METRICS = _kinds.Kind(
+POD_METRICS = kind_table.Kind(
     kind="PodMetrics", group=METRICS_GROUP, version="v1beta1", plural="pods", namespaced=True
 )
 NO_METRICS = (
@@ -40,30 +38,24 @@ NO_METRICS = (
 
 _NOTHING_LISTED = _results.ListResult(items=())
 
-Clock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
 
 class InvestigationTools:
     def __init__(
         self,
         *,
-        reader: _reader.ClusterReader,
+        reader: readers.ClusterReader,
         policy: _policy.ReadPolicy,
         max_chars: int,
         returned: set[scope.Key],
-        now: Clock = utcnow,
+        now: resources.Clock = resources.utcnow,
     ) -> None:
         self._reader = reader
         self._policy = policy
         self._max_chars = max_chars
         self._returned = returned
         self._now = now
-        self._groups: list[_reader.ServedGroup] | None = None
-        self._custom: list[_kinds.Kind] | None = None
+        self._groups: list[readers.ServedGroup] | None = None
+        self._custom: list[kind_table.Kind] | None = None
 
     # ---- tools --------------------------------------------------------------------------------
 
@@ -116,7 +108,7 @@ class InvestigationTools:
                 f"No {kind.plural} {scope_text}{what}.", data=_results.ListResult(items=())
             )
         shown = items[: args.limit]
-        page = _reader.Page(items=shown, more=more or len(items) > len(shown))
+        page = readers.Page(items=shown, more=more or len(items) > len(shown))
         return self._table(
             kind, page, header=f"{kind.kind} objects {scope_text}{what}", spans=kind.namespaced
         )
@@ -124,12 +116,12 @@ class InvestigationTools:
     async def rollout_history(self, args: _args.RolloutArgs) -> str:
         namespace = self._required_namespace(args.namespace)
         owner = await self._reader.get_object(kind=args.kind, name=args.name, namespace=namespace)
-        child = _kinds.BY_KIND["ReplicaSet"] if args.kind == "Deployment" else CONTROLLER_REVISION
+        child = kind_table.BY_KIND["ReplicaSet"] if args.kind == "Deployment" else CONTROLLER_REVISION
         selector = _match_labels((owner.get("spec") or {}).get("selector"))
         page = await self._reader.list_page(
             kind=child, namespace=namespace, label_selector=selector, limit=SEARCH_PAGE
         )
-        owned = [_redact.redact_object(obj) for obj in page.items if _owned_by(obj, owner)]
+        owned = [redact.redact_object(obj) for obj in page.items if _owned_by(obj, owner)]
         self._returned.add((args.kind.casefold(), namespace, args.name))
         lines, changes = _rollout.history(args.kind, owned, now=self._now())
         state = _rollout_state(owner)
@@ -154,7 +146,7 @@ class InvestigationTools:
         ]
         selector = ",".join(t for t in terms if t) or None
         page = await self._reader.list_page(
-            kind=_kinds.BY_KIND["Event"], namespace=namespace, field_selector=selector, limit=EVENT_PAGE
+            kind=kind_table.BY_KIND["Event"], namespace=namespace, field_selector=selector, limit=EVENT_PAGE
         )
         filters = f" ({selector})" if selector else ""
         if not page.items:
@@ -190,18 +182,18 @@ class InvestigationTools:
 
     async def top(self, args: _args.TopArgs) -> _results.ToolResult:
         if not any(g.group == METRICS_GROUP for g in await self._served_groups()):
-            raise _reader.Unavailable(NO_METRICS)
+            raise readers.Unavailable(NO_METRICS)
         if args.resource == "nodes":
             usage = await self._reader.list_page(kind=NODE_METRICS, namespace=None, limit=SEARCH_PAGE)
             objects = await self._reader.list_page(
-                kind=_kinds.BY_KIND["Node"], namespace=None, limit=SEARCH_PAGE
+                kind=kind_table.BY_KIND["Node"], namespace=None, limit=SEARCH_PAGE
             )
             where = "Nodes"
         else:
             namespace = self._required_namespace(args.namespace)
             usage = await self._reader.list_page(kind=POD_METRICS, namespace=namespace, limit=SEARCH_PAGE)
             objects = await self._reader.list_page(
-                kind=_kinds.BY_KIND["Pod"], namespace=namespace, limit=SEARCH_PAGE
+                kind=kind_table.BY_KIND["Pod"], namespace=namespace, limit=SEARCH_PAGE
             )
             where = f"Pods in namespace {namespace}"
         rows = _columns.usage_rows(args.resource, usage.items, objects.items, sort_by=args.sort_by)
@@ -224,12 +216,12 @@ class InvestigationTools:
 
     # ---- kinds --------------------------------------------------------------------------------
 
-    async def resolve(self, text: str) -> _kinds.Kind:
+    async def resolve(self, text: str) -> kind_table.Kind:
         """A built-in kind from the fixed table, else a custom kind served in an allowed group."""
-        refusal = _kinds.refusal(text)
+        refusal = kind_table.why_refused(text)
         if refusal:
             raise _args.Refused(refusal)
-        kind = _kinds.lookup(text)
+        kind = kind_table.lookup(text)
         if kind is not None:
             return kind
         wanted = text.strip().lower()
@@ -245,18 +237,18 @@ class InvestigationTools:
         if _policy.SECRET_KIND.search(text):
             raise _args.Refused(f"kind {text!r} may hold secrets: it is never read")
         raise _args.Refused(
-            f"unknown kind {text!r}: neither a built-in kind ({', '.join(_kinds.names())}) nor a custom kind "
-            "this cluster serves in the allowed API groups (list_custom_kinds shows those)"
+            f"unknown kind {text!r}: neither a built-in kind ({', '.join(kind_table.names())}) nor a "
+            "custom kind this cluster serves in the allowed API groups (list_custom_kinds shows those)"
         )
 
-    async def _served_groups(self) -> list[_reader.ServedGroup]:
+    async def _served_groups(self) -> list[readers.ServedGroup]:
         if self._groups is None:
             self._groups = await self._reader.api_groups()
         return self._groups
 
-    async def _custom_kinds(self) -> list[_kinds.Kind]:
+    async def _custom_kinds(self) -> list[kind_table.Kind]:
         if self._custom is None:
-            found: list[_kinds.Kind] = []
+            found: list[kind_table.Kind] = []
             for served in await self._served_groups():
                 if self._policy.group_allowed(served.group):
                     kinds = await self._reader.group_kinds(group=served.group, version=served.version)
@@ -267,10 +259,10 @@ class InvestigationTools:
     # ---- plumbing -----------------------------------------------------------------------------
 
     def _table(
-        self, kind: _kinds.Kind, page: _reader.Page, *, header: str, spans: bool
+        self, kind: kind_table.Kind, page: readers.Page, *, header: str, spans: bool
     ) -> _results.ToolResult:
-        custom = _kinds.BY_KIND.get(kind.kind) is not kind
-        clean = [(_redact.redact_custom if custom else _redact.redact_object)(obj) for obj in page.items]
+        custom = kind_table.BY_KIND.get(kind.kind) is not kind
+        clean = [(redact.redact_custom if custom else redact.redact_object)(obj) for obj in page.items]
         for obj in clean:
             namespace = str((obj.get("metadata") or {}).get("namespace") or "")
             self._returned.add((kind.kind.casefold(), namespace, _name(obj)))
@@ -288,7 +280,7 @@ class InvestigationTools:
         )
         return _results.ToolResult(text, data=_results.ListResult(items=tuple(clean)))
 
-    def _namespace(self, kind: _kinds.Kind, given: str | None) -> str | None:
+    def _namespace(self, kind: kind_table.Kind, given: str | None) -> str | None:
         return self._required_namespace(given) if kind.namespaced else None
 
     def _required_namespace(self, given: str | None) -> str:
@@ -375,5 +367,5 @@ def _event_line(group: dict[str, Any], now: datetime.datetime) -> str:
     kind, reason, involved, message = group["key"]
     return (
         f"{_columns.age(group['last'], now)} ago {kind} {reason} {involved} (x{group['count']}): "
-        f"{_redact.redact_text(message)[:300]}"
+        f"{redact.redact_text(message)[:300]}"
     )

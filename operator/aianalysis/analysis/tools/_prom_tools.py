@@ -1,7 +1,9 @@
 """The Prometheus tools: ``prometheus_query``, ``prometheus_query_range``, ``prometheus_metrics``,
 ``prometheus_label_values``, ``prometheus_alerts`` and ``prometheus_rules``.
 
-Offered only when a Prometheus is configured. Everything Prometheus returns (label values, alert
+Offered only when a Prometheus is configured. Every query, label lookup, alert and rule is scoped
+to the namespaces the analysis may read (``_promql.Tenancy``: the operator's credentials read every
+tenant's series; an analysis reads its own). Everything Prometheus returns (label values, alert
 annotations, rule expressions) is untrusted text: fenced, redacted, capped. Results are bounded
 before they are formatted: at most ``max_series`` series (highest last value first), a range query
 as a per-series summary, never its points; when something was left out the output says what and
@@ -14,9 +16,9 @@ import time as time_mod
 from collections.abc import Callable
 from typing import Any
 
-from aianalysis.analysis import redact as _redact
+from aianalysis.analysis import redact
 from aianalysis.analysis.tools import _args, _output, _promql
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 MAX_NAMES = 60
 MAX_ALERTS = 30
@@ -29,19 +31,21 @@ class PrometheusTools:
     def __init__(
         self,
         *,
-        source: _reader.MetricsReader,
+        source: readers.MetricsReader,
+        tenancy: _promql.Tenancy,
         max_chars: int,
         max_series: int,
         clock: Callable[[], float] = time_mod.time,
     ) -> None:
         self._source = source
+        self._tenancy = tenancy
         self._max_chars = max_chars
         self._max_series = max_series
         self._clock = clock
 
     async def query(self, args: _args.PromQueryArgs) -> str:
         at = self._clock() - (_promql.seconds(args.ago, what="ago") if args.ago else 0)
-        data = await self._source.query(promql=args.query, time=at)
+        data = await self._source.query(promql=self._tenancy.enforce(args.query), time=at)
         kind = (data or {}).get("resultType")
         result = (data or {}).get("result")
         when = f"{args.ago} ago" if args.ago else "now"
@@ -60,7 +64,7 @@ class PrometheusTools:
     async def query_range(self, args: _args.PromRangeArgs) -> str:
         window = _promql.window(duration=args.range, step=args.step, end=self._clock())
         data = await self._source.query_range(
-            promql=args.query, start=window.start, end=window.end, step=window.step
+            promql=self._tenancy.enforce(args.query), start=window.start, end=window.end, step=window.step
         )
         result = (data or {}).get("result") or []
         shared = _promql.shared_labels(result)
@@ -71,7 +75,7 @@ class PrometheusTools:
     async def metrics(self, args: _args.PromMetricsArgs) -> str:
         end = self._clock()
         names = await self._source.label_values(
-            label="__name__", match=None, start=end - LOOKUP_WINDOW_SECONDS, end=end
+            label="__name__", match=self._tenancy.selector(None), start=end - LOOKUP_WINDOW_SECONDS, end=end
         )
         needle = args.contains.lower()
         found = sorted(str(n) for n in names or () if needle in str(n).lower())
@@ -82,7 +86,10 @@ class PrometheusTools:
     async def label_values(self, args: _args.PromLabelArgs) -> str:
         end = self._clock()
         values = await self._source.label_values(
-            label=args.label, match=args.metric, start=end - LOOKUP_WINDOW_SECONDS, end=end
+            label=args.label,
+            match=self._tenancy.selector(args.metric),
+            start=end - LOOKUP_WINDOW_SECONDS,
+            end=end,
         )
         found = sorted(str(v) for v in values or ())
         of = f" of {args.metric}" if args.metric else ""
@@ -93,7 +100,10 @@ class PrometheusTools:
     async def alerts(self, args: _args.PromAlertsArgs) -> str:
         data = await self._source.alerts()
         alerts = [
-            a for a in (data or {}).get("alerts") or () if args.state == "all" or a.get("state") == args.state
+            a
+            for a in (data or {}).get("alerts") or ()
+            if (args.state == "all" or a.get("state") == args.state)
+            and self._tenancy.admits(a.get("labels") or {})
         ]
         if not alerts:
             return f"No {'' if args.state == 'all' else args.state + ' '}alerts in Prometheus right now."
@@ -110,7 +120,9 @@ class PrometheusTools:
         data = await self._source.rules()
         rules = []
         for group in (data or {}).get("groups") or ():
-            for rule in group.get("rules") or ():
+            for rule in (self._scoped(rule) for rule in group.get("rules") or ()):
+                if rule is None:
+                    continue
                 if args.name_contains and args.name_contains.lower() not in str(rule.get("name", "")).lower():
                     continue
                 if args.only_unhealthy and rule.get("health") == "ok":
@@ -124,6 +136,17 @@ class PrometheusTools:
             _output.note_truncated()
             head += f"; {len(rules) - MAX_RULES} more not shown: pass name_contains"
         return self._fenced(head + ":", "\n".join(lines), "rules")
+
+    def _scoped(self, rule: dict[str, Any]) -> dict[str, Any] | None:
+        """The rule as this analysis may see it, or None: kept when one of its alerts is of a
+        namespace the analysis may read (with only those alerts, as prom-label-proxy filters
+        ``/api/v1/rules``), or when nothing fires and its labels admit it (a namespace it may read;
+        none, for a cluster-scoped incident). A rule whose alerts are all another tenant's is theirs."""
+        alerts = rule.get("alerts") or ()
+        kept = [a for a in alerts if self._tenancy.admits(a.get("labels") or {})]
+        if kept or (not alerts and self._tenancy.admits(rule.get("labels") or {})):
+            return {**rule, "alerts": kept}
+        return None
 
     # ---- plumbing -----------------------------------------------------------------------------
 
@@ -156,7 +179,7 @@ class PrometheusTools:
     def _fenced(self, header: str, body: str, label: str) -> str:
         return _output.fenced(
             header,
-            _redact.redact_text(body),
+            redact.redact_text(body),
             label=f"prometheus:{label}",
             max_chars=self._max_chars,
         )

@@ -1,8 +1,17 @@
-"""Prometheus answers shaped for the LLM: durations, range limits, and per-series summaries.
+"""Prometheus queries scoped to the incident, and answers shaped for the LLM: durations, range
+limits, and per-series summaries.
 
 Pure: values in, text or plain data out. A range query's points are never shown; each series is
 summarised as first/min/max/last and a trend, so a day of data costs about as much as one instant
 value (the trend, not the points, is what tells a leak from a spike).
+
+**Tenancy** (:class:`Tenancy`): the tools query Prometheus with the operator's credentials, which
+read every tenant's series. So, as prom-label-proxy does, every selector of the query's AST (parsed
+by ``promql-parser``, never edited as a string) gets a ``namespace`` matcher for the namespaces the
+analysis may read; a namespace matcher of the LLM's that names anything else is refused, not
+rewritten (an empty answer would read as "no problem"). Series without a ``namespace`` label
+(Nodes, PersistentVolumes: cluster-level) are readable only for a cluster-scoped incident. The
+query actually sent is parsed again and checked, so a printing quirk cannot drop a matcher.
 """
 
 from __future__ import annotations
@@ -11,8 +20,10 @@ import dataclasses
 import itertools
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
+
+import promql_parser
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"^(?:(\d{1,6})([smhdw]))+$")
@@ -26,6 +37,121 @@ MAX_POINTS = 1_000
 
 class BadRequest(ValueError):
     """Arguments that cannot become a sensible Prometheus request; the message says how to fix them."""
+
+
+LABEL = "namespace"
+"""The label a tenant's series carry (kube-state-metrics, cAdvisor, the Prometheus Operator's
+``enforcedNamespaceLabel``)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Tenancy:
+    """Whose series one conversation may read."""
+
+    namespaces: tuple[str, ...]
+    """The incident's namespace and the ones the investigation settings add."""
+    cluster: bool = False
+    """Also series without a namespace label: a cluster-scoped incident (a Node, a PV)."""
+    every: bool = False
+    """Every namespace (``investigation_namespaces: "*"``): queries are left as they are."""
+
+    def enforce(self, query: str) -> str:
+        """``query`` with every selector scoped (see the module), or ``BadRequest`` saying why not."""
+        if self.every:
+            return query
+        if not self.namespaces and not self.cluster:
+            raise BadRequest("this incident has no namespace to scope Prometheus queries to")
+        tree = _parse(query)
+        for selector in _selectors(tree):
+            self._scope(selector)
+        scoped = str(tree)
+        if any(not self._scoped(selector) for selector in _selectors(_parse(scoped))):
+            raise BadRequest("the query could not be scoped to the incident's namespace; simplify it")
+        return scoped
+
+    def selector(self, metric: str | None) -> str | None:
+        """The ``match[]`` series selector of a label lookup (None: no restriction)."""
+        if self.every or metric:
+            return self.enforce(metric) if metric else None
+        if not self.namespaces and not self.cluster:
+            raise BadRequest("this incident has no namespace to scope Prometheus queries to")
+        # A selector needs one matcher that cannot match "" (``namespace=~"|shop"`` can).
+        named = [promql_parser.Matcher(promql_parser.MatchOp.Re, "__name__", ".+")] if self.cluster else []
+        return str(promql_parser.Matchers([*named, self._matcher()]))
+
+    def admits(self, labels: Mapping[str, Any]) -> bool:
+        """Whether an alert or a rule with these labels concerns what this analysis may read."""
+        namespace = labels.get(LABEL)
+        if self.every:
+            return True
+        return namespace in self.namespaces if namespace else self.cluster
+
+    def _matcher(self) -> promql_parser.Matcher:
+        if len(self.namespaces) == 1 and not self.cluster:
+            return promql_parser.Matcher(promql_parser.MatchOp.Equal, LABEL, self.namespaces[0])
+        values = ("",) * self.cluster + tuple(re.escape(n) for n in self.namespaces)
+        return promql_parser.Matcher(promql_parser.MatchOp.Re, LABEL, "|".join(values))
+
+    def _scope(self, selector: promql_parser.VectorSelector) -> None:
+        if selector.matchers.or_matchers:
+            raise BadRequest("`or` inside a selector's braces is not supported: join two selectors with or")
+        for matcher in selector.matchers.matchers:
+            if matcher.name == LABEL and not self._allowed(matcher):
+                raise BadRequest(
+                    f"{matcher} reads outside this analysis: its Prometheus queries see only the series of "
+                    f"namespace {self._described()}; leave the namespace matcher out (it is added to every "
+                    "selector for you)"
+                )
+        selector.matchers = promql_parser.Matchers([*selector.matchers.matchers, self._matcher()])
+
+    def _allowed(self, matcher: promql_parser.Matcher) -> bool:
+        if matcher.op != promql_parser.MatchOp.Equal:
+            return False
+        return matcher.value in self.namespaces or (self.cluster and matcher.value == "")
+
+    def _scoped(self, selector: promql_parser.VectorSelector) -> bool:
+        wanted = str(self._matcher())
+        return not selector.matchers.or_matchers and any(str(m) == wanted for m in selector.matchers.matchers)
+
+    def _described(self) -> str:
+        names = " or ".join(repr(n) for n in self.namespaces)
+        if self.cluster:
+            return (
+                f"{names} and series without a namespace label"
+                if names
+                else "series without a namespace label"
+            )
+        return names
+
+
+def _parse(query: str) -> promql_parser.Expr:
+    try:
+        return promql_parser.parse(query)
+    except ValueError as exc:
+        raise BadRequest(f"not valid PromQL: {exc}") from None
+
+
+def _selectors(node: promql_parser.Expr) -> Iterator[promql_parser.VectorSelector]:
+    """Every vector selector of the tree (the AST's nodes share their children: a selector changed
+    here is changed in the tree). An unknown node type fails closed."""
+    if isinstance(node, promql_parser.VectorSelector):
+        yield node
+    elif isinstance(node, promql_parser.MatrixSelector):
+        yield node.vector_selector
+    elif isinstance(node, promql_parser.BinaryExpr):
+        yield from _selectors(node.lhs)
+        yield from _selectors(node.rhs)
+    elif isinstance(node, promql_parser.AggregateExpr):
+        if isinstance(node.param, promql_parser.Expr):
+            yield from _selectors(node.param)
+        yield from _selectors(node.expr)
+    elif isinstance(node, promql_parser.Call):
+        for arg in node.args:
+            yield from _selectors(arg)
+    elif isinstance(node, (promql_parser.ParenExpr, promql_parser.UnaryExpr, promql_parser.SubqueryExpr)):
+        yield from _selectors(node.expr)
+    elif not isinstance(node, (promql_parser.NumberLiteral, promql_parser.StringLiteral)):
+        raise BadRequest(f"this query cannot be scoped to the incident's namespace ({type(node).__name__})")
 
 
 def seconds(text: str, *, what: str) -> int:

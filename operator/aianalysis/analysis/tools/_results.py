@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aianalysis.kube import reader as _reader
+from aianalysis.kube import readers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ObjectResult:
     """``get_resource``: the object as shown (redacted; ids, nulls and API defaults left out; status
     first)."""
 
-    body: _reader.JSONObject
+    body: readers.JSONObject
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -76,14 +76,14 @@ class LogsResult:
 class PodsResult:
     """``list_pods_of_owner``: the Pods the text summarises (redacted), by name."""
 
-    pods: tuple[_reader.JSONObject, ...]
+    pods: tuple[readers.JSONObject, ...]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ListResult:
     """``list_resources``, ``find_resources``: the objects of the table, one row each (redacted)."""
 
-    items: tuple[_reader.JSONObject, ...]
+    items: tuple[readers.JSONObject, ...]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -112,4 +112,4 @@ class UsageResult:
 class CatalogResult:
     """The catalog tools: the JSON answer the text is, as values."""
 
-    payload: _reader.JSONObject
+    payload: readers.JSONObject

@@ -15,7 +15,13 @@ What the incident concerns (``Scope.related``), found from its resource:
 - what selects or scales it: Services and NetworkPolicies whose selector selects its Pods,
   PodDisruptionBudgets that select them, HPAs whose ``scaleTargetRef`` is in the chain;
 - when the incident's resource is itself a selector or a scaler (a PDB, an HPA, a Service, a
-  NetworkPolicy), the workloads it selects or scales, and what surrounds them as above.
+  NetworkPolicy), the workloads it selects or scales, and what surrounds them as above;
+- the cert-manager Certificates that issue a Secret the Pods reference (their ``secretName``);
+- what the incident's own object and those Certificates name in their spec (any ``{kind, name}``
+  reference of a kind in the table: a Certificate's ``issuerRef`` → its ClusterIssuer or Issuer,
+  a RoleBinding's Role), in the incident's namespace or cluster-scoped. Read here, by the scope
+  itself, so a cluster-scoped object the incident leads to is in scope whether or not the
+  conversation read the object that references it.
 """
 
 from __future__ import annotations
@@ -25,9 +31,8 @@ from typing import Any
 
 from aianalysis import catalog, errors, resources
 from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _facts
-from aianalysis.kube import kinds as _kinds
-from aianalysis.kube import reader as _reader
+from aianalysis.analysis.tools import _cluster_tools, _facts
+from aianalysis.kube import kind_table, readers
 
 MAX_PODS = 50
 MAX_REFERENCES = 64
@@ -43,16 +48,16 @@ _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 selects = _facts.selects
 
 
-def kinds() -> dict[str, scope.KindInfo]:
+def target_kinds() -> dict[str, scope.KindInfo]:
     """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
     remediation may act on one the workload references (by name)."""
-    table = {k.kind: (k.api_version, k.namespaced) for k in _kinds.KINDS}
+    table = {k.kind: (k.api_version, k.namespaced) for k in kind_table.KINDS}
     return scope.kind_table({**table, "Secret": ("v1", True)})
 
 
-async def gather_scope(reader: _reader.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
+async def gather_scope(reader: readers.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
     """The incident's scope (see the module rules); without a reader, the no-cluster scope."""
-    table = kinds()
+    table = target_kinds()
     if reader is None:
         return scope.Scope.of(incident, cluster=False, kinds=table)
     base = scope.Scope.of(incident, cluster=True, kinds=table)
@@ -65,12 +70,16 @@ async def gather_scope(reader: _reader.ClusterReader | None, incident: resources
             starts.append([workload])
     for start in starts:
         await _surroundings(reader, start, related)
+    home = base.home
+    if chain and home is not None:
+        _referenced(chain[0], home, related)
+        await _certificates(reader, home, related)
     related.pop(base.incident.key, None)
     concerned = _workload(starts)
     return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
 
 
-def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef | None:
+def _workload(starts: Sequence[Sequence[readers.JSONObject]]) -> scope.ObjectRef | None:
     """The workload the incident concerns: the top of its own chain when that runs Pods, else the
     first workload its selector or scaler leads to."""
     for start in starts:
@@ -81,7 +90,7 @@ def _workload(starts: Sequence[Sequence[_reader.JSONObject]]) -> scope.ObjectRef
 
 
 async def detect_facts(
-    reader: _reader.ClusterReader | None,
+    reader: readers.ClusterReader | None,
     target: scope.ObjectRef,
     *,
     workload: scope.ObjectRef | None = None,
@@ -91,7 +100,7 @@ async def detect_facts(
 
 
 async def _surroundings(
-    reader: _reader.ClusterReader, chain: list[_reader.JSONObject], related: dict[scope.Key, str]
+    reader: readers.ClusterReader, chain: list[readers.JSONObject], related: dict[scope.Key, str]
 ) -> None:
     pods = await _pods_below(reader, chain)
     for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
@@ -153,7 +162,7 @@ def _template_references(template: Mapping[str, Any], namespace: str) -> Iterato
 
 
 async def _selecting(
-    reader: _reader.ClusterReader,
+    reader: readers.ClusterReader,
     chain: Sequence[Mapping[str, Any]],
     templates: Sequence[Mapping[str, Any]],
     namespace: str,
@@ -175,8 +184,75 @@ async def _selecting(
             _add(related, _ref(hpa, kind="HorizontalPodAutoscaler"))
 
 
+#: Objects Kubernetes makes in every namespace: never what a remediation of the namespace is about.
+_EVERY_NAMESPACE = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")})
+
+
+async def infer_target(
+    reader: readers.ClusterReader | None, where: scope.Scope, *, components: Sequence[str] | None
+) -> scope.Inference:
+    """The candidates for the target of an answer that named none (``scope`` module rules): the
+    objects of the kinds ``components`` names that the incident concerns — those around it, or for
+    an incident about a whole Namespace, that namespace's (listed now, read-only)."""
+    wanted = _component_kinds(components)
+    found: dict[scope.Key, scope.ObjectRef] = {}
+    for key in where.related:
+        if key[0] in wanted:
+            found[key] = scope.ObjectRef(
+                kind=wanted[key[0]].kind,
+                name=key[2],
+                namespace=key[1] or None,
+                api_version=wanted[key[0]].api_version,
+            )
+    home = where.home
+    if reader is not None and home is not None and where.incident.kind == "Namespace":
+        for known in (k for k in wanted.values() if k.namespaced):
+            for obj in await _list(reader, known.kind, home):
+                ref = _ref(obj, kind=known.kind)
+                if (ref.kind, ref.name) not in _EVERY_NAMESPACE:
+                    found.setdefault(ref.key, ref)
+    return scope.Inference(
+        kinds=tuple(sorted({k.kind for k in wanted.values()})),
+        candidates=tuple(sorted(found.values(), key=lambda ref: ref.key)),
+    )
+
+
+def _component_kinds(components: Sequence[str] | None) -> dict[str, kind_table.Kind]:
+    """The kinds of the table a workflow's ``labels.component`` names (``*`` names none: any kind
+    fits, there is nothing to infer), by casefolded kind."""
+    named = (entry.strip().rpartition("/")[2] for entry in components or () if entry.strip() != "*")
+    found = (kind_table.lookup(kind) for kind in named if kind)
+    return {kind.kind.casefold(): kind for kind in found if kind is not None and kind.kind != "Namespace"}
+
+
+async def _certificates(reader: readers.ClusterReader, namespace: str, related: dict[scope.Key, str]) -> None:
+    """The Certificates issuing a Secret already in scope (cert-manager writes the Secret their
+    ``secretName`` names), and what they reference."""
+    secrets = {name for kind, where, name in related if kind == "secret" and where == namespace}
+    if not secrets:
+        return
+    for certificate in await _list(reader, "Certificate", namespace):
+        if (certificate.get("spec") or {}).get("secretName") in secrets:
+            _add(related, _ref(certificate, kind="Certificate"))
+            _referenced(certificate, namespace, related)
+
+
+def _referenced(obj: Mapping[str, Any], namespace: str, related: dict[scope.Key, str]) -> None:
+    """The objects of known kinds ``obj`` names in its spec: namespaced ones in ``obj``'s namespace
+    (a reference never leaves it), cluster-scoped ones as they are."""
+    for kind, name in _cluster_tools.references(obj)[:MAX_REFERENCES]:
+        known = kind_table.BY_KIND.get(kind)
+        if known is None or known.kind == "Namespace":
+            continue
+        where = namespace if known.namespaced else None
+        _add(
+            related,
+            scope.ObjectRef(kind=known.kind, name=name, namespace=where, api_version=known.api_version),
+        )
+
+
 async def _bindings(
-    reader: _reader.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
+    reader: readers.ClusterReader, accounts: set[str], namespace: str, related: dict[scope.Key, str]
 ) -> None:
     if not accounts:
         return
@@ -191,8 +267,8 @@ async def _bindings(
 
 
 async def _selected_workloads(
-    reader: _reader.ClusterReader, obj: Mapping[str, Any]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, obj: Mapping[str, Any]
+) -> list[readers.JSONObject]:
     """The workloads a selecting or scaling object (PDB, Service, NetworkPolicy, HPA) concerns."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     if not namespace:
@@ -207,7 +283,7 @@ async def _selected_workloads(
     selector = _at(obj, _SELECTORS[kind])
     if kind == "Service":
         selector = {"matchLabels": selector} if selector else None
-    workloads: list[_reader.JSONObject] = []
+    workloads: list[readers.JSONObject] = []
     for workload_kind in _WORKLOADS:
         for workload in await _list(reader, workload_kind, namespace):
             template = _facts.pod_template({**workload, "kind": workload_kind}) or {}
@@ -217,27 +293,27 @@ async def _selected_workloads(
 
 
 async def _pods_below(
-    reader: _reader.ClusterReader, chain: Sequence[_reader.JSONObject]
-) -> list[_reader.JSONObject]:
+    reader: readers.ClusterReader, chain: Sequence[readers.JSONObject]
+) -> list[readers.JSONObject]:
     """The Pods of the topmost controller in the chain (the incident's own Pod when it is one)."""
     pods = [obj for obj in chain if obj.get("kind") == "Pod"]
     for obj in reversed(chain):
         kind, meta = obj.get("kind"), obj.get("metadata") or {}
-        if kind in _kinds.OWNER_KINDS and meta.get("namespace"):
+        if kind in kind_table.OWNER_KINDS and meta.get("namespace"):
             try:
                 found = await reader.list_pods_of_owner(
                     kind=str(kind), name=meta["name"], namespace=meta["namespace"]
                 )
-            except (_reader.Unavailable, errors.ClusterError):
+            except (readers.Unavailable, errors.ClusterError):
                 continue
             return [*pods, *found[:MAX_PODS]]
     return pods
 
 
-async def _list(reader: _reader.ClusterReader, kind: str, namespace: str) -> list[_reader.JSONObject]:
+async def _list(reader: readers.ClusterReader, kind: str, namespace: str) -> list[readers.JSONObject]:
     """Items of a list response carry no kind or apiVersion: they are named here."""
     found = await _facts.list_in(reader, kind, namespace)
-    api_version = _kinds.BY_KIND[kind].api_version
+    api_version = kind_table.BY_KIND[kind].api_version
     return [
         {**obj, "kind": obj.get("kind") or kind, "apiVersion": obj.get("apiVersion") or api_version}
         for obj in found or ()

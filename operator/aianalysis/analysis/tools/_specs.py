@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Literal
 
 from aianalysis.analysis.tools import _args
-from aianalysis.kube import kinds as _kinds
+from aianalysis.kube import kind_table
 
 Needs = Literal["catalog", "cluster", "prometheus"]
 
@@ -36,7 +36,7 @@ class Spec:
         }
 
 
-_KINDS_TEXT = ", ".join(_kinds.names())
+_KINDS_TEXT = ", ".join(kind_table.names())
 _S = Spec
 SPECS: tuple[Spec, ...] = (
     _S(

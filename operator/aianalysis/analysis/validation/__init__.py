@@ -20,8 +20,8 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.answer
 from aianalysis import catalog, resources
-from aianalysis.analysis import answer as answers
 from aianalysis.analysis import scope
 from aianalysis.analysis.validation import _answer, _selection, _target
 from aianalysis.analysis.validation._coerce import canonical_value
@@ -66,7 +66,7 @@ class Verdict:
     errors: list[str]
     rules_failed: list[str]
     warnings: list[str]
-    answer: answers.SelectionAnswer | None
+    answer: aianalysis.analysis.answer.SelectionAnswer | None
     workflow: catalog.Workflow | None
     parameters: dict[str, str]
     target: scope.ObjectRef | None = None
@@ -85,6 +85,7 @@ def validate(
     returned: Set[scope.Key] = frozenset(),
     facts: Mapping[scope.Key, catalog.TargetFacts] | None = None,
     malformed: str | None = None,
+    inferred: scope.Inference | None = None,
 ) -> Verdict:
     """Run every check on one submitted answer.
 
@@ -92,6 +93,9 @@ def validate(
     the catalog fit is checked. ``returned`` holds what the investigation tools returned, and
     ``facts`` the facts detected per target (a target without an entry has unknown facts).
     ``malformed`` says why a submit call's arguments were not a JSON object (then ``raw`` is None).
+    ``inferred``: the target the caller inferred because the answer named none (``scope`` module
+    rules); its one candidate is the target (read by the inference, so it counts as returned), and
+    without exactly one the component error says which the incident concerns.
     """
     errors: list[str] = [_answer.truncated_error()] if truncated else []
     if malformed is not None:
@@ -99,7 +103,7 @@ def validate(
     if raw is None:
         return _verdict([*errors, _answer.no_submission_error(prose)], [], answer=None)
     try:
-        parsed = answers.SelectionAnswer.model_validate(raw)
+        parsed = aianalysis.analysis.answer.SelectionAnswer.model_validate(raw)
     except pydantic.ValidationError as exc:
         return _verdict([*errors, *_answer.schema_errors(exc)], [], answer=None)
     warnings: list[str] = []
@@ -111,6 +115,10 @@ def validate(
     if scope is not None:
         affected = parsed.affected_resource
         target = scope.target(None if affected is None else affected.model_dump())
+        if inferred is not None and inferred.target is not None:
+            target = inferred.target
+            returned = {*returned, target.key}
+            warnings.append(_target.inferred_warning(inferred, target))
         out = _target.scope_error(target, where=scope, returned=frozenset(returned))
         errors.extend([out] if out else [])
         in_scope = scope.incident if out else target
@@ -124,6 +132,7 @@ def validate(
         recovery=recovery,
         target=target,
         facts=(facts or {}).get(target.key) if target is not None else None,
+        inferred=inferred,
     )
     return _verdict(
         [*errors, *selection.errors],
@@ -151,7 +160,7 @@ def revalidate(
     execution must carry exactly these values.
     """
     try:
-        chosen = answers.SelectedWorkflowAnswer(
+        chosen = aianalysis.analysis.answer.SelectedWorkflowAnswer(
             workflow_id=selected.workflow_id,
             version=selected.version,
             confidence=selected.confidence,
@@ -178,7 +187,7 @@ def _verdict(
     errors: list[str],
     warnings: list[str],
     *,
-    answer: answers.SelectionAnswer | None,
+    answer: aianalysis.analysis.answer.SelectionAnswer | None,
     workflow: catalog.Workflow | None = None,
     parameters: dict[str, str] | None = None,
     target: scope.ObjectRef | None = None,

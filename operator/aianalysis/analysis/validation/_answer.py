@@ -8,7 +8,7 @@ import pydantic
 import pydantic_core
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import answer as answers
+from aianalysis.analysis import answer
 from aianalysis.analysis.validation import _messages
 
 _MAX_SCHEMA_ERRORS = 8
@@ -53,7 +53,7 @@ def _schema_error(detail: pydantic_core.ErrorDetails) -> str:
 
 
 def consistency_errors(
-    parsed: answers.SelectionAnswer, *, recovery: resources.RecoverySpec | None
+    parsed: answer.SelectionAnswer, *, recovery: resources.RecoverySpec | None
 ) -> list[str]:
     errors: list[str] = []
     if parsed.selected_workflow is None and not parsed.needs_human_review:
@@ -66,7 +66,7 @@ def consistency_errors(
     return errors
 
 
-def _recovery_field_errors(parsed: answers.SelectionAnswer) -> list[str]:
+def _recovery_field_errors(parsed: answer.SelectionAnswer) -> list[str]:
     missing = [name for name in ("recovery_analysis", "recovery_strategy") if getattr(parsed, name) is None]
     if missing:
         return [
@@ -84,13 +84,13 @@ def _recovery_field_errors(parsed: answers.SelectionAnswer) -> list[str]:
 
 
 def drop_unknown_alternatives(
-    parsed: answers.SelectionAnswer,
+    parsed: answer.SelectionAnswer,
     *,
     index: catalog.Catalog,
     warnings: list[str],
     seen: Mapping[str, set[str]] | None = None,
     business: resources.BusinessContext | None = None,
-) -> answers.SelectionAnswer:
+) -> answer.SelectionAnswer:
     """Alternatives are informational, but they reach status where people read them: only
     workflows a catalog tool showed in this conversation (``seen``) and the policy admits for this
     incident (``business``) are kept; others (text injected into an alert can name any id) are

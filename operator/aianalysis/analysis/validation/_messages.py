@@ -21,11 +21,11 @@ def listing(items: Iterable[str], limit: int = 160) -> str:
     return clip(", ".join(items), limit) or "(none)"
 
 
-def number(value: float) -> str:
+def plain_number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
 
 
-def describe(param: resources.WorkflowParameter) -> str:
+def describe_parameter(param: resources.WorkflowParameter) -> str:
     """The schema of a parameter, compactly, for the LLM to fix its value."""
     parts = [f"type {param.type}", "required" if param.required else "optional"]
     if param.enum is not None:
@@ -33,9 +33,9 @@ def describe(param: resources.WorkflowParameter) -> str:
     if param.pattern is not None:
         parts.append(f"pattern {clip(param.pattern, 60)}")
     if param.minimum is not None:
-        parts.append(f"minimum {number(param.minimum)}")
+        parts.append(f"minimum {plain_number(param.minimum)}")
     if param.maximum is not None:
-        parts.append(f"maximum {number(param.maximum)}")
+        parts.append(f"maximum {plain_number(param.maximum)}")
     if param.default is not None:
         parts.append(f"default {clip(param.default, 30)!r}")
     if param.depends_on:

@@ -64,7 +64,7 @@ def check_parameters(
                 _messages.clip(
                     f"[parameters] unknown parameter {name!r}: did you mean {meant!r}? "
                     "Names are case-sensitive; "
-                    f"{_messages.describe(declared[meant])}"
+                    f"{_messages.describe_parameter(declared[meant])}"
                 )
             )
         else:
@@ -97,7 +97,8 @@ def _check_one(
         value, origin = param.default, "declared default"
     elif param.required and not misnamed:
         return _messages.clip(
-            f"[missing_parameter] required parameter {param.name!r} is missing; {_messages.describe(param)}"
+            f"[missing_parameter] required parameter {param.name!r} is missing; "
+            f"{_messages.describe_parameter(param)}"
         )
     else:
         return None
@@ -108,7 +109,7 @@ def _check_one(
         hint = " (set it explicitly)" if origin != "value" else ""
         return _messages.clip(
             f"[parameters] {param.name}: {origin} {_messages.clip(repr(value), 60)} is invalid{hint}: {exc}; "
-            f"{_messages.describe(param)}"
+            f"{_messages.describe_parameter(param)}"
         )
     canonical[param.name] = text
     return None
@@ -152,9 +153,9 @@ def _same_number(option: str, text: str) -> bool:
 
 def _check_range(param: resources.WorkflowParameter, number: float) -> None:
     if param.minimum is not None and number < param.minimum:
-        raise ValueError(f"below the minimum {_messages.number(param.minimum)}")
+        raise ValueError(f"below the minimum {_messages.plain_number(param.minimum)}")
     if param.maximum is not None and number > param.maximum:
-        raise ValueError(f"above the maximum {_messages.number(param.maximum)}")
+        raise ValueError(f"above the maximum {_messages.plain_number(param.maximum)}")
 
 
 def _matches(pattern: str, text: str) -> bool:
@@ -202,7 +203,7 @@ def _dependency_errors(
             if needed in canonical or needed in values or (needed in declared and declared[needed].required):
                 continue  # present, or already reported (invalid value / missing required parameter)
             schema = (
-                _messages.describe(declared[needed])
+                _messages.describe_parameter(declared[needed])
                 if needed in declared
                 else "not declared by this workflow"
             )

@@ -20,8 +20,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from aianalysis import catalog, resources
-from aianalysis.analysis import answer as answers
-from aianalysis.analysis import scope
+from aianalysis.analysis import answer, scope
 from aianalysis.analysis.validation import _coerce, _messages, _parameters, _target
 
 
@@ -34,7 +33,7 @@ class Selection:
 
 
 def check_selection(
-    chosen: answers.SelectedWorkflowAnswer,
+    chosen: answer.SelectedWorkflowAnswer,
     *,
     index: catalog.Catalog,
     seen: Mapping[str, set[str]],
@@ -42,6 +41,7 @@ def check_selection(
     recovery: resources.RecoverySpec | None,
     target: scope.ObjectRef | None = None,
     facts: catalog.TargetFacts | None = None,
+    inferred: scope.Inference | None = None,
 ) -> Selection:
     unknown = _unknown_workflow_error(chosen.workflow_id, index=index, seen=seen)
     if unknown:
@@ -66,7 +66,7 @@ def check_selection(
     values: Mapping[str, object] = chosen.parameters
     warnings: list[str] = []
     if target is not None:
-        mismatch = _target.component_error(workflow.spec, target)
+        mismatch = _target.component_error(workflow.spec, target, inferred=inferred)
         errors.extend([mismatch] if mismatch else [])
         values, warnings = _target.fill_from_target(workflow.spec.parameters, values, target)
     params = (
@@ -126,7 +126,7 @@ def _unknown_workflow_error(
     return None
 
 
-def _unknown_version_error(chosen: answers.SelectedWorkflowAnswer, *, index: catalog.Catalog) -> str:
+def _unknown_version_error(chosen: answer.SelectedWorkflowAnswer, *, index: catalog.Catalog) -> str:
     versions = _messages.listing(index.versions(chosen.workflow_id))
     return _messages.clip(
         f"[unknown_version] workflow {chosen.workflow_id!r} has no version {chosen.version!r}; "

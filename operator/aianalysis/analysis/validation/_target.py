@@ -1,7 +1,10 @@
 """Checks on the remediation target (docs/architecture.md §4).
 
 - ``target_out_of_scope``: the target is not something this incident may act on (``scope``).
-- ``component_mismatch``: the workflow's ``labels.component`` does not admit the target's kind.
+- ``component_mismatch``: the workflow's ``labels.component`` does not admit the target's kind. When
+  the answer named no target, the caller may have inferred one (``scope.Inference``): its one
+  candidate is the target, with an ``inferred_target`` warning; none or several and the error says
+  what the incident concerns, so the LLM names the object.
 - (``detectedLabels`` requirements are business policy, ``catalog.policy``, given the facts
   detected on the target; unknown facts never meet one.)
 - System-filled parameters (``catalog.target_field``) take the target's value whatever the LLM
@@ -34,15 +37,34 @@ def scope_error(target: scope.ObjectRef, *, where: scope.Scope, returned: frozen
     )
 
 
-def component_error(spec: resources.RemediationWorkflowSpec, target: scope.ObjectRef) -> str | None:
+def component_error(
+    spec: resources.RemediationWorkflowSpec,
+    target: scope.ObjectRef,
+    *,
+    inferred: scope.Inference | None = None,
+) -> str | None:
     components = spec.labels.component
     if catalog.component_admits(components, kind=target.kind, api_version=target.api_version):
         return None
     acts_on = _messages.listing(components or [], 80)
+    if inferred is not None:
+        return _messages.clip(
+            f"[component_mismatch] affected_resource names no object and workflow {spec.workflow_id!r} acts "
+            f"on {acts_on}, not on the incident's {target.describe()}: {inferred.describe()}. Set "
+            "affected_resource to the one object the workflow must change."
+        )
     return _messages.clip(
         f"[component_mismatch] workflow {spec.workflow_id!r} acts on {acts_on}, "
         f"not on the target {target.describe()}; choose a workflow whose component admits {target.kind}, "
         "or set affected_resource to an in-scope object of a kind it admits."
+    )
+
+
+def inferred_warning(inferred: scope.Inference, target: scope.ObjectRef) -> str:
+    kinds = "/".join(inferred.kinds)
+    return _messages.clip(
+        f"[inferred_target] affected_resource named no object; the workflow acts on {kinds} and "
+        f"{target.describe()} is the only one the incident concerns: it is the target."
     )
 
 

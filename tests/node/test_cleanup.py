@@ -1,0 +1,80 @@
+"""A node is gone from the machine after Ctrl-C, and a node whose Python was killed outright (its
+shims and containers outlive it) is swept by the next start. These tests start nodes of their own,
+in other processes, before the package's ``node_cluster`` (see ``conftest.py``); what the sweep
+leaves, the package fixture's teardown checks once more after the last test."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.support import nodes
+
+PARENT = Path(tempfile.gettempdir())
+RUN_A_POD = """
+import time
+from aianalysis_dev import devcluster
+
+cluster = devcluster.NodeCluster().start()
+run = ["run", "sleeper", "--image=aianalysis.local/pause:1", "--image-pull-policy=Never", "--restart=Never"]
+deadline = time.monotonic() + 60  # the namespace's ServiceAccount comes a moment after the start
+while cluster.kubectl(*run, check=False).returncode != 0 and time.monotonic() < deadline:
+    time.sleep(0.2)
+cluster.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
+print("READY", cluster.data_dir, flush=True)
+time.sleep(600)
+"""
+
+
+def start_a_node_with_a_pod() -> tuple[subprocess.Popen[str], Path]:
+    proc = subprocess.Popen([sys.executable, "-c", RUN_A_POD], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # the script prints one line once the Pod runs, or dies
+    if not line.startswith("READY "):
+        proc.kill()
+        raise AssertionError(f"the node did not start (exit {proc.wait()}): {line!r}")
+    return proc, Path(line.split()[1])
+
+
+def container_pids() -> list[int]:
+    pids = []
+    for procs in Path("/sys/fs/cgroup/memory/aianalysis-node").rglob("cgroup.procs"):
+        pids += [int(pid) for pid in procs.read_text().split()]
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_ctrl_c_stops_the_node_and_leaves_nothing() -> None:
+    proc, _ = start_a_node_with_a_pod()
+    running = container_pids()
+    assert running, "the Pod's processes should be in the node's cgroups"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0  # KeyboardInterrupt, after the cleanup
+    assert nodes.leftovers(PARENT) == []
+    assert not [pid for pid in running if alive(pid)]
+
+
+def test_a_killed_run_is_swept_by_the_next_start(request: pytest.FixtureRequest) -> None:
+    """The next start is the package's ``node_cluster``, asked for only once the run is killed."""
+    proc, directory = start_a_node_with_a_pod()
+    running = container_pids()
+    proc.kill()  # no cleanup at all: the daemons die with it (parent-death signal), shims and Pods not
+    proc.wait(timeout=30)
+    left = nodes.leftovers(PARENT)
+    assert {f"dir {directory}", "link aianode0", "/run/containerd"} <= set(left)
+    assert [pid for pid in running if alive(pid)] == running  # the Pod outlived its node
+    request.getfixturevalue("node_cluster")
+    assert not directory.exists()
+    assert not [pid for pid in running if alive(pid)]
