@@ -159,8 +159,16 @@ def start_executor(
 # ---- helpers ---------------------------------------------------------------------------------------
 
 
-def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: str = "job") -> dict[str, Any]:
-    """A catalog entry of our own (cluster-scoped: a unique id per test)."""
+def workflow(
+    cluster: devcluster.DevCluster,
+    *,
+    estimated: str = "5m",
+    engine: str = "job",
+    labels: dict[str, Any] | None = None,
+    detected: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A catalog entry of our own (cluster-scoped: a unique id per test); ``labels`` added to its
+    labels, ``detected`` its detectedLabels."""
     wid = f"fix-{secrets.token_hex(3)}"
     body = {
         "apiVersion": "kubernaut.io/v1alpha1",
@@ -177,6 +185,9 @@ def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: s
             "estimatedDuration": estimated,
         },
     }  # fmt: skip
+    body["spec"]["labels"].update(labels or {})
+    if detected is not None:
+        body["spec"]["detectedLabels"] = detected
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
     return body
 
@@ -187,10 +198,11 @@ def analysed(
     wf: dict[str, Any],
     *,
     name: str = "api-oom",
-    environment: str = "production",
+    environment: str | None = "production",
     completed_at: str = "2026-11-20T10:00:00Z",
 ) -> dict[str, Any]:
-    """An AIAnalysis whose status (written through /status, as the operator would) selected ``wf``."""
+    """An AIAnalysis whose status (written through /status, as the operator would) selected ``wf``
+    (``environment`` None: the spec states none, the namespace's labels may)."""
     body = {
         "apiVersion": "kubernaut.io/v1alpha1",
         "kind": "AIAnalysis",
@@ -198,7 +210,7 @@ def analysed(
         "spec": {
             "signal": {"type": "OOMKilled", "severity": "high"},
             "resource": {"kind": "Deployment", "name": "api", "namespace": ns},
-            "businessContext": {"environment": environment},
+            "businessContext": {"environment": environment} if environment else {},
         },
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
@@ -468,6 +480,56 @@ def test_a_selection_whose_workflow_changed_after_approval_is_refused_not_failed
     condition = executed_condition(done)
     assert condition["reason"] == "WorkflowChanged" and said in condition["message"], condition
     assert "failureDetails" not in done["status"]  # nothing ran: no failure, so no recovery analysis
+    assert items(cluster, "jobs", ns) == []
+
+
+def deployment(cluster: devcluster.DevCluster, ns: str, *, annotations: dict[str, str]) -> None:
+    """Deployment ``api`` (the analyses' incident), with ``annotations``."""
+    labels = {"app": "api"}
+    body = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "api", "namespace": ns, "annotations": annotations},
+        "spec": {
+            "replicas": 0, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "api", "image": "registry.example/api:1"}]}},
+        },
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+
+
+ARGO_TRACKED = {"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:{ns}/api"}
+
+
+@pytest.mark.parametrize("shown", ["argocd-managed", "unmanaged"])
+def test_a_selection_of_a_workflow_requiring_detected_facts_is_revalidated_with_the_clusters_facts(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess], shown: str
+) -> None:
+    """A workflow that requires detected facts (detectedLabels: GitOps-managed by Argo CD) and an
+    environment the analysis' spec does not state (its namespace's label says production): the
+    analysis validated the selection with what it read from the cluster, and so does the executor —
+    an approved execution runs. Its facts are read again, never taken from the analysis' status: the
+    same status written for a Deployment the cluster shows unmanaged is refused."""
+    cluster = jobs_cluster
+    cluster.kubectl("label", "namespace", ns, "kubernaut.io/environment=production")
+    managed = {k: v.format(ns=ns) for k, v in ARGO_TRACKED.items()} if shown == "argocd-managed" else {}
+    deployment(cluster, ns, annotations=managed)
+    wf = workflow(
+        cluster,
+        labels={"environment": ["production"]},
+        detected={"gitOpsManaged": True, "gitOpsTool": "argocd"},
+    )
+    analysed(cluster, ns, wf, environment=None)
+    executor = start_executor()
+    assert approve(cluster, ns, "api-oom").returncode == 0
+    if shown == "argocd-managed":
+        wait_for(lambda: get(cluster, "jobs", "api-oom-exec-1", ns), what="the Job", logs=executor.logs)
+        return
+    done = wait_for(lambda: refused(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
+    condition = executed_condition(done)
+    assert condition["reason"] == "SelectionInvalid", condition
+    assert "detectedLabels.gitOpsManaged requires True but the target's is False" in condition["message"]
+    assert "environment" not in condition["message"]  # the namespace's label was read: production
     assert items(cluster, "jobs", ns) == []
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import aianalysis.analysis.facts
 from aianalysis import catalog, resources
 from aianalysis.analysis import validation
 from aianalysis.executor import admission, approval, proof
@@ -189,6 +190,69 @@ def test_the_executor_refuses_what_the_analysis_would_refuse() -> None:
     staging["spec"]["businessContext"]["environment"] = "staging"
     why = refused(approved(staging), staging)
     assert why.reason == admission.SELECTION_INVALID and "[policy]" in why.message
+
+
+GITOPS = {"gitOpsManaged": True, "gitOpsTool": "argocd"}
+
+
+def gitops_workflow() -> catalog.Workflow:
+    spec = WORKFLOW.spec.model_dump(by_alias=True, exclude_none=True)
+    return catalog.Workflow(
+        name="restart-v1",
+        spec=resources.RemediationWorkflowSpec.model_validate({**spec, "detectedLabels": GITOPS}),
+    )
+
+
+def seen(environment: str | None, **detected: Any) -> aianalysis.analysis.facts.AsAnalysed:
+    """What the executor read from the cluster: the namespace's business context, the target's facts."""
+    return aianalysis.analysis.facts.AsAnalysed(
+        business=resources.BusinessContext(environment=environment, risk_tolerance="medium"),
+        target=catalog.TargetFacts(**detected),
+        warnings=[],
+    )
+
+
+def test_a_workflow_requiring_detected_facts_is_revalidated_with_the_facts_read_from_the_cluster() -> None:
+    """The analysis validated it with the target's facts (an Argo CD-managed Deployment) and its
+    namespace's environment; the executor re-validates with the same facts, read again — never with
+    none (every requirement unmet) nor with the analysis' status."""
+    gitops = gitops_workflow()
+    subject = analysis(
+        selectedWorkflow={**analysis()["status"]["selectedWorkflow"], "specDigest": gitops.digest}
+    )
+    del subject["spec"]["businessContext"]["environment"]  # the namespace's label says production
+    execution = approved(subject)
+    wanted = admission.to_read(subject, gitops, namespace="prod")
+    assert wanted is not None and wanted.target is not None
+    assert (wanted.target.kind, wanted.target.name, wanted.target.api_version) == (
+        "Deployment",
+        "orders",
+        "apps/v1",
+    )
+    managed = seen("production", gitops_managed=True, gitops_tool="argocd")
+    assert admission.refusal_for(facts(execution, subject, workflow=gitops, as_analysed=managed)) is None
+    unread = refused(execution, subject, workflow=gitops)
+    assert unread.reason == admission.SELECTION_INVALID
+    assert "detectedLabels.gitOpsManaged requires True but the target's is unknown" in unread.message
+    assert "environment" in unread.message
+    unmanaged = refused(
+        execution, subject, workflow=gitops, as_analysed=seen("production", gitops_managed=False)
+    )
+    assert unmanaged.reason == admission.SELECTION_INVALID and "is False" in unmanaged.message
+
+
+def test_the_executor_reads_facts_only_for_a_workflow_that_requires_them_and_only_in_its_namespace() -> None:
+    subject = analysis()
+    plain = admission.to_read(subject, WORKFLOW, namespace="prod")
+    assert plain is not None and plain.target is None  # the business context only
+    elsewhere = analysis(target_ns="shared")
+    assert admission.to_read(elsewhere, gitops_workflow(), namespace="prod") is None  # refused, never read
+    paired = admission.to_read(
+        elsewhere, gitops_workflow(), namespace="prod", cross_namespace={("prod", "shared")}
+    )
+    assert paired is not None and paired.target is not None and paired.target.namespace == "shared"
+    assert admission.to_read(analysis(phase="Failed"), WORKFLOW, namespace="prod") is None
+    assert admission.to_read(None, WORKFLOW, namespace="prod") is None
 
 
 def test_needs_review_runs_only_with_an_explicit_override() -> None:

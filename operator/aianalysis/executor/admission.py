@@ -18,6 +18,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, validation
 from aianalysis.executor import approval, proof
@@ -57,6 +58,46 @@ class Facts:
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
+    as_analysed: aianalysis.analysis.facts.AsAnalysed | None = None
+    """The business context and the target's detected facts, read from the cluster as the analysis
+    read them (:func:`to_read`); None: not read, so unknown — a workflow that requires a fact or
+    restricts a business label the spec does not state is then refused."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToRead:
+    """What the executor reads from the cluster before the check: the business context of ``spec``'s
+    namespace, and the facts detected on ``target`` (None: the workflow requires none, not read)."""
+
+    spec: resources.AIAnalysisSpec
+    target: scope.ObjectRef | None
+
+
+def to_read(
+    analysis: Mapping[str, Any] | None,
+    workflow: catalog.Workflow | None,
+    *,
+    namespace: str,
+    cross_namespace: Set[tuple[str, str]] = frozenset(),
+) -> ToRead | None:
+    """The analysis' spec and validated target whose facts the selection is re-validated under; None
+    when there is nothing to re-validate (no selection) or the target is not the executor's to read
+    (another namespace: refused anyway, never read with the executor's rights)."""
+    if analysis is None:
+        return None
+    try:
+        a_spec = resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {})
+        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
+    except pydantic.ValidationError:
+        return None
+    if status.phase != "Completed" or status.selected_workflow is None:
+        return None
+    target = approval.analysis_target(analysis, status)
+    if _namespace(namespace, target, cross_namespace) is not None:
+        return None
+    required = workflow.spec.detected_labels if workflow is not None else None
+    detect = required is not None and any(wanted is not None for _, wanted in required)
+    return ToRead(spec=a_spec, target=_target_ref(target, status) if detect else None)
 
 
 def refusal_for(facts: Facts) -> Refusal | None:
@@ -159,14 +200,14 @@ def _workflow(
                 f"validated (now {workflow.digest}, validated {selected.spec_digest})"
             ],
         )
+    seen = facts.as_analysed  # the analysis' facts, read again from the cluster: never its status
     verdict = validation.revalidate(
         selected,
         workflow=workflow,
-        business=a_spec.business_context,
+        business=seen.business if seen is not None else a_spec.business_context,
         recovery=a_spec.recovery,
-        target=scope.ObjectRef(
-            kind=target.kind, name=target.name, namespace=target.namespace, api_version=_api_version(a_status)
-        ),
+        target=_target_ref(target, a_status),
+        facts=seen.target if seen is not None else None,
     )
     if not verdict.valid:
         return Refusal(reason=SELECTION_INVALID, problems=verdict.errors)
@@ -218,9 +259,12 @@ def _approval(
     return None
 
 
-def _api_version(status: resources.AIAnalysisStatus) -> str | None:
+def _target_ref(target: resources.ResourceRef, status: resources.AIAnalysisStatus) -> scope.ObjectRef:
     affected = status.root_cause.affected_resource if status.root_cause else None
-    return affected.api_version if affected is not None else None
+    api_version = affected.api_version if affected is not None else None
+    return scope.ObjectRef(
+        kind=target.kind, name=target.name, namespace=target.namespace, api_version=api_version
+    )
 
 
 _NO_FACTS = approval.AutoFacts(namespace_labels={}, workflow=None)

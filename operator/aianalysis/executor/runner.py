@@ -18,6 +18,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 import aianalysis.catalog
 import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
@@ -257,6 +258,14 @@ async def _admission(
     """Fresh reads of every fact the admission check needs, then the pure check."""
     namespace = body["metadata"]["namespace"]
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
+    cross_namespace = runtime.settings.safety.cross_namespace_pairs()
+    wanted = admission.to_read(analysis, workflow, namespace=namespace, cross_namespace=cross_namespace)
+    as_analysed = None
+    if wanted is not None:  # the facts the selection was validated under, read again (never its status)
+        as_analysed = await aianalysis.analysis.facts.as_analysed(
+            runtime.reader, wanted.spec, wanted.target,
+            home=namespace, prefixes=runtime.settings.catalog.business_label_prefixes,
+        )  # fmt: skip
     policy = await runtime.approval_policy()
     mode = spec.approval.mode if spec.approval is not None else None
     auto_facts = await runtime.auto_facts(namespace, workflow) if mode == "Auto" else None
@@ -268,7 +277,8 @@ async def _admission(
         approval_policy=policy,
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
-        cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
+        cross_namespace=cross_namespace,
+        as_analysed=as_analysed,
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal_for, facts)
