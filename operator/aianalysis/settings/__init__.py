@@ -11,6 +11,7 @@ variable to fix; :func:`reference` lists them for the configuration reference::
 
 from __future__ import annotations
 
+from aianalysis.settings._cost import CostSettings
 from aianalysis.settings._env import from_env, groups
 from aianalysis.settings._executor import AutoExecute, Executor, Guards, Safety
 from aianalysis.settings._fields import Group, parse_duration
@@ -29,6 +30,7 @@ __all__ = [
     "AutoExecute",
     "Budget",
     "Catalog",
+    "CostSettings",
     "Entry",
     "Executor",
     "Group",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aianalysis.settings import _executor, _investigation, _llm, _operator
+from aianalysis.settings import _cost, _executor, _investigation, _llm, _operator
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -24,6 +24,9 @@ class Settings:
 
     budget: _llm.Budget = dataclasses.field(default_factory=_llm.Budget)
     """The LLM budget."""
+
+    cost: _cost.CostSettings = dataclasses.field(default_factory=_cost.CostSettings)
+    """The price of LLM tokens."""
 
     investigation: _investigation.Investigation = dataclasses.field(
         default_factory=_investigation.Investigation
