@@ -42,6 +42,7 @@ from aianalysis.resources.aianalysis import (
     ToolCallRecord,
     ValidationAttempt,
     new_aianalysis,
+    remediation_target,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -99,6 +100,7 @@ from aianalysis.resources.workflowexecution import (
     WorkflowExecutionStatus,
     WorkflowRef,
     never_ran,
+    selection_digest,
 )
 
 __all__ = [
@@ -176,6 +178,8 @@ __all__ = [
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "remediation_target",
+    "selection_digest",
     "set_condition",
     "timestamp",
     "utcnow",

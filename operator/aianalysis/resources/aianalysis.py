@@ -262,6 +262,15 @@ class AIAnalysisStatus(Model):
     intake: IntakeStatus | None = None
 
 
+def remediation_target(analysis: Mapping[str, Any], status: AIAnalysisStatus) -> ResourceRef:
+    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
+    selection), else the incident's resource."""
+    affected = status.root_cause.affected_resource if status.root_cause else None
+    if affected is not None:
+        return ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
+    return ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
+
+
 def new_aianalysis(
     *,
     name: str,
