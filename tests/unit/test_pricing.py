@@ -100,7 +100,7 @@ def test_a_prices_file_replaces_the_table(tmp_path: Path) -> None:
     )
     config = settings.from_env({"AIANALYSIS_LLM_PRICES_FILE": str(path)})
 
-    table = pricing.from_settings(config)
+    table = pricing.price_table(config)
 
     assert table.currency == "EUR" and table.source == "our contract"
     assert pricing.cost(usage(input_tokens=1_000_000, cache_write_tokens=1_000_000), table) == (
@@ -136,10 +136,10 @@ def test_a_bad_prices_file_says_what_to_fix(tmp_path: Path, text: str, says: str
     path = tmp_path / "prices.yaml"
     path.write_text(text)
     with pytest.raises(errors.ConfigError, match=r"^AIANALYSIS_LLM_PRICES_FILE .*prices.yaml: ") as raised:
-        pricing.load(path)
+        pricing.read_price_table(path)
     assert says in str(raised.value)
 
 
 def test_a_missing_prices_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(errors.ConfigError, match="cannot be read"):
-        pricing.load(tmp_path / "absent.yaml")
+        pricing.read_price_table(tmp_path / "absent.yaml")

@@ -103,7 +103,7 @@ async def analyze(
             "cluster_read_failures": toolbox.cluster_read_failures,
         }
     )
-    usage = pricing.priced(usage, pricing.from_settings(settings))
+    usage = pricing.priced(usage, pricing.price_table(settings))
     floor = settings.analysis.confidence_floor
     decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
     decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history_read)

@@ -80,7 +80,7 @@ DEFAULT = PriceTable(
 )
 
 
-def load(path: Path) -> PriceTable:
+def read_price_table(path: Path) -> PriceTable:
     """The table in a YAML file (:class:`aianalysis.settings.CostSettings` shows the shape)."""
     try:
         raw = yaml.safe_load(path.read_text())
@@ -99,10 +99,10 @@ def load(path: Path) -> PriceTable:
 
 @functools.cache
 def _loaded(path: str) -> PriceTable:
-    return load(Path(path))
+    return read_price_table(Path(path))
 
 
-def from_settings(settings: aianalysis.settings.Settings) -> PriceTable:
+def price_table(settings: aianalysis.settings.Settings) -> PriceTable:
     """The process' table: the configured file (read once per process), else :data:`DEFAULT`."""
     path = settings.cost.prices_file
     return _loaded(path) if path else DEFAULT
