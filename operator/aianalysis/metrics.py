@@ -304,6 +304,19 @@ ASSESSMENT_SCORE = prom.Histogram(
     buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 1.0),
     registry=REGISTRY,
 )
+NOTIFICATION_POSTS = prom.Counter(
+    "aianalysis_notification_posts_total",
+    "Posts of alerts to Alertmanager (one per request, per Alertmanager), by outcome (sent|rejected|"
+    "failed: no answer or 5xx after every attempt|error: the pass could not derive its alerts).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+NOTIFICATIONS_FIRING = prom.Gauge(
+    "aianalysis_notifications_firing",
+    "Alerts the operator holds firing in Alertmanager at its last pass, by alertname.",
+    ["alertname"],
+    registry=REGISTRY,
+)
 GUARD_BLOCKS = prom.Counter(
     "aianalysis_execution_guard_blocks_total",
     "Executions the blast-radius guards did not let start, by guard reason.",

@@ -33,6 +33,7 @@ from aianalysis.settings._llm import (
     ProviderName,
     RetriesSettings,
 )
+from aianalysis.settings._notify import NOTIFICATION_KINDS, NotificationSettings
 from aianalysis.settings._operator import (
     ApiSettings,
     AssessmentSettings,
@@ -47,6 +48,7 @@ from aianalysis.settings._root import Settings
 
 __all__ = [
     "DEFAULT_CUSTOM_GROUPS",
+    "NOTIFICATION_KINDS",
     "PROVIDERS",
     "AnalysisSettings",
     "ApiSettings",
@@ -63,6 +65,7 @@ __all__ = [
     "LeadershipSettings",
     "LlmSettings",
     "McpSettings",
+    "NotificationSettings",
     "ObservabilitySettings",
     "PrometheusSettings",
     "ProviderName",

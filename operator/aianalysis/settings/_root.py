@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aianalysis.settings import _cost, _executor, _investigation, _llm, _operator
+from aianalysis.settings import _cost, _executor, _investigation, _llm, _notify, _operator
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,6 +46,9 @@ class Settings:
 
     intake: _operator.IntakeSettings = dataclasses.field(default_factory=_operator.IntakeSettings)
     """The Alertmanager intake."""
+
+    notify: _notify.NotificationSettings = dataclasses.field(default_factory=_notify.NotificationSettings)
+    """Notifications through Alertmanager."""
 
     api: _operator.ApiSettings = dataclasses.field(default_factory=_operator.ApiSettings)
     """The Kubernetes API calls."""
