@@ -219,7 +219,7 @@ def _digest(uid: str, chosen: resources.SelectedWorkflow, target: resources.Reso
 def _newest_by_target(analyses: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], Mapping[str, Any]]:
     """The newest terminal analysis of each remediation target (the one a person acts on)."""
     newest: dict[tuple[str, ...], Mapping[str, Any]] = {}
-    ordered = sorted(analyses, key=lambda a: str((a.get("metadata") or {}).get("creationTimestamp") or ""))
+    ordered = sorted(analyses, key=_age_order)
     for analysis in ordered:
         raw = analysis.get("status") or {}
         if raw.get("phase") not in resources.TERMINAL_PHASES:
@@ -249,7 +249,7 @@ def _execution_alerts(
     executions: Sequence[Mapping[str, Any]], *, now: datetime.datetime, options: Options
 ) -> Iterator[Alert]:
     latest: dict[tuple[str, ...], str] = {}
-    for execution in sorted(executions, key=lambda e: str(e["metadata"].get("creationTimestamp") or "")):
+    for execution in sorted(executions, key=_age_order):
         latest[_execution_target(execution)] = execution["metadata"]["name"]
     for execution in executions:
         meta, raw = execution["metadata"], execution.get("status") or {}
@@ -401,6 +401,12 @@ def _identifier(value: object) -> str:
 
 def _console(options: Options, namespace: str, name: str) -> str:
     return f"{options.console_url.rstrip('/')}/ns/{namespace}/aia/{name}"
+
+
+def _age_order(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """Oldest first; objects created in the same second by name (the same order at every pass)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
 
 def _created(obj: Mapping[str, Any]) -> datetime.datetime | None:
