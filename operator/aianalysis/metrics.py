@@ -311,6 +311,11 @@ NOTIFICATION_POSTS = prom.Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+NOTIFICATION_LAST_PASS = prom.Gauge(
+    "aianalysis_notification_last_pass_timestamp_seconds",
+    "When the leader last derived the alerts from the cluster and posted them (alert when it falls behind).",
+    registry=REGISTRY,
+)
 NOTIFICATIONS_FIRING = prom.Gauge(
     "aianalysis_notifications_firing",
     "Alerts the operator holds firing in Alertmanager at its last pass, by alertname.",

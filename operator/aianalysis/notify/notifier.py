@@ -1,9 +1,9 @@
 """The notifier: a level-triggered pass of the leader, every ``interval_seconds``. It lists the
 AIAnalyses and WorkflowExecutions, derives what should fire (``desired``), and posts it:
 
-- **firing** alerts again at every pass, ending four intervals later — a leader that stops posting
-  lets them lapse, a live one keeps them firing (Alertmanager deduplicates by labels, so a re-post
-  is no new notification);
+- **firing** alerts again at every pass, ending four intervals (at least 5 minutes) later — a
+  leader that stops posting lets them lapse, a live one keeps them firing (Alertmanager deduplicates
+  by labels, so a re-post is no new notification);
 - **resolved** (``endsAt`` now) every alert it posted before, or that Alertmanager still holds from
   this operator (a previous leader's, found by the ``source`` label), that is no longer desired.
 
@@ -29,8 +29,10 @@ from aianalysis.notify import alertmanager, desired
 log = logging.getLogger(__name__)
 
 Key = tuple[tuple[str, str], ...]
-LAPSE_INTERVALS = 4
-"""Firing alerts end this many intervals after each post (re-posted every interval)."""
+LAPSE_INTERVALS, MIN_LAPSE_SECONDS = 4, 300.0
+"""Firing alerts end four intervals after each post, and no sooner than 5 minutes (Alertmanager's
+default ``resolve_timeout``): a restart or a leader change takes less, and must not let an alert
+lapse only to fire again."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -113,7 +115,7 @@ class Notifier:
             if held is not None and self._mine(held):
                 known.setdefault(held.key, held)
         gone = [alert for key, alert in known.items() if key not in wanted]
-        ends = now + datetime.timedelta(seconds=self._interval * LAPSE_INTERVALS)
+        ends = now + datetime.timedelta(seconds=max(self._interval * LAPSE_INTERVALS, MIN_LAPSE_SECONDS))
         batch = [alert.wire(ends_at=ends) for alert in wanted.values()]
         batch += [alert.wire(ends_at=now) for alert in gone]
         outcomes = await self._client.post(batch) if batch else []
@@ -122,6 +124,7 @@ class Notifier:
         delivered = all(outcome == "sent" for outcome in outcomes)
         self._posted = {**wanted, **({} if delivered else {a.key: a for a in gone})}
         _firing_gauge(wanted.values())
+        metrics.NOTIFICATION_LAST_PASS.set_to_current_time()
         return Pass(firing=len(wanted), resolved=len(gone), outcomes=tuple(outcomes))
 
     def _mine(self, alert: desired.Alert) -> bool:

@@ -72,8 +72,8 @@ class NotificationSettings(_fields.Group):
 
     interval_seconds: _fields.Seconds = 60.0
     """How often the leader derives the alerts from the cluster's objects and posts them: firing
-    ones are re-posted (ending 4 intervals later, so keep it well under Alertmanager's view of a
-    stale alert), acted-on ones resolved."""
+    ones are re-posted (each post ends them 4 intervals, at least 5 minutes, later: a restart or a
+    leader change does not let them lapse), acted-on ones resolved."""
 
     pending_seconds: _fields.Pause = 30.0
     """How long a selection waits before "awaiting approval" fires (autoExecute usually runs it
