@@ -13,7 +13,7 @@ import pytest
 from aianalysis import notify, resources
 
 NOW = datetime.datetime(2026, 11, 27, 12, 0, tzinfo=datetime.UTC)
-OPTIONS = notify.Options(
+OPTIONS = notify.NotifyOptions(
     kinds=frozenset(notify.ALERTNAMES),
     console_url="https://console.example/",
     pending_seconds=30,
@@ -75,9 +75,9 @@ def execution(name: str, *, analysis: str = "api-crash", created: float = 4, **s
 
 def fire(
     analyses: list[dict[str, Any]], executions: Sequence[dict[str, Any]] = (), **options: Any
-) -> list[notify.Alert]:
+) -> list[notify.Notification]:
     chosen = dataclasses.replace(OPTIONS, **options)
-    return notify.desired(analyses, list(executions), now=NOW, options=chosen)
+    return notify.derive(analyses, list(executions), now=NOW, options=chosen)
 
 
 def test_a_selection_under_review_fires_with_routing_labels_and_the_bound_approve_command() -> None:

@@ -4,7 +4,7 @@ cluster's objects by the leader at every pass (``notifier``), posted to Alertman
 
 from __future__ import annotations
 
-from aianalysis.notify.desired import ALERTNAMES, Alert, Options, desired
+from aianalysis.notify.desired import ALERTNAMES, Notification, NotifyOptions, derive
 from aianalysis.notify.notifier import Notifier, Pass
 
-__all__ = ["ALERTNAMES", "Alert", "Notifier", "Options", "Pass", "desired"]
+__all__ = ["ALERTNAMES", "Notification", "Notifier", "NotifyOptions", "Pass", "derive"]

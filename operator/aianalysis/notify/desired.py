@@ -62,7 +62,7 @@ class AlertParam(TypedDict, total=False):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Alert:
+class Notification:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     starts_at: datetime.datetime
@@ -82,7 +82,7 @@ class Alert:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Options:
+class NotifyOptions:
     kinds: frozenset[str]
     console_url: str
     pending_seconds: float
@@ -90,13 +90,13 @@ class Options:
     cluster: str | None = None
 
 
-def desired(
+def derive(
     analyses: Sequence[Mapping[str, Any]],
     executions: Sequence[Mapping[str, Any]],
     *,
     now: datetime.datetime,
-    options: Options,
-) -> list[Alert]:
+    options: NotifyOptions,
+) -> list[Notification]:
     """Every alert that should be firing now, once each (by label set)."""
     found = [
         *_analysis_alerts(analyses, executions, now=now, options=options),
@@ -119,8 +119,8 @@ def _analysis_alerts(
     executions: Sequence[Mapping[str, Any]],
     *,
     now: datetime.datetime,
-    options: Options,
-) -> Iterator[Alert]:
+    options: NotifyOptions,
+) -> Iterator[Notification]:
     executed = {_analysis_of(e) for e in executions}
     newest = _newest_by_target(analyses)
     for analysis in analyses:
@@ -147,7 +147,11 @@ def _analysis_alerts(
 
 
 def _analysis_kind(
-    status: resources.AIAnalysisStatus, *, ended: datetime.datetime, now: datetime.datetime, options: Options
+    status: resources.AIAnalysisStatus,
+    *,
+    ended: datetime.datetime,
+    now: datetime.datetime,
+    options: NotifyOptions,
 ) -> str | None:
     if status.needs_human_review:
         return _REVIEW_KINDS.get(status.human_review_reason or "", "human_review")
@@ -164,8 +168,8 @@ def _analysis_alert(
     kind: str,
     target: resources.ResourceRef,
     starts_at: datetime.datetime,
-    options: Options,
-) -> Alert:
+    options: NotifyOptions,
+) -> Notification:
     meta, spec = analysis["metadata"], analysis.get("spec") or {}
     reason = status.human_review_reason if kind != "awaiting_approval" else None
     labels = _labels(kind, meta["namespace"], spec, options=options, aianalysis=meta["name"], reason=reason)
@@ -200,7 +204,7 @@ def _analysis_alert(
         if reason:
             approve += f" --override-review {reason}"
         annotations["approve_command"] = approve
-    return Alert(labels=labels, annotations=annotations, starts_at=starts_at)
+    return Notification(labels=labels, annotations=annotations, starts_at=starts_at)
 
 
 def _digest(uid: str, chosen: resources.SelectedWorkflow, target: resources.ResourceRef) -> str:
@@ -246,8 +250,8 @@ def _analysis_of(execution: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _execution_alerts(
-    executions: Sequence[Mapping[str, Any]], *, now: datetime.datetime, options: Options
-) -> Iterator[Alert]:
+    executions: Sequence[Mapping[str, Any]], *, now: datetime.datetime, options: NotifyOptions
+) -> Iterator[Notification]:
     latest: dict[tuple[str, ...], str] = {}
     for execution in sorted(executions, key=_age_order):
         latest[_execution_target(execution)] = execution["metadata"]["name"]
@@ -287,8 +291,8 @@ def _execution_alert(
     kind: str,
     reason: str | None,
     starts_at: datetime.datetime,
-    options: Options,
-) -> Alert:
+    options: NotifyOptions,
+) -> Notification:
     meta, spec, raw = execution["metadata"], execution.get("spec") or {}, execution.get("status") or {}
     workflow = spec.get("workflowRef") or {}
     target = spec.get("targetResource") or {}
@@ -315,7 +319,7 @@ def _execution_alert(
     }
     if analysis:
         annotations["console_url"] = _console(options, meta["namespace"], analysis)
-    return Alert(labels=labels, annotations=annotations, starts_at=starts_at)
+    return Notification(labels=labels, annotations=annotations, starts_at=starts_at)
 
 
 def _execution_target(execution: Mapping[str, Any]) -> tuple[str, ...]:
@@ -335,8 +339,8 @@ def _execution_target(execution: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _budget_alerts(
-    analyses: Sequence[Mapping[str, Any]], *, now: datetime.datetime, options: Options
-) -> Iterator[Alert]:
+    analyses: Sequence[Mapping[str, Any]], *, now: datetime.datetime, options: NotifyOptions
+) -> Iterator[Notification]:
     """One alert per namespace whose analyses wait for the LLM budget (``Pending``, ``BudgetExhausted``)."""
     waiting: dict[str, list[Mapping[str, Any]]] = {}
     for analysis in analyses:
@@ -349,7 +353,7 @@ def _budget_alerts(
         shown = ", ".join(names[:_LIST_NAMES]) + (
             f" and {len(names) - _LIST_NAMES} more" if len(names) > _LIST_NAMES else ""
         )
-        yield Alert(
+        yield Notification(
             labels=_labels("budget_exhausted", namespace, {}, options=options, severity="warning"),
             annotations={
                 "summary": f"{len(names)} analyses in {namespace} wait for the LLM budget",
@@ -368,7 +372,7 @@ def _labels(
     namespace: str,
     spec: Mapping[str, Any],
     *,
-    options: Options,
+    options: NotifyOptions,
     severity: str | None = None,
     reason: str | None = None,
     **names: str,
@@ -399,7 +403,7 @@ def _identifier(value: object) -> str:
     return value if isinstance(value, str) and _IDENTIFIER.match(value) else "Other"
 
 
-def _console(options: Options, namespace: str, name: str) -> str:
+def _console(options: NotifyOptions, namespace: str, name: str) -> str:
     return f"{options.console_url.rstrip('/')}/ns/{namespace}/aia/{name}"
 
 

@@ -28,7 +28,7 @@ from aianalysis.notify import alertmanager, desired
 
 log = logging.getLogger(__name__)
 
-Key = tuple[tuple[str, str], ...]
+_Key = tuple[tuple[str, str], ...]
 LAPSE_INTERVALS, MIN_LAPSE_SECONDS = 4, 300.0
 """Firing alerts end four intervals after each post, and no sooner than 5 minutes (Alertmanager's
 default ``resolve_timeout``): a restart or a leader change takes less, and must not let an alert
@@ -58,7 +58,7 @@ class Notifier:
         self._api, self._namespaces, self._clock = api, tuple(namespaces), clock
         self._client = client or alertmanager.AlertmanagerClient(alertmanager.config_from(settings))
         self._interval = s.interval_seconds
-        self._options = desired.Options(
+        self._options = desired.NotifyOptions(
             kinds=frozenset(s.kinds),
             console_url=s.console_url,
             pending_seconds=s.pending_seconds,
@@ -66,7 +66,7 @@ class Notifier:
             cluster=s.cluster,
         )
         self._matchers = (f'{desired.SOURCE_LABEL}="{desired.SOURCE}"', f'cluster="{s.cluster or ""}"')
-        self._posted: dict[Key, desired.Alert] = {}
+        self._posted: dict[_Key, desired.Notification] = {}
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -106,8 +106,7 @@ class Notifier:
         analyses, executions = await self._objects()
         now = self._clock()
         wanted = {
-            alert.key: alert
-            for alert in desired.desired(analyses, executions, now=now, options=self._options)
+            alert.key: alert for alert in desired.derive(analyses, executions, now=now, options=self._options)
         }
         known = dict(self._posted)
         for alert in await self._client.active(self._matchers) or []:
@@ -127,7 +126,7 @@ class Notifier:
         metrics.NOTIFICATION_LAST_PASS.set_to_current_time()
         return Pass(firing=len(wanted), resolved=len(gone), outcomes=tuple(outcomes))
 
-    def _mine(self, alert: desired.Alert) -> bool:
+    def _mine(self, alert: desired.Notification) -> bool:
         """An alert of this operator's namespaces (``aianalysis run --namespace``), to resolve if stale."""
         return not self._namespaces or alert.labels.get("namespace") in self._namespaces
 
@@ -144,13 +143,13 @@ class Notifier:
         return analyses, executions
 
 
-def _held(alert: Mapping[str, Any]) -> desired.Alert | None:
+def _held(alert: Mapping[str, Any]) -> desired.Notification | None:
     """An alert as Alertmanager holds it, to be resolved as it was posted (same labels, its text)."""
     labels, annotations = alert.get("labels"), alert.get("annotations") or {}
     starts = resources.parse_timestamp(alert.get("startsAt"))
     if not isinstance(labels, dict) or starts is None:
         return None
-    return desired.Alert(
+    return desired.Notification(
         labels={str(k): str(v) for k, v in labels.items()},
         annotations={str(k): str(v) for k, v in annotations.items()},
         starts_at=starts,
