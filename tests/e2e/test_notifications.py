@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import yaml
 
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for, wait_terminal
 from tests.e2e.test_operator_scripted import anthropic_env, apply_incident
@@ -139,10 +141,26 @@ def test_a_review_notifies_once_survives_restarts_and_resolves_when_approved(
         lambda: delivered(receiver, "resolved"), what="the resolved notification", logs=operator.logs
     )
     assert resolved["labels"] == labels
-    # Two group intervals of passes later, still exactly one of each: nothing repeated, nothing re-fired.
+    sent = posts(operator)
+    # Two group intervals of passes later, still exactly one of each: nothing repeated, nothing re-fired;
+    # and with nothing left to fire or resolve, the operator posts nothing more.
     later = time.time() + 2
     wait_for(lambda: last_pass(operator) >= later, what="passes after the resolve", logs=operator.logs)
     assert len(delivered(receiver, "firing")) == 1 and len(delivered(receiver, "resolved")) == 1
+    assert posts(operator) == sent
+
+
+def test_the_documented_route_and_slack_receiver_load_in_alertmanager(tmp_path: Path) -> None:
+    """docs/notifications.md's example is a configuration the real Alertmanager accepts."""
+    page = (ROOT / "docs" / "notifications.md").read_text()
+    found = re.search(r"```yaml\n(route:.*?)```", page, re.S)
+    assert found, "the example configuration is missing from the page"
+    manager = am.Alertmanager(tmp_path, yaml.safe_load(found.group(1))).start()
+    try:
+        loaded = httpx.get(f"{manager.url}/api/v2/status", timeout=10).json()["config"]["original"]
+        assert "aianalysis-slack" in loaded and 'source="aianalysis-operator"' in loaded
+    finally:
+        manager.stop()
 
 
 def execution_of(cluster: Any, namespace: str, analysis: str) -> list[dict[str, Any]]:

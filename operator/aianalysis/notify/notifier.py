@@ -110,7 +110,7 @@ class Notifier:
         }
         known = dict(self._posted)
         for alert in await self._client.active(self._matchers) or []:
-            held = _held(alert)
+            held = _held(alert, now=now)
             if held is not None and self._mine(held):
                 known.setdefault(held.key, held)
         gone = [alert for key, alert in known.items() if key not in wanted]
@@ -143,11 +143,15 @@ class Notifier:
         return analyses, executions
 
 
-def _held(alert: Mapping[str, Any]) -> desired.Notification | None:
-    """An alert as Alertmanager holds it, to be resolved as it was posted (same labels, its text)."""
+def _held(alert: Mapping[str, Any], *, now: datetime.datetime) -> desired.Notification | None:
+    """An alert Alertmanager holds firing, to be resolved as it was posted (same labels, its text);
+    None when it is resolved already (``endsAt`` passed) or unreadable."""
     labels, annotations = alert.get("labels"), alert.get("annotations") or {}
-    starts = resources.parse_timestamp(alert.get("startsAt"))
-    if not isinstance(labels, dict) or starts is None:
+    starts, ends = (
+        resources.parse_timestamp(alert.get("startsAt")),
+        resources.parse_timestamp(alert.get("endsAt")),
+    )
+    if not isinstance(labels, dict) or starts is None or (ends is not None and ends <= now):
         return None
     return desired.Notification(
         labels={str(k): str(v) for k, v in labels.items()},
