@@ -36,12 +36,12 @@ async def analyse(
     cluster: devcluster.Cluster, server: ms.MessagesServer, namespace: str, name: str, **cost: Any
 ) -> dict[str, Any]:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic", api_key="sk-test-cost", anthropic_base_url=server.base_url,
             model="claude-sonnet-4-6", max_retries=1, model_check=False,
         ),
         cost=settings.CostSettings(**cost),
-        retries=settings.Retries(delay_seconds=0.01),
+        retries=settings.RetriesSettings(delay_seconds=0.01),
     )  # fmt: skip
     runtime = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
     runtime.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)
