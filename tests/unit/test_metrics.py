@@ -310,12 +310,16 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_assessment_score",
         "aianalysis_execution_guard_blocks",
         "aianalysis_llm_cost",
+        "aianalysis_notification_posts",
+        "aianalysis_notifications_firing",
+        "aianalysis_notification_last_pass_timestamp_seconds",
     }
     durations = {
         name for name in ours if name.endswith("_seconds") and not name.endswith("_timestamp_seconds")
     }
     assert {families[name].type for name in durations} == {"histogram"}
     assert families["aianalysis_catalog_sync_last_success_timestamp_seconds"].type == "gauge"
+    assert families["aianalysis_notification_last_pass_timestamp_seconds"].type == "gauge"
     assert all(families[name].documentation for name in ours)
     text = prom.generate_latest(metrics.REGISTRY).decode()
     assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text
