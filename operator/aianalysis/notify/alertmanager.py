@@ -73,11 +73,20 @@ class AlertmanagerClient:
         await self._http.aclose()
 
     async def post(self, alerts: Sequence[desired.AlertParam]) -> list[Outcome]:
-        """Every alert to every Alertmanager, in batches; one outcome per request."""
+        """Every alert to every Alertmanager, in batches; one outcome per batch and Alertmanager. An
+        Alertmanager that did not answer one batch is not tried with the rest (they count as failed):
+        a pass lasts at most one batch's attempts per Alertmanager."""
         outcomes: list[Outcome] = []
         for url in self._config.urls:
+            failed = False
             for start in range(0, len(alerts), MAX_BATCH):
-                outcomes.append(await self._post_batch(url, list(alerts[start : start + MAX_BATCH])))
+                outcome = (
+                    "failed"
+                    if failed
+                    else await self._post_batch(url, list(alerts[start : start + MAX_BATCH]))
+                )
+                failed = outcome == "failed"
+                outcomes.append(outcome)
         return outcomes
 
     async def active(self, matchers: Sequence[str]) -> list[dict[str, Any]] | None:
