@@ -105,9 +105,11 @@ class Notifier:
     async def run_once(self) -> Pass:
         analyses, executions = await self._objects()
         now = self._clock()
-        wanted = {
-            alert.key: alert for alert in desired.derive(analyses, executions, now=now, options=self._options)
-        }
+        # Off the event loop: ~0.5 s of CPU for 4,000 objects on a loaded machine.
+        derived = await asyncio.to_thread(
+            desired.derive, analyses, executions, now=now, options=self._options
+        )
+        wanted = {alert.key: alert for alert in derived}
         known = dict(self._posted)
         for alert in await self._client.active(self._matchers) or []:
             held = _held(alert, now=now)
