@@ -26,7 +26,6 @@ import pytest
 import yaml
 
 from aianalysis import resources
-from aianalysis.executor import approval
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
 from tests.e2e.test_executor import (
@@ -234,7 +233,7 @@ def forged(cluster: devcluster.DevCluster, ns: str, *, analysis: str, name: str)
         "version": chosen["version"],
         "specDigest": chosen["specDigest"],
     }
-    digest = approval.selection_digest(
+    digest = resources.selection_digest(
         analysis_uid=subject["metadata"]["uid"],
         workflow=resources.WorkflowRef.model_validate(ref),
         parameters=chosen["parameters"],

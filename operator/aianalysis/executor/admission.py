@@ -92,7 +92,7 @@ def to_read(
         return None
     if status.phase != "Completed" or status.selected_workflow is None:
         return None
-    target = approval.analysis_target(analysis, status)
+    target = resources.remediation_target(analysis, status)
     if _namespace(namespace, target, cross_namespace) is not None:
         return None
     required = workflow.spec.detected_labels if workflow is not None else None
@@ -126,7 +126,7 @@ def refusal_for(facts: Facts) -> Refusal | None:
             reason=SELECTION_MISMATCH,
             problems=[f"aianalysis/{spec.analysis_ref} has no validated selection now ({status.phase})"],
         )
-    target = approval.analysis_target(analysis, status)
+    target = resources.remediation_target(analysis, status)
     return (
         _mismatch(facts.spec, selected, target)
         or _namespace(namespace, target, facts.cross_namespace)
@@ -234,7 +234,7 @@ def _approval(
         )
     if (unchecked := proof.unproven(facts.execution, facts.approval_policy)) is not None:
         return Refusal(reason=NOT_APPROVED, problems=[f"the approval cannot be trusted: {unchecked}"])
-    digest = approval.selection_digest(
+    digest = resources.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,
         parameters=spec.parameters,
