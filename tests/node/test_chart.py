@@ -496,11 +496,13 @@ INTAKE_TOKEN_SECRET = "aianalysis-intake"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-def workflow_account(cluster: devcluster.NodeCluster, namespace: str, workflow_id: str) -> str:
+def workflow_account(cluster: devcluster.NodeCluster, namespace: str, workflow_id: str, version: str) -> str:
     """The ServiceAccount the catalog names for ``workflow_id`` in ``namespace``, bound to the Role
     its example (``examples/workflows/<id>/role.yaml``) needs: what an admin sets up per namespace."""
     listed = json.loads(cluster.kubectl("get", "remediationworkflows", "-o", "json").stdout)["items"]
-    (entry,) = [w for w in listed if w["spec"]["workflowId"] == workflow_id]
+    (entry,) = [
+        w for w in listed if (w["spec"]["workflowId"], w["spec"]["version"]) == (workflow_id, version)
+    ]
     account: str = entry["spec"]["execution"]["serviceAccountName"]
     role = yaml.safe_load((ROOT / "examples" / "workflows" / workflow_id / "role.yaml").read_text())
     binding = {
@@ -541,7 +543,7 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     )  # fmt: skip
     analysis = get(node_cluster, "aianalysis", "first", team)
     chosen = analysis["status"]["selectedWorkflow"]
-    account = workflow_account(node_cluster, team, chosen["workflowId"])
+    account = workflow_account(node_cluster, team, chosen["workflowId"], chosen["version"])
     approved = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "aianalysis"), "approve", "first", "-n", team],
         capture_output=True, text=True, timeout=60, check=False,
