@@ -566,7 +566,9 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     assert spec["serviceAccountName"] == account
     # The catalog pins the image by digest, and the kubelet runs it so.
     assert spec["containers"][0]["image"] == workflows[chosen["workflowId"]].pinned
-    assert execution["status"]["phase"] == "Completed", execution["status"]
+    job_log = node_cluster.kubectl("logs", pods[0]["metadata"]["name"], "-n", team, check=False)
+    details = execution["status"].get("failureDetails")
+    assert execution["status"]["phase"] == "Completed", f"{details}\n{job_log.stdout}{job_log.stderr}"
     # Rolled back for real: the deployment controller brought revision 1's template back.
     (container,) = get(node_cluster, "deployment", "api", team)["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["sh", "-c", HEALTHY]
