@@ -22,7 +22,7 @@ def cronjob_keeps_failing(seen: evidence.Evidence) -> rule.Match | None:
     reasons = sorted(set(seen.failed_runs))
     return rule.Match(
         facts=(
-            f"{len(seen.failed_runs)} Jobs of {rule.describe(workload)} failed ({', '.join(reasons)})",
+            f"{len(seen.failed_runs)} Jobs of {rule.ref_text(workload)} failed ({', '.join(reasons)})",
             "every recent run fails: another run would fail the same way",
         ),
         target=workload,
@@ -63,7 +63,7 @@ def job_past_deadline(seen: evidence.Evidence) -> rule.Match | None:
     ]
     said = next(iter(seen.event_messages("DeadlineExceeded")), None)
     if said:
-        facts.append(f"the Job controller says: {rule.clip(said)}")
+        facts.append(f"the Job controller says: {rule.shorten(said)}")
     if seen.event_messages("SuccessfulDelete"):
         facts.append("the Job controller deleted its running Pods at the deadline")
     raised = str(seen.job_deadline * DEADLINE_FACTOR)
