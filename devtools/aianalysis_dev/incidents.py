@@ -246,7 +246,7 @@ def job_past_deadline(cluster: Kubectl, namespace: str, *, image: str) -> NodeIn
     return NodeIncident(
         kind="job-deadline-exceeded",
         namespace=namespace,
-        alert=_alert(
+        alert=firing_alert(
             "KubeJobFailed",
             {"namespace": namespace, "job_name": name, "severity": "warning"},
             summary="Job failed to complete.",
@@ -317,10 +317,11 @@ def pod_alert(
         ),
     }
     summary, description = summaries[name]
-    return _alert(name, labels, summary=summary, description=description)
+    return firing_alert(name, labels, summary=summary, description=description)
 
 
-def _alert(name: str, labels: Mapping[str, str], *, summary: str, description: str) -> dict[str, Any]:
+def firing_alert(name: str, labels: Mapping[str, str], *, summary: str, description: str) -> dict[str, Any]:
+    """A firing Alertmanager alert (v4 webhook format) named ``name`` with ``labels``."""
     full = {"alertname": name, **labels}
     fingerprint = hashlib.sha256(json.dumps(full, sort_keys=True).encode()).hexdigest()[:16]
     return {
