@@ -389,12 +389,14 @@ def replay(
 
 
 def _extract(mirror: kubernaut_eval.Mirror, folder: str, work: Path) -> Path:
-    """The scenario's folder, unpacked to run its scripts (read at run time, kept nowhere)."""
-    archive = subprocess.run(
-        ["git", "--git-dir", str(mirror.git_dir), "archive", "HEAD", f"scenarios/{folder}"],
-        capture_output=True, check=True,
-    )  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive.stdout, check=True)
+    """The scenario's scripts and manifests, written out to run them (read at run time, kept
+    nowhere; the mirror may lack its large recordings, so not the whole folder)."""
+    prefix = f"scenarios/{folder}/"
+    for path in mirror.files:
+        if path.startswith(prefix) and (path.endswith(".sh") or "/manifests/" in path):
+            target = work / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(mirror.show(path))
     return work / "scenarios" / folder
 
 
