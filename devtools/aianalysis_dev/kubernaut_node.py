@@ -215,8 +215,10 @@ def _crash_looping(cluster: devcluster.NodeCluster, namespace: str, _: str) -> d
 
 def _oom_killed(cluster: devcluster.NodeCluster, namespace: str, _: str) -> dict[str, str] | None:
     for pod, status in _containers(_pods(cluster, namespace)):
-        ended = ((status.get("lastState") or {}).get("terminated") or {}).get("reason")
-        if ended == "OOMKilled":
+        ended = {
+            (status.get(key) or {}).get("terminated", {}).get("reason") for key in ("lastState", "state")
+        }
+        if "OOMKilled" in ended:
             return _pod_labels(pod, status) | {"reason": "OOMKilled"}
     return None
 
@@ -330,7 +332,8 @@ def replay(
     fit = FITTING[folder]
     signal = doc["analysis"]["signal"]
     resource = doc["analysis"]["resource"]
-    namespace, alert_name = resource["namespace"], signal["alertName"]
+    alert_name = signal["alertName"]
+    namespace, name = _home(_scenario_objects(mirror, folder), resource)
     expected = tuple(doc["expect"]["workflowIds"])
     outcome = Outcome(scenario=folder, alert=alert_name, expected=expected)
     scripts = _extract(mirror, folder, work)
@@ -347,7 +350,7 @@ def replay(
         if fit.inject and not fit.inject_first:
             _run_script(cluster, scripts / fit.inject, groups=groups)
         labels = _until(
-            lambda: FIRES_ON[alert_name](cluster, namespace, resource["name"]),
+            lambda: FIRES_ON[alert_name](cluster, namespace, name),
             what=f"the state {alert_name} fires on in {namespace}",
             timeout=FAULT_TIMEOUT,
         )
@@ -386,6 +389,17 @@ def replay(
     finally:
         _end_groups(groups)
         _undo(cluster, namespace)
+
+
+def _home(objects: list[dict[str, Any]], recorded: Mapping[str, str]) -> tuple[str, str]:
+    """The namespace and name of the recorded target as the scenario's manifests have them now
+    (a scenario's namespace was renamed since some recordings): its one Namespace, and the one
+    object of the target's kind when the recorded name is not among them."""
+    namespaces = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == "Namespace"]
+    namespace = namespaces[0] if len(namespaces) == 1 else recorded["namespace"]
+    same_kind = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == recorded["kind"]]
+    name = recorded["name"] if recorded["name"] in same_kind or len(same_kind) != 1 else same_kind[0]
+    return namespace, name
 
 
 def _extract(mirror: kubernaut_eval.Mirror, folder: str, work: Path) -> Path:
