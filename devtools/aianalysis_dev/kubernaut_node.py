@@ -345,8 +345,10 @@ def replay(
             _run_script(cluster, scripts / fit.inject, groups=groups)
         _apply(cluster, mirror, folder)
         if not fit.inject_first:
-            for name in _deployments(mirror, folder):
-                cluster.kubectl("rollout", "status", f"deployment/{name}", "-n", namespace, "--timeout=180s")
+            for deployment in _deployments(mirror, folder):
+                cluster.kubectl(
+                    "rollout", "status", f"deployment/{deployment}", "-n", namespace, "--timeout=180s"
+                )
         if fit.inject and not fit.inject_first:
             _run_script(cluster, scripts / fit.inject, groups=groups)
         labels = _until(
