@@ -154,29 +154,18 @@ SERVE = (
 
 def stand_ins(out: Path, *, busybox: Path) -> list[Path]:
     """The images the fitting scenarios name, built from busybox under the same references."""
-    made = []
-    for ref, config in (
-        (HTTP_SERVER, oci.Config(entrypoint=["/bin/sh", "-c", SERVE], env={"PATH": oci.DEFAULT_PATH})),
-        (E2E_BUSYBOX, oci.Config(cmd=["sh"], env={"PATH": oci.DEFAULT_PATH})),
-    ):
-        applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True)
-        files: dict[str, oci.Entry] = {
-            "/bin/busybox": oci.File(content=busybox, mode=0o755),
-            **{f"/bin/{a}": oci.Symlink(target="busybox") for a in applets.stdout.split() if a != "busybox"},
-            "/etc/passwd": oci.File(
-                content=b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n"
-            ),
-            "/etc/group": oci.File(content=b"root:x:0:\nnogroup:x:65534:\n"),
-            "/tmp": oci.Dir(mode=0o1777),  # noqa: S108 — the image's /tmp
-        }
-        path = out / f"{ref.rsplit('/', 1)[-1].replace(':', '-')}.tar"
-        layer = oci.files_layer(files, out / f".{path.name}.layer")
-        try:
-            oci.write_image(path, name=ref, layers=[layer], config=config)
-        finally:
-            layer.path.unlink()
-        made.append(path)
-    return made
+    return [
+        oci.busybox_image(out / f"stand-in-{n}.tar", busybox=busybox, ref=ref, config=config)
+        for n, (ref, config) in enumerate(
+            (
+                (
+                    HTTP_SERVER,
+                    oci.Config(entrypoint=["/bin/sh", "-c", SERVE], env={"PATH": oci.DEFAULT_PATH}),
+                ),
+                (E2E_BUSYBOX, None),
+            )
+        )
+    ]
 
 
 # --- the state each alert fires on ----------------------------------------------------------------
