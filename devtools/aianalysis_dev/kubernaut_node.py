@@ -322,7 +322,7 @@ def replay(
     signal = doc["analysis"]["signal"]
     resource = doc["analysis"]["resource"]
     alert_name = signal["alertName"]
-    namespace, name = _home(_scenario_objects(mirror, folder), resource)
+    namespace, name = target_home(_scenario_objects(mirror, folder), resource)
     expected = tuple(doc["expect"]["workflowIds"])
     outcome = Outcome(scenario=folder, alert=alert_name, expected=expected)
     scripts = _extract(mirror, folder, work)
@@ -382,7 +382,7 @@ def replay(
         _undo(cluster, namespace)
 
 
-def _home(objects: list[dict[str, Any]], recorded: Mapping[str, str]) -> tuple[str, str]:
+def target_home(objects: list[dict[str, Any]], recorded: Mapping[str, str]) -> tuple[str, str]:
     """The namespace and name of the recorded target as the scenario's manifests have them now
     (a scenario's namespace was renamed since some recordings): its one Namespace, and the one
     object of the target's kind when the recorded name is not among them."""
