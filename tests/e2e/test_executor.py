@@ -180,7 +180,23 @@ def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: s
         },
     }  # fmt: skip
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+    accept(cluster, body["metadata"]["name"])
     return body
+
+
+def accept(cluster: devcluster.DevCluster, name: str) -> None:
+    """The operator's catalog gate's verdict (no operator runs here): ``Accepted=True`` for the
+    workflow's current generation, without which the executor runs nothing."""
+    stored = get(cluster, "remediationworkflows", name, "")
+    assert stored is not None
+    condition = {
+        "type": "Accepted", "status": "True", "reason": "Accepted", "message": "offered to analyses",
+        "lastTransitionTime": "2026-11-20T10:00:00Z", "observedGeneration": stored["metadata"]["generation"],
+    }  # fmt: skip
+    cluster.kubectl(
+        "patch", "remediationworkflow", name, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"conditions": [condition]}}),
+    )  # fmt: skip
 
 
 def analysed(
