@@ -36,6 +36,7 @@ EVERYTHING: dict[str, Any] = {
     "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate", "QueueBacklog": "Backlog"},
     "maxRecoveryAttempts": 2,
     "dryRun": True,
+    "privilegedRoles": ["team-*-breakglass", "ops-approver"],
     "assessment": {"windowSeconds": 120, "maxClockSkewSeconds": 10, "historySeconds": 3600,
                    "recurrenceThreshold": 0},
     "logFormat": "json",

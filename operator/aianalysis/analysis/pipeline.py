@@ -88,7 +88,10 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
-    checker = _Checker(spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader)
+    checker = _Checker(
+        spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader,
+        privileged_roles=settings.safety.privileged_roles,
+    )  # fmt: skip
     for number in range(1, settings.analysis.max_validation_attempts + 1):
         verdict = await checker.verdict(submission)
         verdicts.append(verdict)
@@ -223,6 +226,7 @@ class _Checker:
     where: scope.Scope
     facts: _Facts
     reader: tools.ClusterReader | None
+    privileged_roles: tuple[str, ...] = ()
 
     async def verdict(self, submission: llm.Submission) -> validation.Verdict:
         """The verdict on ``submission``. An answer that names no target for a workflow that does not
@@ -265,6 +269,7 @@ class _Checker:
             facts=facts,
             malformed=submission.malformed,
             inferred=inferred,
+            privileged_roles=self.privileged_roles,
         )
 
 

@@ -56,6 +56,8 @@ class Facts:
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
+    privileged_roles: tuple[str, ...] = ()
+    """Roles no remediation may bind, besides the built-in ones (``AIANALYSIS_PRIVILEGED_ROLES``)."""
 
 
 def refusal_for(facts: Facts) -> Refusal | None:
@@ -163,6 +165,7 @@ def _workflow(
         target=scope.ObjectRef(
             kind=target.kind, name=target.name, namespace=target.namespace, api_version=_api_version(a_status)
         ),
+        privileged_roles=facts.privileged_roles,
     )
     if not verdict.valid:
         return Refusal(reason=SELECTION_INVALID, problems=verdict.errors)

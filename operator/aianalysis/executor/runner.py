@@ -260,6 +260,7 @@ async def _admission(
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
         cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
+        privileged_roles=runtime.settings.safety.privileged_roles,
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal_for, facts)
