@@ -279,7 +279,8 @@ def test_a_selection_binding_a_denied_role_is_refused_before_its_job() -> None:
         name="bind-role-v1",
         spec=resources.RemediationWorkflowSpec.model_validate(
             {
-                "workflowId": "bind-role", "version": "1.0.0", "title": "Bind", "description": "Binds a role.",
+                "workflowId": "bind-role", "version": "1.0.0", "title": "Bind",
+                "description": "Binds a role.",
                 "labels": {"signalTypes": ["Forbidden"]}, "riskLevel": "low",
                 "parameters": [{"name": "ROLE_NAME", "type": "string", "required": True}],
                 "execution": {"engine": "job", "containerImage": "registry.example/wf/bind:1"},
