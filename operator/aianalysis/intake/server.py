@@ -131,7 +131,8 @@ class Intake:
             for a in parsed.alerts
         ]
         accepted = [r for r in results if isinstance(r, mapping.Mapped)]
-        unmapped = [r for r in results if isinstance(r, mapping.Unmapped)]
+        unmapped = [r for r in results if isinstance(r, mapping.Unmapped) and r.outcome == "unmapped"]
+        refused = [r for r in results if isinstance(r, mapping.Unmapped) and r.outcome != "unmapped"]
         if len(accepted) > self._queue.maxsize:  # can never fit: a retry would loop forever
             metrics.INTAKE_ALERTS.labels(outcome="too_large").inc(len(accepted))
             return _error(
@@ -151,12 +152,13 @@ class Intake:
                 "alert %s (%s) maps to no resource: %s", lost.alert_name, lost.fingerprint, lost.reason
             )
             metrics.INTAKE_ALERTS.labels(outcome="unmapped").inc()
+        for lost in refused:
+            log.warning("alert %s (%s) refused: %s", lost.alert_name, lost.fingerprint, lost.reason)
+            metrics.INTAKE_ALERTS.labels(outcome=lost.outcome).inc()
         body = {
             "accepted": len(accepted),
-            "unmapped": [
-                {"alertname": u.alert_name, "fingerprint": u.fingerprint, "reason": u.reason}
-                for u in unmapped
-            ],
+            "unmapped": [_described(u) for u in unmapped],
+            "refused": [_described(u) for u in refused],
         }
         return web.json_response(body)
 
@@ -192,6 +194,10 @@ class Intake:
             alert=alert, workload=workload, business=business, received=alert.signal.received_time or ""
         )
         return await self._tracker.handle(incoming)
+
+
+def _described(alert: mapping.Unmapped) -> dict[str, str]:
+    return {"alertname": alert.alert_name, "fingerprint": alert.fingerprint, "reason": alert.reason}
 
 
 def _error(code: int, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
