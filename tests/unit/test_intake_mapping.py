@@ -223,6 +223,7 @@ def test_a_mapping_file_adds_names_and_keeps_the_defaults(tmp_path: Any) -> None
         "signalTypes: {PaymentsErrorBudgetBurn: HighErrorRate}\n"
         "severities: {page: critical}\n"
         "cluster: prod-eu-1\n"
+        "namespaces: [pay]\n"
         "businessContextDefaults: {environment: production, riskTolerance: medium}\n"
     )
     config = mapping.load_config(str(path))
