@@ -24,6 +24,7 @@ INTAKE = {
         "enabled": True,
         "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
         "cooldown": "30m",
+        "namespaces": ["shop", "payments"],
         "mapping": {"cluster": "prod-eu-1", "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate"}},
     },
     "llmBudget": {"conversationsPerHour": 20, "tokensPerDay": 2000000},
@@ -76,6 +77,7 @@ def test_enabled_intake_reads_its_token_from_the_secret_and_the_operator_accepts
     loaded = mapping.load_config(str(mapping_file))
     assert loaded.cluster == "prod-eu-1" and loaded.signal_types["PaymentsErrorBudgetBurn"] == "HighErrorRate"
     assert loaded.cluster_scoped_namespace == "aianalysis-system"
+    assert loaded.namespaces == ["shop", "payments"]
     assert plain["AIANALYSIS_INTAKE_MAPPING_FILE"] == "/etc/aianalysis/intake/mapping.yaml"
 
 
@@ -110,6 +112,15 @@ def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_por
 def test_intake_without_a_token_secret_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"intake\.enabled needs intake\.tokenSecret\.name"):
         render(helm, tmp_path, values={"intake": {"enabled": True}})
+
+
+def test_intake_without_namespaces_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
+    """Which namespaces alerts may open analyses in is explicit: none is never a silent default."""
+    values = {"intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake"}}}
+    with pytest.raises(AssertionError, match=r"intake\.namespaces"):
+        render(helm, tmp_path, values=values)
+    anywhere = render(helm, tmp_path, values={"intake": {**values["intake"], "namespaces": ["*"]}})
+    assert "namespaces:\n- '*'" in one(anywhere, "ConfigMap")["data"]["mapping.yaml"]
 
 
 def test_the_intake_rendering_is_accepted_by_the_apiserver(
