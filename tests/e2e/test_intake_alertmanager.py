@@ -109,6 +109,8 @@ def stack(
 
     def start(**env: str) -> tuple[OperatorProcess, am.Alertmanager]:
         port = free_port()
+        allowed = tmp_path / "intake-mapping.yaml"
+        allowed.write_text(json.dumps({"namespaces": [namespace]}))
         operator = start_operator(
             AIANALYSIS_PROVIDER="anthropic",
             ANTHROPIC_API_KEY="sk-test-intake",
@@ -116,6 +118,7 @@ def stack(
             AIANALYSIS_LLM_MAX_RETRIES="1",
             AIANALYSIS_INTAKE_PORT=str(port),
             AIANALYSIS_INTAKE_TOKEN=TOKEN,
+            AIANALYSIS_INTAKE_MAPPING_FILE=str(allowed),
             **env,
         )
         settings = am.config(intake_port=port, token=TOKEN, wrong_token="not-the-token")

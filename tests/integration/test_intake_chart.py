@@ -111,7 +111,7 @@ def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_por
 
 def test_intake_without_a_token_secret_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"intake\.enabled needs intake\.tokenSecret\.name"):
-        render(helm, tmp_path, values={"intake": {"enabled": True}})
+        render(helm, tmp_path, values={"intake": {"enabled": True, "namespaces": ["shop"]}})
 
 
 def test_intake_without_namespaces_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:

@@ -34,6 +34,10 @@ Environment of the Alertmanager intake and the LLM budget (added to the operator
 The mapping file: the values' overrides, with Node alerts analysed in the release namespace.
 */}}
 {{- define "aianalysis-operator.intakeMapping" -}}
-{{- $mapping := merge (deepCopy .Values.intake.mapping) (dict "clusterScopedNamespace" .Release.Namespace) -}}
+{{- $namespaces := .Values.intake.namespaces | default (.Values.intake.mapping.namespaces | default list) -}}
+{{- if not $namespaces }}
+{{- fail "intake.enabled needs intake.namespaces: the namespaces alerts may open analyses in (e.g. [shop, payments]), or [\"*\"] for any namespace" }}
+{{- end }}
+{{- $mapping := merge (dict "namespaces" $namespaces) (deepCopy .Values.intake.mapping) (dict "clusterScopedNamespace" .Release.Namespace) -}}
 {{- toYaml $mapping }}
 {{- end }}
