@@ -479,8 +479,9 @@ def test_a_selection_whose_workflow_changed_after_approval_is_refused_not_failed
     if how == "deleted":
         cluster.kubectl("delete", "remediationworkflow", name)
     else:  # same id and version, another image: not what was validated and approved
-        wf["spec"]["execution"]["containerImage"] = "registry.example/wf/other:latest"
+        wf["spec"]["execution"]["containerImage"] = "registry.example/wf/other@sha256:" + "b" * 64
         cluster.kubectl("apply", "-f", "-", input=json.dumps(wf))
+        accept(cluster, name)  # the gate accepts the new spec: it is still not what was validated
     executor = start_executor()
     done = wait_for(lambda: refused(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
     condition = executed_condition(done)

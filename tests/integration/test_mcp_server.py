@@ -45,7 +45,7 @@ def workflow(workflow_id: str, *, risk: str, signal: str = "OOMKilled", **labels
             "labels": {"signalTypes": [signal], **labels},
             "riskLevel": risk,
             "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-            "execution": {"containerImage": f"registry.example/wf/{workflow_id}:1"},
+            "execution": {"containerImage": f"registry.example/wf/{workflow_id}@sha256:{'0' * 64}"},
         },
     }
 
