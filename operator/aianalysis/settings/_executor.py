@@ -35,7 +35,7 @@ class SafetySettings(_fields.Group):
     ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
     its own namespace."""
 
-    privileged_roles: f.Names = ("aianalysis-operator*",)
+    privileged_roles: _fields.Names = ("aianalysis-operator*",)
     """Roles (comma-separated names or globs) no remediation may bind, besides the built-in
     ``cluster-admin``, ``admin``, ``edit``, ``system:*`` (and the ``system:masters`` group): a selection
     whose role parameter names one is refused by the validator and again by the executor. The
