@@ -43,11 +43,12 @@ def helm_bin() -> Path:
     return Path(out.stdout.strip()) / "helm"
 
 
-def executor_rbac() -> list[dict[str, Any]]:
-    """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them."""
+def executor_rbac(*values: str) -> list[dict[str, Any]]:
+    """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them
+    (with ``values``: more ``--set`` arguments)."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
-         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}"],
+         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}", *values],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
@@ -73,13 +74,18 @@ def _job_binding(obj: dict[str, Any]) -> bool:
 @pytest.fixture(scope="module")
 def jobs_cluster() -> Iterator[devcluster.DevCluster]:
     """Its own API server (static-token users are fixed at start) with kube-controller-manager."""
+    yield from started_jobs_cluster()
+
+
+def started_jobs_cluster(*values: str) -> Iterator[devcluster.DevCluster]:
+    """:func:`jobs_cluster` with the executor's objects rendered with ``values`` (``--set`` ...)."""
     groups = ["system:serviceaccounts", f"system:serviceaccounts:{INSTALL_NAMESPACE}"]
     users = {EXECUTOR: groups, ALICE: [], MALLORY: []}
     cluster = devcluster.DevCluster(controller_manager=True, users=users).start()
     try:
         devcluster.apply_crds(cluster, ROOT / "crds")
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
-        objects = executor_rbac()
+        objects = executor_rbac(*values)
         assert {o["kind"] for o in objects} == {
             "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
