@@ -105,9 +105,9 @@ def review(raw_spec: Mapping[str, Any]) -> Ruling:
         return Ruling(
             "ImageNotPinned",
             _clip(
-                f"{spec.workflow_id} {spec.version}: execution.containerImage {image} is not pinned by digest "
-                "(name@sha256:<digest>): a tag can point at other code later, so it is kept but not offered "
-                "to analyses until pinned"
+                f"{spec.workflow_id} {spec.version}: execution.containerImage {image} is not pinned by "
+                "digest (name@sha256:<digest>): a tag can point at other code later, so it is kept but not "
+                "offered to analyses until pinned"
             ),
             spec,
         )

@@ -248,7 +248,8 @@ class _Converter:
             if not digest and "@" not in bundle:
                 self.notes.append(
                     f"execution: bundle {bundle} has no digest (bundleDigest): imported but not offered "
-                    "(admission: ImageNotPinned) until execution.containerImage is pinned as name@sha256:<digest>"
+                    "(admission: ImageNotPinned) until execution.containerImage is pinned as "
+                    "name@sha256:<digest>"
                 )
         else:
             engine = execution.get("engine") or "job"
