@@ -1,6 +1,6 @@
 """An analysis reads only the cluster-scoped objects its incident concerns (issue 31, finding 7):
 its own Namespace (and those ``investigation_namespaces`` lists), the Nodes its Pods run on, the
-PersistentVolumes bound to its claims and the StorageClasses they name — found by the scope before
+PersistentVolumes bound to its claims — found by the scope before
 the conversation or referenced by an object of its namespace the tools returned — never another
 tenant's Namespace labels or PV specs. A clear tool error otherwise; lists show only those objects.
 Real kube-apiserver (Nodes, PVs and bound claims are written by hand, as a kubelet and the PV
@@ -55,12 +55,22 @@ def estate(cluster: devcluster.Cluster, namespace: str) -> dict[str, str]:
         )  # fmt: skip
     for which in ("node", "other_node"):
         cluster_object(cluster, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": names[which]}})
-    for which, sc in (("pv", "sc"), ("other_pv", "other_sc")):
+    for which, sc, claim in (
+        ("pv", "sc", (namespace, "data")),
+        ("other_pv", "other_sc", (names["other_ns"], "db")),
+    ):
         cluster_object(cluster, {
             "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": names[which]},
             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "storageClassName": names[sc], "hostPath": {"path": f"/srv/{names[which]}"}},
+                     "storageClassName": names[sc], "hostPath": {"path": f"/srv/{names[which]}"},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": claim[0], "name": claim[1]}},
         })  # fmt: skip
+    # A claim of ours that names their volume: a name the tenant wrote, not a binding.
+    create(cluster, namespace, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grab"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": names["other_pv"],
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    })  # fmt: skip
     create(cluster, namespace, {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": names["sc"], "volumeName": names["pv"],
@@ -106,7 +116,6 @@ async def test_only_the_cluster_scoped_objects_the_incident_concerns_are_read(
         ("Namespace", estate["other_ns"]),
         ("Node", estate["other_node"]),
         ("PersistentVolume", estate["other_pv"]),
-        ("StorageClass", estate["other_sc"]),
         ("PersistentVolume", estate["pv"]),  # not yet: nothing read so far leads to it
     ):
         refused = await box.call("get_resource", {"kind": kind, "name": name})
@@ -115,17 +124,17 @@ async def test_only_the_cluster_scoped_objects_the_incident_concerns_are_read(
     events = await box.call("list_events", {"kind": "Node", "name": estate["other_node"]})
     assert events.is_error and "does not concern" in events.text
 
-    claim = await box.call("get_resource", {"kind": "PersistentVolumeClaim", "name": "data"})
-    assert not claim.is_error, claim.text
+    for name in ("data", "grab"):
+        claim = await box.call("get_resource", {"kind": "PersistentVolumeClaim", "name": name})
+        assert not claim.is_error, claim.text
+    grabbed = await box.call("get_resource", {"kind": "PersistentVolume", "name": estate["other_pv"]})
+    assert grabbed.is_error and "does not concern" in grabbed.text and "/srv/" not in grabbed.text
     pv = await box.call("get_resource", {"kind": "PersistentVolume", "name": estate["pv"]})  # its volumeName
     assert not pv.is_error, pv.text
-    sc = await box.call("get_resource", {"kind": "StorageClass", "name": estate["sc"]})
-    assert not sc.is_error, sc.text
 
     for kind, mine, theirs in (
         ("Node", estate["node"], estate["other_node"]),
         ("PersistentVolume", estate["pv"], estate["other_pv"]),
-        ("StorageClass", estate["sc"], estate["other_sc"]),
         ("Namespace", namespace, estate["other_ns"]),
     ):
         listed = await box.call("list_resources", {"kind": kind})

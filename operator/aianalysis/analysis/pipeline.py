@@ -73,6 +73,7 @@ async def analyze(
         metrics=metrics,
         limits=tool_limits(settings),
         target_facts=facts_of if reader is not None else None,
+        cluster_scope=where.cluster_scoped,
     )
     past = prompts.history_section(
         aianalysis.assessment.history.describe(history_read, now=now()) if history_read else []
