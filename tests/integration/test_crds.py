@@ -281,6 +281,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
         ),
         conditions=[condition],
         intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1, resolved_at=T1),
+        auto_execution=resources.AutoExecutionRecord(execution="api-oom-exec-1", decided_at=T1),
     )
 
 
@@ -810,6 +811,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
 
     stored = objects.get("AIAnalysis", name)["status"]
     assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"
+    assert stored.pop("autoExecution") == full_analysis_status().wire()["autoExecution"], "nor the executor's"
     assert resources.AIAnalysisStatus.model_validate(stored) == sparse
     assert "selectedWorkflow" not in stored
     assert "workflowId" not in stored["validationAttempts"][0]
