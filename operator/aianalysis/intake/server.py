@@ -14,6 +14,7 @@ import datetime
 import hmac
 import json
 import logging
+import ssl
 from collections.abc import Callable
 
 import pydantic
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from aianalysis import errors, kube, metrics, resources, settings
 from aianalysis.intake import dedup, mapping, payload, resolve
-from aianalysis.kit import lru
+from aianalysis.kit import lru, serving
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,12 @@ class Intake:
         resolver: resolve.Resolver,
         tracker: dedup.Tracker,
         queue_limit: int,
+        tls: ssl.SSLContext | None = None,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     ) -> None:
+        """``tls``: serve HTTPS with it (None: plain HTTP, which settings allow only when asked)."""
         self._expected = f"Bearer {token}".encode()
+        self._tls = tls
         self._config = config
         self._resolver = resolver
         self._tracker = tracker
@@ -62,6 +66,8 @@ class Intake:
     ) -> Intake:
         assert config.intake.token, "settings require a token when the intake is on"
         loaded = mapping.load_config(config.intake.mapping_file)
+        cert, key = config.intake.tls_cert_file, config.intake.tls_key_file
+        tls = serving.server_tls(cert_file=cert, key_file=key, what="the intake") if cert and key else None
         return cls(
             token=config.intake.token.get_secret_value(),
             config=loaded,
@@ -74,6 +80,7 @@ class Intake:
                 api, cooldown_seconds=config.intake.cooldown_seconds, on_cancelled=on_cancelled
             ),
             queue_limit=config.intake.queue_limit,
+            tls=tls,
         )
 
     def app(self) -> web.Application:
@@ -87,10 +94,11 @@ class Intake:
         ]
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        site = web.TCPSite(self._runner, host, port, ssl_context=self._tls)
         await site.start()
         self.port = self._runner.addresses[0][1]
-        log.info("Alertmanager intake listening on %s:%d%s", host, self.port, PATH)
+        scheme = "https" if self._tls else "http"
+        log.info("Alertmanager intake listening on %s://%s:%d%s", scheme, host, self.port, PATH)
 
     async def stop(self) -> None:
         if self._runner is not None:
