@@ -287,6 +287,7 @@ def test_the_intake_works_with_the_shipped_role(
         "AIANALYSIS_INTAKE_PORT": str(port),
         "AIANALYSIS_INTAKE_TOKEN": "t",
         "AIANALYSIS_INTAKE_MAPPING_FILE": str(allowed),
+        "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback; the rights are the point here
     }
     operator = OperatorProcess(kubeconfig=operator_kubeconfig, log_dir=tmp_path, env=env)
     operator.start()
