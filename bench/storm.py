@@ -152,6 +152,7 @@ def run(
         env = {
             **llm.operator_env(), "AIANALYSIS_INTAKE_PORT": str(port), "AIANALYSIS_INTAKE_TOKEN": TOKEN,
             "AIANALYSIS_INTAKE_MAPPING_FILE": str(allowed),
+            "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback, figures comparable with earlier runs
         }  # fmt: skip
         with harness.Operator(cluster, env=env, log_dir=log_dir) as operator:
             operator.wait_catalog(len(workload.SIGNALS), timeout=60)

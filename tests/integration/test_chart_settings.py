@@ -56,7 +56,7 @@ EVERYTHING: dict[str, Any] = {
     "leaderElection": {"enabled": True, "leaseDurationSeconds": 20},
     "llmBudget": {"conversationsPerHour": None, "tokensPerDay": 1000000},
     "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
-               "namespaces": ["shop", "payments"],
+               "namespaces": ["shop", "payments"], "tls": {"secretName": "aianalysis-intake-tls"},
                "cooldown": "90m", "queueLimit": 100},
     "executor": {
         "enabled": True,
