@@ -102,6 +102,9 @@ class ClusterReach:
     """(kind casefolded, name) of the cluster-scoped objects the scope found around the incident."""
     referenced: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     """(kind casefolded, name) named by the objects the tools returned (home namespace or admitted)."""
+    every_node: bool = False
+    """A Pod of the incident's namespace the tools returned is not scheduled: where it could run is
+    the question, so every Node concerns it (Nodes are shared infrastructure, not a tenant's)."""
 
     def admits(self, kind: str, name: str, obj: Mapping[str, Any] | None = None) -> bool:
         """Whether the cluster-scoped object may be shown. Names alone can be written by the tenant
@@ -117,6 +120,8 @@ class ClusterReach:
         if key[0] == "volumeattachment":
             source = (spec.get("source") or {}).get("persistentVolumeName")
             return obj is not None and isinstance(source, str) and self.admits("PersistentVolume", source)
+        if key[0] == "node" and self.every_node:
+            return True
         if key not in self.gathered and key not in self.referenced:
             return False
         if key[0] == "persistentvolume" and obj is not None:
@@ -136,3 +141,6 @@ class ClusterReach:
     def note(self, obj: Mapping[str, Any]) -> None:
         """Remember what a returned object (of the home namespace, or admitted) names."""
         self.referenced.update((kind.casefold(), name) for kind, name in named_references(obj))
+        spec = obj.get("spec") or {}
+        if isinstance(spec, Mapping) and spec.get("containers") and not spec.get("nodeName"):
+            self.every_node = True  # an unscheduled Pod
