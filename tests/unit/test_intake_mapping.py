@@ -288,3 +288,32 @@ def test_by_default_alerts_open_analyses_in_no_namespace() -> None:
         mapping.MappingConfig(namespaces=["*"]),
     )
     assert isinstance(anywhere, mapping.Mapped)
+
+
+def test_an_alert_about_another_namespace_object_opens_no_analysis_unless_the_pair_is_allowed() -> None:
+    """``target_kind: Namespace, target_name: kube-system`` on an alert of team-a: the Namespace is
+    in kube-system, not team-a (the same rule as the operator's and the executor's)."""
+    hook = webhook(
+        alert("QuotaExhausted", namespace="team-a", target_kind="Namespace", target_name="kube-system")
+    )
+    [refused] = mapped(hook)
+    assert isinstance(refused, mapping.Unmapped)
+    assert (
+        "Namespace kube-system is in namespace kube-system, not the alert's namespace team-a"
+        in refused.reason
+    )
+    [paired] = [
+        mapping.map_alert(
+            a,
+            common_labels={},
+            config=mapping.MappingConfig(namespaces=["*"]),
+            received=RECEIVED,
+            allowed={("team-a", "*")},
+        )
+        for a in hook.alerts
+    ]
+    assert isinstance(paired, mapping.Mapped) and paired.target.name == "kube-system"
+    [own] = mapped(
+        webhook(alert("QuotaExhausted", namespace="team-a", target_kind="namespace", target_name="team-a"))
+    )
+    assert isinstance(own, mapping.Mapped) and own.analysis_namespace == "team-a"

@@ -9,6 +9,8 @@ not approving it: only an approver can, and the executor re-checks the rest (``a
 
 **autoExecute decides from server-side facts only**: the Namespace's labels and the policy's
 namespace allowlist, the catalog's ``riskLevel`` under a ceiling, the analysis' own review verdict.
+It acts only on what belongs to the analysis' own namespace (``scope.namespace_of``): never another
+namespace, a Namespace other than its own, or a cluster-scoped object such as a Node.
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
@@ -33,14 +35,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
 
 from aianalysis import catalog, resources
+from aianalysis.analysis import scope
 
 LABEL_ANALYSIS = "kubernaut.io/analysis"
 LABEL_APPROVAL = "kubernaut.io/approval"
@@ -202,6 +203,11 @@ def auto_refusal(
         return "not completed with a selection"
     if status.needs_human_review:
         return "needs human review"
+    target = resources.remediation_target(analysis, status)
+    belongs = scope.namespace_of(kind=target.kind, name=target.name, namespace=target.namespace)
+    if belongs != namespace:  # nobody is asked: never another namespace, nor the cluster (a Node)
+        where = f"namespace {belongs}" if belongs else "the cluster (it is cluster-scoped)"
+        return f"the target {target.kind} {target.name} belongs to {where}, not to namespace {namespace}"
     if namespace not in policy.namespaces:
         return f"namespace {namespace} is not in the autoExecute namespace allowlist"
     if facts.namespace_labels.get(policy.namespace_label) != "true":
@@ -229,36 +235,6 @@ class _Approval:
     override_review: bool
 
 
-def selection_digest(
-    *,
-    analysis_uid: str,
-    workflow: resources.WorkflowRef,
-    parameters: Mapping[str, str],
-    target: resources.ResourceRef | None,
-) -> str:
-    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
-    spec digest), the canonical parameter values and the target."""
-    approved = {
-        "analysisUID": analysis_uid,
-        "workflowId": workflow.workflow_id,
-        "version": workflow.version,
-        "specDigest": workflow.spec_digest or "",
-        "parameters": dict(sorted(parameters.items())),
-        "target": target.wire() if target is not None else None,
-    }
-    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
-    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
-    selection), else the incident's resource."""
-    affected = status.root_cause.affected_resource if status.root_cause else None
-    if affected is not None:
-        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
-    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
-
-
 def execution_body(
     analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: _Approval
 ) -> dict[str, Any]:
@@ -274,8 +250,10 @@ def execution_body(
         spec_digest=chosen.spec_digest,
     )
     parameters = dict(chosen.parameters or {})
-    target = analysis_target(analysis, status)
-    digest = selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target)
+    target = resources.remediation_target(analysis, status)
+    digest = resources.selection_digest(
+        analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+    )
     spec = resources.WorkflowExecutionSpec(
         analysis_ref=meta["name"],
         analysis_uid=meta["uid"],

@@ -43,11 +43,14 @@ class Intake:
         queue_limit: int,
         tls: ssl.SSLContext | None = None,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        cross_namespace: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         """``tls``: serve HTTPS with it (None: plain HTTP, which settings allow only when asked)."""
         self._expected = f"Bearer {token}".encode()
         self._tls = tls
         self._config = config
+        self._cross_namespace = cross_namespace
+        """Allowed (alert namespace, other namespace) pairs: the operator's own rule, not the mapping's."""
         self._resolver = resolver
         self._tracker = tracker
         self._now = now
@@ -81,6 +84,7 @@ class Intake:
             ),
             queue_limit=config.intake.queue_limit,
             tls=tls,
+            cross_namespace=config.safety.cross_namespace_pairs(),
         )
 
     def app(self) -> web.Application:
@@ -135,7 +139,13 @@ class Intake:
     def _accept(self, parsed: payload.WebhookPayload) -> web.Response:
         received = resources.timestamp(self._now())
         results = [
-            mapping.map_alert(a, common_labels=parsed.common_labels, config=self._config, received=received)
+            mapping.map_alert(
+                a,
+                common_labels=parsed.common_labels,
+                config=self._config,
+                received=received,
+                allowed=self._cross_namespace,
+            )
             for a in parsed.alerts
         ]
         accepted = [r for r in results if isinstance(r, mapping.Mapped)]

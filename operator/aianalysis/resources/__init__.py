@@ -27,6 +27,7 @@ from aianalysis.resources.aianalysis import (
     ExecutionFailure,
     IntakeStatus,
     InvestigationAudit,
+    LLMCost,
     LLMUsage,
     OriginalRCA,
     PreviousAttemptAssessment,
@@ -42,6 +43,7 @@ from aianalysis.resources.aianalysis import (
     ToolCallRecord,
     ValidationAttempt,
     new_aianalysis,
+    remediation_target,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -99,6 +101,7 @@ from aianalysis.resources.workflowexecution import (
     WorkflowExecutionStatus,
     WorkflowRef,
     never_ran,
+    selection_digest,
 )
 
 __all__ = [
@@ -143,6 +146,7 @@ __all__ = [
     "HumanReviewReason",
     "IntakeStatus",
     "InvestigationAudit",
+    "LLMCost",
     "LLMUsage",
     "Model",
     "Name",
@@ -176,6 +180,8 @@ __all__ = [
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "remediation_target",
+    "selection_digest",
     "set_condition",
     "timestamp",
     "utcnow",

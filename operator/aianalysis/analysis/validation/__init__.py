@@ -155,9 +155,12 @@ def revalidate(
     recovery: resources.RecoverySpec | None,
     target: scope.ObjectRef | None,
     privileged_roles: Sequence[str] = (),
+    facts: catalog.TargetFacts | None = None,
 ) -> Verdict:
     """A stored selection, checked again by the very rules its answer passed, against ``workflow`` as
     the catalog holds it now (the executor's admission check: one validator, not a weaker copy).
+    ``business`` and ``facts`` (the target's detected facts; None = unknown) are what the caller read
+    from the cluster as the analysis did (``analysis.facts.as_analysed``).
 
     The selection was shown when it was validated, so its own version counts as shown; the target
     fills the system parameters again, and ``parameters`` comes back canonical (defaults filled): an
@@ -181,6 +184,7 @@ def revalidate(
         recovery=recovery,
         target=target,
         privileged_roles=privileged_roles,
+        facts=facts,
     )
     return _verdict(
         result.errors, result.warnings, answer=None, workflow=result.workflow, parameters=result.canonical,
