@@ -36,6 +36,7 @@ EVERYTHING: dict[str, Any] = {
     "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate", "QueueBacklog": "Backlog"},
     "maxRecoveryAttempts": 2,
     "dryRun": True,
+    "privilegedRoles": ["team-*-breakglass", "ops-approver"],
     "assessment": {"windowSeconds": 120, "maxClockSkewSeconds": 10, "historySeconds": 3600,
                    "recurrenceThreshold": 0},
     "logFormat": "json",
@@ -51,10 +52,19 @@ EVERYTHING: dict[str, Any] = {
         "tokenSecret": {"name": "prometheus-reader", "key": "token"},
         "caConfigMap": {"name": "prometheus-ca"},
     },
+    "notifications": {
+        "alertmanagerUrls": ["http://alertmanager-0.monitoring.svc:9093", "http://alertmanager-1.monitoring.svc:9093"],
+        "consoleUrl": "https://aianalysis.example.com",
+        "kinds": ["awaiting_approval", "human_review"],
+        "intervalSeconds": 30, "pendingSeconds": 0, "maxAge": "7d", "timeoutSeconds": 5, "attempts": 2,
+        "cluster": "eu-1", "tokenSecret": {"name": "alertmanager-token"},
+        "caConfigMap": {"name": "alertmanager-ca"},
+    },
     "replicaCount": 2,
     "leaderElection": {"enabled": True, "leaseDurationSeconds": 20},
     "llmBudget": {"conversationsPerHour": None, "tokensPerDay": 1000000},
     "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
+               "namespaces": ["shop", "payments"], "tls": {"secretName": "aianalysis-intake-tls"},
                "cooldown": "90m", "queueLimit": 100},
     "executor": {
         "enabled": True,
@@ -79,6 +89,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "model": "eu.anthropic.claude-sonnet-4-6",
         "bedrock": {"region": "eu-west-1", "baseUrl": "https://vpce-1.bedrock-runtime.eu-west-1.vpce.amazonaws.com"},
         "prometheus": {"url": "http://prometheus.monitoring.svc:9090", "serviceAccountToken": True},
+        "notifications": {"alertmanagerUrls": ["https://alertmanager.example.com"],
+                          "serviceAccountToken": True},
     },
     "vertex": {"provider": "vertex", "vertex": {"region": "europe-west1", "projectId": "incidents",
                                                 "baseUrl": "https://europe-west1-aiplatform.p.googleapis.com"}},
@@ -148,11 +160,12 @@ def test_every_variable_the_chart_sets_is_a_setting_and_its_value_passes_the_mod
         assert executor.auto_execute.enabled and executor.auto_execute.max_risk == "medium"
         assert executor.guards.managed_label == "example.com/managed" and executor.guards.max_per_hour == 3
         assert operator.safety.dry_run and executor.safety.dry_run, "dry run on both processes"
-
-
-#: Variables the chart renders from the release, not from a value, the same as the setting's default
-#: for this release name.
-UNCHANGED_BY_DESIGN = {"AIANALYSIS_EXECUTOR_APPROVAL_POLICY"}  # the release's name + "-executor-approval"
+        assert operator.notify.alertmanager_urls == (
+            "http://alertmanager-0.monitoring.svc:9093",
+            "http://alertmanager-1.monitoring.svc:9093",
+        )
+        assert operator.notify.token_file == "/etc/aianalysis/alertmanager-token/token"
+        assert operator.notify.max_age == 7 * 86400 and not executor.notify.alertmanager_urls
 
 
 def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Path, tmp_path: Path) -> None:
@@ -164,7 +177,7 @@ def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Pat
         for item in env:
             entry = SETTING[item["name"]]
             value = getattr(getattr(defaults, entry.group), entry.field)
-            if "value" in item and item["name"] not in UNCHANGED_BY_DESIGN:
+            if "value" in item:
                 assert read_alone(entry, item["value"]) != value, (
                     f"{deployment}: {item['name']} left at its default"
                 )

@@ -21,16 +21,19 @@ TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def make_intake(queue_limit: int = 100) -> server.Intake:
+def make_intake(
+    queue_limit: int = 100, cross_namespace: frozenset[tuple[str, str]] = frozenset()
+) -> server.Intake:
     api = kube_rest.ApiClient(
         kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1, timeouts=kube_client.timeouts()
     )
     return server.Intake(
         token=TOKEN,
-        config=mapping.MappingConfig(),
+        config=mapping.MappingConfig(namespaces=["shop"]),
         resolver=resolve.Resolver(api),
         tracker=dedup.Tracker(api, cooldown_seconds=3600),
         queue_limit=queue_limit,
+        cross_namespace=cross_namespace,
     )
 
 
@@ -139,3 +142,38 @@ async def test_a_group_larger_than_the_whole_queue_is_413_not_an_endless_429(
     assert outcome("too_large") == before + 4
     fits = await http.post(server.PATH, json=body(alert("q")), headers=AUTH)
     assert fits.status == 200, "nothing of the refused payload was queued"
+
+
+async def test_an_alert_for_a_namespace_not_allowed_is_refused_with_the_reason_and_counted(
+    http: TestClient[Any, Any],
+) -> None:
+    before = outcome("namespace_not_allowed")
+    response = await http.post(
+        server.PATH, json=body(alert("a"), alert("b", namespace="kube-system")), headers=AUTH
+    )
+    answer = await response.json()
+    assert response.status == 200 and answer["accepted"] == 1
+    [refused] = answer["refused"]
+    assert refused["fingerprint"] == "fp-b"
+    assert "namespace kube-system is not in the intake's namespace allowlist" in refused["reason"]
+    assert outcome("namespace_not_allowed") == before + 1
+
+
+@pytest.mark.parametrize(("pairs", "accepted"), [(frozenset(), 0), (frozenset({("shop", "kube-system")}), 1)])
+async def test_an_alert_about_another_namespace_is_unmapped_unless_the_operator_pairs_them(
+    pairs: frozenset[tuple[str, str]], accepted: int
+) -> None:
+    """The alert's labels are data: ``target_kind: Namespace, target_name: kube-system`` on an alert of
+    shop opens no analysis (issue 31), unless AIANALYSIS_CROSS_NAMESPACE pairs shop with kube-system."""
+    about = {
+        "status": "firing", "startsAt": "2026-11-22T09:58:00Z", "fingerprint": "fp-ns", "annotations": {},
+        "labels": {"alertname": "QuotaExhausted", "namespace": "shop", "target_kind": "Namespace",
+                   "target_name": "kube-system"},
+    }  # fmt: skip
+    async with TestClient(TestServer(make_intake(cross_namespace=pairs).app())) as client:
+        answer = await client.post(server.PATH, json=body(about), headers=AUTH)
+        said = await answer.json()
+    assert answer.status == 200 and said["accepted"] == accepted
+    if not accepted:
+        [unmapped] = said["unmapped"]
+        assert "is in namespace kube-system, not the alert's namespace shop" in unmapped["reason"]

@@ -9,27 +9,39 @@ not approving it: only an approver can, and the executor re-checks the rest (``a
 
 **autoExecute decides from server-side facts only**: the Namespace's labels and the policy's
 namespace allowlist, the catalog's ``riskLevel`` under a ceiling, the analysis' own review verdict.
+It acts only on what belongs to the analysis' own namespace (``scope.namespace_of``): never another
+namespace, a Namespace other than its own, or a cluster-scoped object such as a Node.
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
-The name ``<analysis>-exec-<n>`` is the idempotency key: the first execution of an analysis is
-always ``-exec-1``, so a person approving and the policy deciding at the same moment (or a
-restarted executor deciding twice) create one object, never two. Another execution of the same
-analysis exists only when a person asks again (``--again``) after the previous one ended.
+**Names are claimed, never trusted.** An execution is named ``<analysis>-exec-<n>``, the first
+number no object in the namespace holds: anyone who may create WorkflowExecutions can take a name
+first, so an object under the name proves nothing. What counts is server-side: an execution bound
+to this analysis' uid whose ``spec.approval`` the API server's admission policy checked (approver
+== creator, holding ``approve``). Such an execution — a person's or the policy's — means the
+analysis was decided; anything else under the name (a squat) is skipped, and the executor refuses
+it when it comes to run it. A person approving and the policy deciding at the same moment race for
+one name: the loser's create fails (409), it reads again and sees the winner's approved execution.
+
+**autoExecute decides once per analysis**, recorded in the analysis' status
+(``status.autoExecution``, written by the executor before it creates the execution; only the
+operator's ServiceAccounts write that status) — never in an Event, which anyone who may create
+Events can write. An execution a person deleted is therefore not created again. Another execution
+of the same analysis exists only when a person asks again (``--again``) after the previous one
+ended.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
 
 from aianalysis import catalog, resources
+from aianalysis.analysis import scope
 
 LABEL_ANALYSIS = "kubernaut.io/analysis"
 LABEL_APPROVAL = "kubernaut.io/approval"
@@ -115,8 +127,7 @@ def approve_manually(
             message=f"aianalysis/{name} needs human review ({status.human_review_reason}); check its "
             "selection and approve with --override-review to run it anyway"
         )
-    every = executions_of(name, executions)
-    mine = [e for e in every if _counts(e, analysis)]
+    mine = [e for e in executions_of(name, executions) if _counts(e, analysis)]
     if mine and not again:
         names = ", ".join(sorted(e["metadata"]["name"] for e in mine))
         return Refuse(
@@ -129,7 +140,7 @@ def approve_manually(
     ]
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
-    exec_name = execution_name(name, _next_number(name, every))
+    exec_name = free_name(name, executions)
     approval = _Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
@@ -139,12 +150,15 @@ def approve_manually(
 def approve_automatically(
     analysis: Mapping[str, Any],
     *,
+    executions: Sequence[Mapping[str, Any]],
     policy: AutoPolicy,
     facts: AutoFacts,
     now: datetime.datetime,
     approver: str,
 ) -> NewExecution | Refuse:
-    """The policy's decision for one analysis: always ``-exec-1`` (created once, 409 afterwards)."""
+    """The policy's decision for one analysis, given the namespace's ``executions`` as just read:
+    once per analysis (``status.autoExecution``), never beside an approved execution of it, under
+    the first free name."""
     name = analysis["metadata"]["name"]
     if not policy.enabled:
         return Refuse(message="autoExecute is off")
@@ -152,13 +166,20 @@ def approve_automatically(
         status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     except pydantic.ValidationError:
         return Refuse(message="unreadable analysis")
+    if status.auto_execution is not None:
+        return Refuse(message=f"autoExecute decided this analysis before ({status.auto_execution.execution})")
     refusal = auto_refusal(analysis, status, policy=policy, facts=facts)
     completed = resources.parse_timestamp(status.completed_at)
     if refusal is None and (completed is None or (now - completed).total_seconds() > policy.max_age_seconds):
         refusal = "completed too long ago"
     if refusal is not None or status.selected_workflow is None:
         return Refuse(message=refusal or "no selection")
-    exec_name = execution_name(name, 1)
+    decided = sorted(
+        e["metadata"]["name"] for e in executions_of(name, executions) if approved_for(e, analysis)
+    )
+    if decided:
+        return Refuse(message=f"already approved: {', '.join(decided)}")
+    exec_name = free_name(name, executions)
     approval = _Approval(mode="Auto", approver=approver, override_review=False)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
@@ -182,6 +203,11 @@ def auto_refusal(
         return "not completed with a selection"
     if status.needs_human_review:
         return "needs human review"
+    target = resources.remediation_target(analysis, status)
+    belongs = scope.namespace_of(kind=target.kind, name=target.name, namespace=target.namespace)
+    if belongs != namespace:  # nobody is asked: never another namespace, nor the cluster (a Node)
+        where = f"namespace {belongs}" if belongs else "the cluster (it is cluster-scoped)"
+        return f"the target {target.kind} {target.name} belongs to {where}, not to namespace {namespace}"
     if namespace not in policy.namespaces:
         return f"namespace {namespace} is not in the autoExecute namespace allowlist"
     if facts.namespace_labels.get(policy.namespace_label) != "true":
@@ -209,36 +235,6 @@ class _Approval:
     override_review: bool
 
 
-def selection_digest(
-    *,
-    analysis_uid: str,
-    workflow: resources.WorkflowRef,
-    parameters: Mapping[str, str],
-    target: resources.ResourceRef | None,
-) -> str:
-    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
-    spec digest), the canonical parameter values and the target."""
-    approved = {
-        "analysisUID": analysis_uid,
-        "workflowId": workflow.workflow_id,
-        "version": workflow.version,
-        "specDigest": workflow.spec_digest or "",
-        "parameters": dict(sorted(parameters.items())),
-        "target": target.wire() if target is not None else None,
-    }
-    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
-    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
-    selection), else the incident's resource."""
-    affected = status.root_cause.affected_resource if status.root_cause else None
-    if affected is not None:
-        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
-    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
-
-
 def execution_body(
     analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: _Approval
 ) -> dict[str, Any]:
@@ -254,8 +250,10 @@ def execution_body(
         spec_digest=chosen.spec_digest,
     )
     parameters = dict(chosen.parameters or {})
-    target = analysis_target(analysis, status)
-    digest = selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target)
+    target = resources.remediation_target(analysis, status)
+    digest = resources.selection_digest(
+        analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+    )
     spec = resources.WorkflowExecutionSpec(
         analysis_ref=meta["name"],
         analysis_uid=meta["uid"],
@@ -291,24 +289,27 @@ def execution_body(
     }
 
 
-def _counts(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
-    """An approved execution of this very analysis that was not refused. A hand-written one (no
-    approval, or bound to another uid) never blocks an approval: it cannot run anyway."""
+def approved_for(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
+    """An execution of this very analysis (its uid) with an approval, which the API server's
+    admission policy checked when it was written. A hand-written one (no approval, or bound to
+    another uid) is a squat: it never blocks a decision, and it cannot run anyway."""
     spec = execution.get("spec") or {}
-    phase = (execution.get("status") or {}).get("phase")
-    return (
-        bool(spec.get("approval"))
-        and spec.get("analysisUID") == analysis["metadata"].get("uid")
-        and (phase != "Refused")
-    )
+    return bool(spec.get("approval")) and spec.get("analysisUID") == analysis["metadata"].get("uid")
 
 
-def _next_number(analysis: str, mine: Sequence[Mapping[str, Any]]) -> int:
+def _counts(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
+    """An approved execution of this very analysis that was not refused."""
+    return approved_for(execution, analysis) and (execution.get("status") or {}).get("phase") != "Refused"
+
+
+def free_name(analysis: str, executions: Sequence[Mapping[str, Any]]) -> str:
+    """``<analysis>-exec-<n>`` after the highest number any execution of the namespace holds (whoever
+    made it: a name is no proof of anything, only a place that is taken)."""
     prefix = execution_name(analysis, 0)[:-1]
     numbers = [
         int(n[len(prefix) :])
-        for n in (e["metadata"]["name"] for e in mine)
+        for n in (e["metadata"]["name"] for e in executions)
         if n.startswith(prefix)
         if n[len(prefix) :].isdigit()
     ]
-    return max(numbers, default=0) + 1
+    return execution_name(analysis, max(numbers, default=0) + 1)

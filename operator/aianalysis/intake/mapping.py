@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Set
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,7 @@ import yaml
 from pydantic import Field
 
 from aianalysis import errors, resources
+from aianalysis.analysis import scope
 from aianalysis.catalog import signals
 from aianalysis.intake import payload
 
@@ -114,9 +116,11 @@ class MappingConfig(_Config):
     """An alert with a ``namespace`` label but no resource label (aggregated ``by (namespace)``)
     becomes an incident about that Namespace; false = such alerts are unmapped."""
 
-    namespaces: list[str] = Field(default_factory=lambda: ["*"])
+    namespaces: list[str] = Field(default_factory=list)
     """Namespaces alerts may open analyses in (the alert's ``namespace`` label is data, not a
-    permission); ``*`` = any. An alert about another namespace is unmapped, with that reason."""
+    permission); ``*`` = any; none by default, so which namespaces may spend on analyses is the
+    admin's explicit choice (the chart's ``intake.namespaces``). An alert about another namespace is
+    refused (``namespace_not_allowed``), with that reason."""
 
 
 def load_config(path: str | None, *, cluster: str | None = None) -> MappingConfig:
@@ -170,12 +174,21 @@ class Unmapped:
     fingerprint: str
     alert_name: str
     reason: str
+    outcome: Literal["unmapped", "namespace_not_allowed"] = "unmapped"
+    """``namespace_not_allowed``: mapped, but to a namespace outside the allowlist (refused)."""
 
 
 def map_alert(
-    alert: payload.Alert, *, common_labels: dict[str, str], config: MappingConfig, received: str
+    alert: payload.Alert,
+    *,
+    common_labels: dict[str, str],
+    config: MappingConfig,
+    received: str,
+    allowed: Set[tuple[str, str]] = frozenset(),
 ) -> Mapped | Unmapped:
-    """One alert of a payload (its own labels win over the group's common ones)."""
+    """One alert of a payload (its own labels win over the group's common ones). Its object must
+    belong to the namespace the analysis opens in (``scope.foreign_namespace``: a Namespace belongs
+    to itself) unless ``allowed`` pairs them (``AIANALYSIS_CROSS_NAMESPACE``)."""
     labels = {**common_labels, **alert.labels}
     name = labels.get("alertname", "")
     fingerprint = alert.fingerprint or ""
@@ -187,7 +200,22 @@ def map_alert(
         reason = f"{target.kind} is cluster-scoped and no clusterScopedNamespace is configured"
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     if "*" not in config.namespaces and namespace not in config.namespaces:
-        reason = f"namespace {namespace} is not in the intake's namespace allowlist"
+        listed = ", ".join(config.namespaces) or "none"
+        reason = (
+            f"namespace {namespace} is not in the intake's namespace allowlist ({listed}; the mapping's "
+            "namespaces, chart value intake.namespaces)"
+        )
+        return Unmapped(
+            fingerprint=fingerprint, alert_name=name, reason=reason, outcome="namespace_not_allowed"
+        )
+    other = scope.foreign_namespace(
+        namespace, kind=target.kind, name=target.name, namespace=target.namespace, allowed=allowed
+    )
+    if other is not None:
+        reason = (
+            f"{target.kind} {target.name} is in namespace {other}, not the alert's namespace {namespace} "
+            "(AIANALYSIS_CROSS_NAMESPACE can allow the pair)"
+        )
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     annotations = alert.annotations
     signal = resources.Signal(

@@ -21,11 +21,13 @@ from aianalysis.resources.aianalysis import (
     AIAnalysisStatus,
     AlternativeWorkflow,
     AnalysisPhase,
+    AutoExecutionRecord,
     BusinessContext,
     ExecutedWorkflow,
     ExecutionFailure,
     IntakeStatus,
     InvestigationAudit,
+    LLMCost,
     LLMUsage,
     OriginalRCA,
     PreviousAttemptAssessment,
@@ -41,6 +43,7 @@ from aianalysis.resources.aianalysis import (
     ToolCallRecord,
     ValidationAttempt,
     new_aianalysis,
+    remediation_target,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -98,6 +101,7 @@ from aianalysis.resources.workflowexecution import (
     WorkflowExecutionStatus,
     WorkflowRef,
     never_ran,
+    selection_digest,
 )
 
 __all__ = [
@@ -128,6 +132,7 @@ __all__ = [
     "AssessmentBaseline",
     "AssessmentEvidence",
     "AssessmentVerdict",
+    "AutoExecutionRecord",
     "BusinessContext",
     "Clock",
     "Condition",
@@ -141,6 +146,7 @@ __all__ = [
     "HumanReviewReason",
     "IntakeStatus",
     "InvestigationAudit",
+    "LLMCost",
     "LLMUsage",
     "Model",
     "Name",
@@ -174,6 +180,8 @@ __all__ = [
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "remediation_target",
+    "selection_digest",
     "set_condition",
     "timestamp",
     "utcnow",

@@ -35,6 +35,13 @@ class SafetySettings(_fields.Group):
     ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
     its own namespace."""
 
+    privileged_roles: _fields.Names = ("aianalysis-operator*",)
+    """Roles (comma-separated names or globs) no remediation may bind, besides the built-in
+    ``cluster-admin``, ``admin``, ``edit``, ``system:*`` (and the ``system:masters`` group): a selection
+    whose role parameter names one is refused by the validator and again by the executor. The
+    default names this operator's own roles (binding its approver role would let a remediation
+    approve the next one); the chart sets ``<release>*``."""
+
     def cross_namespace_pairs(self) -> frozenset[tuple[str, str]]:
         """``cross_namespace`` as (analysis namespace, other namespace) pairs."""
         return frozenset((a.strip(), b.strip()) for a, b in (p.split("=", 1) for p in self.cross_namespace))
@@ -54,9 +61,15 @@ class ExecutorSettings(_fields.Group):
     deadline_multiplier: _fields.Multiplier = 2.0
     """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
 
-    approval_policy: str = "aianalysis-operator-executor-approval"
+    approval_policy: str = "workflowexecution-approval.kubernaut.io"
     """The ValidatingAdmissionPolicy (and binding of the same name) that makes the API server check
-    ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
+    ``spec.approval`` of every WorkflowExecution (shipped in ``crds/``). The executor runs an approved
+    execution only when it was created after this policy, with the shipped content, came into force."""
+
+    approval_policy_margin_seconds: _fields.Pause = 10.0
+    """How long after the approval policy's last change an execution must have been created for its
+    approval to count: the time every API server takes to see the change (timestamps have a
+    one-second resolution)."""
 
 
 class AutoExecuteSettings(_fields.Group):

@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 import aianalysis.prometheus
 from aianalysis import catalog, errors, resources, settings
 from aianalysis.analysis import scope
@@ -33,7 +34,6 @@ from aianalysis.analysis.tools import (
     _prom_tools,
     _promql,
     _results,
-    _scope,
     _specs,
 )
 from aianalysis.kube import readers
@@ -89,10 +89,13 @@ class ToolBox:
         metrics: readers.MetricsReader | None = None,
         limits: Limits | None = None,
         target_facts: FactsOf | None = None,
+        cluster_scope: frozenset[scope.Key] = frozenset(),
     ) -> None:
         """``facts``: detected on the incident's resource, filtering the catalog until the LLM names
         its remediation target to a catalog tool (``affected_resource``); ``target_facts`` then
-        detects them on that object, or says why it cannot be the target (None: no cluster)."""
+        detects them on that object, or says why it cannot be the target (None: no cluster).
+        ``cluster_scope``: the cluster-scoped objects the scope found around the incident
+        (``scope.Scope.cluster_scoped``), the ones the tools may read from the start."""
         limits = limits or Limits()
         self._target_facts = target_facts
         self.seen: dict[str, set[str]] = {}
@@ -120,8 +123,13 @@ class ToolBox:
         }
         self._has_cluster = reader is not None
         if reader is not None:
+            incident = spec.resource
+            gathered = {(kind, name) for kind, namespace, name in cluster_scope if not namespace}
+            if not incident.namespace or incident.kind == "Namespace":
+                gathered.add((incident.kind.casefold(), incident.name))
+            reach = _policy.ClusterReach(policy=policy, gathered=frozenset(gathered))
             explore = _investigate.InvestigationTools(
-                reader=reader, policy=policy, max_chars=max_chars, returned=self.returned
+                reader=reader, policy=policy, max_chars=max_chars, returned=self.returned, reach=reach
             )
             cluster = _cluster_tools.ClusterTools(
                 reader=reader,
@@ -129,6 +137,7 @@ class ToolBox:
                 max_chars=max_chars,
                 returned=self.returned,
                 policy=policy,
+                reach=reach,
                 resolve=explore.resolve,
             )
             self._handlers.update(
@@ -282,7 +291,7 @@ def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _prom
     """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
     cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
     Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
-    info = _scope.target_kinds().get(spec.resource.kind.strip().casefold())
+    info = aianalysis.analysis.facts.target_kinds().get(spec.resource.kind.strip().casefold())
     cluster = info is not None and not info.namespaced and info.kind != "Namespace"
     return _promql.Tenancy(
         namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace
