@@ -264,12 +264,16 @@ def running_operator(cluster: devcluster.NodeCluster, work: Path) -> Iterator[Op
     """The operator (offline provider, intake on), stopped on leaving."""
     intake, health, metrics = (_free_port() for _ in range(3))
     token = secrets.token_hex(16)
+    mapping = work / "intake-mapping.yaml"
+    mapping.write_text('namespaces: ["*"]\n')  # the scenarios' namespaces, on a node of our own
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AIANALYSIS_", "ANTHROPIC_"))},
         "KUBECONFIG": str(cluster.kubeconfig),
         "AIANALYSIS_PROVIDER": "offline",
         "AIANALYSIS_INTAKE_PORT": str(intake),
         "AIANALYSIS_INTAKE_TOKEN": token,
+        "AIANALYSIS_INTAKE_MAPPING_FILE": str(mapping),
+        "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback only
         "AIANALYSIS_HEALTH_PORT": str(health),
         "AIANALYSIS_METRICS_PORT": str(metrics),
     }

@@ -106,13 +106,18 @@ def node_operator(
     devcluster.apply_crds(node_cluster, ROOT / "crds")
     node_cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
     port, token = programs.free_port(), secrets.token_hex(16)
+    log_dir = tmp_path_factory.mktemp("operator")
+    mapping = log_dir / "intake-mapping.yaml"
+    mapping.write_text('namespaces: ["*"]\n')  # every test namespace (each is made afresh)
     process = OperatorProcess(
         kubeconfig=node_cluster.kubeconfig,
-        log_dir=tmp_path_factory.mktemp("operator"),
+        log_dir=log_dir,
         env={
             "AIANALYSIS_PROVIDER": "offline",
             "AIANALYSIS_INTAKE_PORT": str(port),
             "AIANALYSIS_INTAKE_TOKEN": token,
+            "AIANALYSIS_INTAKE_MAPPING_FILE": str(mapping),
+            "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback only, the token stays on the machine
         },
     )
     process.start()
