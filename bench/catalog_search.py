@@ -100,7 +100,7 @@ def spec_stream(
                         "businessCategory": _subset(rng, CATEGORIES, unrestricted=0.7),
                     },
                     "riskLevel": rng.choice(("low", "medium", "high")),
-                    "execution": {"containerImage": f"registry.example/wf/{workflow_id}:1"},
+                    "execution": {"containerImage": f"registry.example/wf/{workflow_id}@sha256:{'0' * 64}"},
                 }
             )
             yield f"{workflow_id}-{number}", spec

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import json
 import subprocess
 import sys
 import time
@@ -146,7 +147,13 @@ def run(
     alerts = sum(len(b["alerts"]) for b in bodies)
     port = harness.free_port()
     with harness.LlmServer(delay=0.0) as llm:
-        env = {**llm.operator_env(), "AIANALYSIS_INTAKE_PORT": str(port), "AIANALYSIS_INTAKE_TOKEN": TOKEN}
+        allowed = log_dir / "intake-mapping.yaml"
+        allowed.write_text(json.dumps({"namespaces": [namespace]}))
+        env = {
+            **llm.operator_env(), "AIANALYSIS_INTAKE_PORT": str(port), "AIANALYSIS_INTAKE_TOKEN": TOKEN,
+            "AIANALYSIS_INTAKE_MAPPING_FILE": str(allowed),
+            "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback, figures comparable with earlier runs
+        }  # fmt: skip
         with harness.Operator(cluster, env=env, log_dir=log_dir) as operator:
             operator.wait_catalog(len(workload.SIGNALS), timeout=60)
             url = f"http://127.0.0.1:{port}{server.PATH}"

@@ -50,7 +50,7 @@ def catalog_objects() -> list[dict[str, Any]]:
                 ],
                 "execution": {
                     "engine": "job",
-                    "containerImage": f"registry.example/bench/{signal.lower()}:1",
+                    "containerImage": f"registry.example/bench/{signal.lower()}@sha256:{'0' * 64}",
                 },
             },
         }

@@ -473,7 +473,7 @@ async def _one(
         return Outcome(recorded=rec, accepted=False, offered=False, detail=missing, replayable=False)
     logs = {k: suite.PodLog.model_validate(v) for k, v in (doc.get("logs") or {}).items()}
     reader = cluster.InMemoryCluster(doc["cluster"], logs=logs)
-    made = await intake(alert_labels(mirror, rec), reader, config=mapping.MappingConfig())
+    made = await intake(alert_labels(mirror, rec), reader, config=mapping.MappingConfig(namespaces=["*"]))
     if isinstance(made, str):
         return Outcome(recorded=rec, accepted=False, offered=False, detail=made)
     spec, namespace = made

@@ -519,11 +519,17 @@ def image_names(path: Path) -> list[str]:
 
 
 def busybox_image(
-    out: Path, *, busybox: Path, ref: str = BUSYBOX_REF, extra: Mapping[str, Path] | None = None
+    out: Path,
+    *,
+    busybox: Path,
+    ref: str = BUSYBOX_REF,
+    extra: Mapping[str, Path] | None = None,
+    config: Config | None = None,
 ) -> Path:
     """A test image: a static busybox with every applet linked in /bin, /etc/passwd and /etc/group
     (root and nobody), /tmp, and ``extra`` files (path in the image → a file here, executable); its
-    command is ``sh``. (busybox's ``wget`` crashes without the NSS libraries; use ``nc``.)"""
+    command is ``sh`` unless ``config`` says otherwise. (busybox's ``wget`` crashes without the NSS
+    libraries; use ``nc``.)"""
     applets = subprocess.run(
         [str(busybox), "--list"], capture_output=True, text=True, check=True
     ).stdout.split()
@@ -540,7 +546,8 @@ def busybox_image(
         "/tmp": Dir(mode=0o1777),  # noqa: S108 — the image's /tmp
         "/root": Dir(mode=0o700),
     }
-    return _one_layer_image(out, ref=ref, files=files, config=Config(cmd=["sh"], env={"PATH": DEFAULT_PATH}))
+    config = config or Config(cmd=["sh"], env={"PATH": DEFAULT_PATH})
+    return _one_layer_image(out, ref=ref, files=files, config=config)
 
 
 def single_binary_image(out: Path, *, binary: Path, ref: str) -> Path:

@@ -401,7 +401,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--host",
         default="127.0.0.1",
-        help="http: address to listen on (default 127.0.0.1; any other needs AIANALYSIS_MCP_TOKEN)",
+        help="http: address to listen on (default 127.0.0.1; any other needs AIANALYSIS_MCP_TOKEN and "
+        "AIANALYSIS_MCP_TLS_CERT_FILE/_KEY_FILE)",
     )
     serve.add_argument("--port", type=int, default=8000, help="http: port (default 8000); path /mcp")
     business = serve.add_argument_group("business context (fixed for every call; decides eligibility)")
@@ -431,6 +432,12 @@ def mcp_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         token=config.mcp.token.get_secret_value() if config.mcp.token else None,
+        tls=(
+            server.Tls(cert_file=config.mcp.tls_cert_file, key_file=config.mcp.tls_key_file)
+            if config.mcp.tls_cert_file and config.mcp.tls_key_file
+            else None
+        ),
+        allow_plain_http=config.mcp.allow_plain_http,
     )
     if args.catalog:
         try:

@@ -149,7 +149,7 @@ CACHE_EVICTIONS = prom.Counter(
 INTAKE_ALERTS = prom.Counter(
     "aianalysis_intake_alerts_total",
     "Alerts received from Alertmanager, by outcome (created|repeat|cancelled|resolved|unmapped|"
-    "no_namespace|rate_limited|too_large|error).",
+    "namespace_not_allowed|no_namespace|rate_limited|too_large|error).",
     ["outcome"],
     registry=REGISTRY,
 )

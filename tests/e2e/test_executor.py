@@ -45,12 +45,12 @@ def helm_bin() -> Path:
     return Path(out.stdout.strip()) / "helm"
 
 
-def executor_rbac() -> list[dict[str, Any]]:
+def executor_rbac(*values: str) -> list[dict[str, Any]]:
     """The chart's executor objects (ServiceAccount, roles, bindings, its start lock's Lease) as `helm
-    template` renders them."""
+    template` renders them (with ``values``: more ``--set`` arguments)."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
-         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}"],
+         "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}", *values],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
@@ -72,13 +72,18 @@ def _job_binding(obj: dict[str, Any]) -> bool:
 @pytest.fixture(scope="module")
 def jobs_cluster() -> Iterator[devcluster.DevCluster]:
     """Its own API server (static-token users are fixed at start) with kube-controller-manager."""
+    yield from started_jobs_cluster()
+
+
+def started_jobs_cluster(*values: str) -> Iterator[devcluster.DevCluster]:
+    """:func:`jobs_cluster` with the executor's objects rendered with ``values`` (``--set`` ...)."""
     groups = ["system:serviceaccounts", f"system:serviceaccounts:{INSTALL_NAMESPACE}"]
     users = {EXECUTOR: groups, ALICE: [], MALLORY: []}
     cluster = devcluster.DevCluster(controller_manager=True, users=users).start()
     try:
         devcluster.apply_crds(cluster, ROOT / "crds")  # with the approval policy
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
-        objects = executor_rbac()
+        objects = executor_rbac(*values)
         assert {o["kind"] for o in objects} == {
             "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease",
         }  # fmt: skip
@@ -190,7 +195,23 @@ def workflow(
     if detected is not None:
         body["spec"]["detectedLabels"] = detected
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+    accept(cluster, body["metadata"]["name"])
     return body
+
+
+def accept(cluster: devcluster.DevCluster, name: str) -> None:
+    """The operator's catalog gate's verdict (no operator runs here): ``Accepted=True`` for the
+    workflow's current generation, without which the executor runs nothing."""
+    stored = get(cluster, "remediationworkflows", name, "")
+    assert stored is not None
+    condition = {
+        "type": "Accepted", "status": "True", "reason": "Accepted", "message": "offered to analyses",
+        "lastTransitionTime": "2026-11-20T10:00:00Z", "observedGeneration": stored["metadata"]["generation"],
+    }  # fmt: skip
+    cluster.kubectl(
+        "patch", "remediationworkflow", name, "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"conditions": [condition]}}),
+    )  # fmt: skip
 
 
 def analysed(
@@ -474,8 +495,9 @@ def test_a_selection_whose_workflow_changed_after_approval_is_refused_not_failed
     if how == "deleted":
         cluster.kubectl("delete", "remediationworkflow", name)
     else:  # same id and version, another image: not what was validated and approved
-        wf["spec"]["execution"]["containerImage"] = "registry.example/wf/other:latest"
+        wf["spec"]["execution"]["containerImage"] = "registry.example/wf/other@sha256:" + "b" * 64
         cluster.kubectl("apply", "-f", "-", input=json.dumps(wf))
+        accept(cluster, name)  # the gate accepts the new spec: it is still not what was validated
     executor = start_executor()
     done = wait_for(lambda: refused(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
     condition = executed_condition(done)

@@ -17,6 +17,7 @@ import pytest
 from tests.e2e.conftest import OperatorProcess, analyses, free_port, wait_for
 from tests.support import alertmanager as am
 from tests.support import messages_server as ms
+from tests.support import tls
 from tests.support.fake_llm import GoodLLM
 
 TOKEN = "intake-e2e-token"
@@ -33,7 +34,7 @@ CATALOG_WORKFLOW = {
         "labels": {"signalTypes": ["CrashLoopBackOff"]},
         "riskLevel": "low",
         "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-        "execution": {"containerImage": "registry.example/wf/restart:1"},
+        "execution": {"containerImage": "registry.example/wf/restart@sha256:" + "0" * 64},
     },
 }
 
@@ -104,11 +105,15 @@ def owner(api_version: str, kind: str, obj: Any) -> dict[str, Any]:
 def stack(
     cluster: Any, namespace: str, tmp_path: Path, start_operator: Any, llm_server: ms.MessagesServer
 ) -> Iterator[Callable[..., tuple[OperatorProcess, am.Alertmanager]]]:
-    """The operator with its intake on, and Alertmanager pointed at it (loopback only)."""
+    """The operator with its intake on, serving TLS, and Alertmanager pointed at it (loopback only)
+    over HTTPS: the bearer token never crosses in the clear."""
     started: list[am.Alertmanager] = []
+    served = tls.server_files(tmp_path)
 
     def start(**env: str) -> tuple[OperatorProcess, am.Alertmanager]:
         port = free_port()
+        allowed = tmp_path / "intake-mapping.yaml"
+        allowed.write_text(json.dumps({"namespaces": [namespace]}))
         operator = start_operator(
             AIANALYSIS_PROVIDER="anthropic",
             ANTHROPIC_API_KEY="sk-test-intake",
@@ -116,9 +121,12 @@ def stack(
             AIANALYSIS_LLM_MAX_RETRIES="1",
             AIANALYSIS_INTAKE_PORT=str(port),
             AIANALYSIS_INTAKE_TOKEN=TOKEN,
+            AIANALYSIS_INTAKE_MAPPING_FILE=str(allowed),
+            AIANALYSIS_INTAKE_TLS_CERT_FILE=str(served.cert),
+            AIANALYSIS_INTAKE_TLS_KEY_FILE=str(served.key),
             **env,
         )
-        settings = am.config(intake_port=port, token=TOKEN, wrong_token="not-the-token")
+        settings = am.config(intake_port=port, token=TOKEN, wrong_token="not-the-token", ca_file=served.ca)
         manager = am.Alertmanager(tmp_path, settings).start()
         started.append(manager)
         return operator, manager

@@ -59,7 +59,7 @@ def workflow(
             "parameters": [*TARGET_PARAMETERS, *extra],
             "execution": {
                 "engine": "job",
-                "containerImage": f"registry.example/mtest/{workflow_id}:{version}",
+                "containerImage": f"registry.example/mtest/{workflow_id}@sha256:{'0' * 64}",
             },
         },
     }

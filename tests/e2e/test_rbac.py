@@ -280,10 +280,14 @@ def test_the_intake_works_with_the_shipped_role(
     rs_patch = {"metadata": {"ownerReferences": [{**ref, "controller": True} for ref in _owner(deployment)]}}
     installed.kubectl("patch", "replicaset", "shop-1", "-n", ns, "--type=merge", "-p", json.dumps(rs_patch))
     port = free_port()
+    allowed = tmp_path / "intake-mapping.yaml"
+    allowed.write_text(json.dumps({"namespaces": [ns]}))
     env = {
         "AIANALYSIS_PROVIDER": "offline",
         "AIANALYSIS_INTAKE_PORT": str(port),
         "AIANALYSIS_INTAKE_TOKEN": "t",
+        "AIANALYSIS_INTAKE_MAPPING_FILE": str(allowed),
+        "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback; the rights are the point here
     }
     operator = OperatorProcess(kubeconfig=operator_kubeconfig, log_dir=tmp_path, env=env)
     operator.start()

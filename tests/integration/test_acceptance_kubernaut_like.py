@@ -82,7 +82,10 @@ def incident(namespace: str, alert_labels: dict[str, str]) -> resources.AIAnalys
         }
     )
     mapped = mapping.map_alert(
-        alert, common_labels={}, config=mapping.MappingConfig(), received="2026-11-24T10:00:05Z"
+        alert,
+        common_labels={},
+        config=mapping.MappingConfig(namespaces=["*"]),
+        received="2026-11-24T10:00:05Z",
     )
     assert isinstance(mapped, mapping.Mapped), mapped
     target = mapped.target

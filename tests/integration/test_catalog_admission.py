@@ -39,7 +39,7 @@ def workflow(name: str, *, workflow_id: str | None = None, **spec: Any) -> dict[
         "description": "Raises the memory limit of the workload.",
         "labels": {"signalTypes": ["OOMKilled"]},
         "riskLevel": "low",
-        "execution": {"containerImage": "registry.example/wf/memory:1"},
+        "execution": {"containerImage": "registry.example/wf/memory@sha256:" + "0" * 64},
     }
     body.update(spec)
     return {

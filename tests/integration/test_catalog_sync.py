@@ -30,7 +30,7 @@ def workflow(name: str, *, title: str = "Restart the workload") -> dict[str, Any
             "description": "Restarts the pods of the owning workload.",
             "labels": {"signalTypes": ["CrashLoopBackOff"]},
             "riskLevel": "low",
-            "execution": {"containerImage": "registry.example/wf/restart:1"},
+            "execution": {"containerImage": "registry.example/wf/restart@sha256:" + "0" * 64},
         },
     }
 

@@ -142,7 +142,12 @@ def kube_score_findings(kube_score: Path, manifests: str) -> list[tuple[str, str
 WITH_EXECUTOR_AND_INTAKE: dict[str, Any] = {
     **ALL_FEATURES,
     "executor": {"enabled": True, "namespaces": ["team-a"]},
-    "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake"}},
+    "intake": {
+        "enabled": True,
+        "tokenSecret": {"name": "aianalysis-intake"},
+        "namespaces": ["team-a"],
+        "tls": {"secretName": "aianalysis-intake-tls"},
+    },
 }
 
 

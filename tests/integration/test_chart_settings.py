@@ -36,6 +36,7 @@ EVERYTHING: dict[str, Any] = {
     "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate", "QueueBacklog": "Backlog"},
     "maxRecoveryAttempts": 2,
     "dryRun": True,
+    "privilegedRoles": ["team-*-breakglass", "ops-approver"],
     "assessment": {"windowSeconds": 120, "maxClockSkewSeconds": 10, "historySeconds": 3600,
                    "recurrenceThreshold": 0},
     "logFormat": "json",
@@ -63,6 +64,7 @@ EVERYTHING: dict[str, Any] = {
     "leaderElection": {"enabled": True, "leaseDurationSeconds": 20},
     "llmBudget": {"conversationsPerHour": None, "tokensPerDay": 1000000},
     "intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
+               "namespaces": ["shop", "payments"], "tls": {"secretName": "aianalysis-intake-tls"},
                "cooldown": "90m", "queueLimit": 100},
     "executor": {
         "enabled": True,

@@ -252,6 +252,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             cache_read_tokens=4096,
             cache_write_tokens=2048,
             tool_calls=6,
+            cost=resources.LLMCost(amount=0.031415, currency="USD", price_table_date="2026-11-27"),
         ),
         investigation=resources.InvestigationAudit(
             calls=[
@@ -281,6 +282,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
         ),
         conditions=[condition],
         intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1, resolved_at=T1),
+        auto_execution=resources.AutoExecutionRecord(execution="api-oom-exec-1", decided_at=T1),
     )
 
 
@@ -810,6 +812,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
 
     stored = objects.get("AIAnalysis", name)["status"]
     assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"
+    assert stored.pop("autoExecution") == full_analysis_status().wire()["autoExecution"], "nor the executor's"
     assert resources.AIAnalysisStatus.model_validate(stored) == sparse
     assert "selectedWorkflow" not in stored
     assert "workflowId" not in stored["validationAttempts"][0]

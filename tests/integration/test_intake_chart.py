@@ -23,11 +23,16 @@ INTAKE = {
     "intake": {
         "enabled": True,
         "tokenSecret": {"name": "aianalysis-intake", "key": "token"},
+        "tls": {"secretName": "aianalysis-intake-tls"},
         "cooldown": "30m",
+        "namespaces": ["shop", "payments"],
         "mapping": {"cluster": "prod-eu-1", "signalTypes": {"PaymentsErrorBudgetBurn": "HighErrorRate"}},
     },
     "llmBudget": {"conversationsPerHour": 20, "tokensPerDay": 2000000},
 }
+
+
+TLS = INTAKE["intake"]["tls"]
 
 
 def test_intake_is_off_and_the_budget_limited_and_kept_in_the_cluster_by_default(
@@ -78,7 +83,34 @@ def test_enabled_intake_reads_its_token_from_the_secret_and_the_operator_accepts
     loaded = mapping.load_config(str(mapping_file))
     assert loaded.cluster == "prod-eu-1" and loaded.signal_types["PaymentsErrorBudgetBurn"] == "HighErrorRate"
     assert loaded.cluster_scoped_namespace == "aianalysis-system"
+    assert loaded.namespaces == ["shop", "payments"]
     assert plain["AIANALYSIS_INTAKE_MAPPING_FILE"] == "/etc/aianalysis/intake/mapping.yaml"
+    # TLS from the kubernetes.io/tls Secret, mounted where the settings name its files
+    assert (config.intake.tls_cert_file, config.intake.tls_key_file) == (
+        "/etc/aianalysis/intake-tls/tls.crt", "/etc/aianalysis/intake-tls/tls.key"
+    ) and not config.intake.allow_plain_http  # fmt: skip
+    [deployment] = [o for o in objects if o["kind"] == "Deployment"]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["intake-tls"]["secret"]["secretName"] == "aianalysis-intake-tls"
+    mounts = {m["name"]: m for m in container(objects)["volumeMounts"]}
+    assert mounts["intake-tls"] == {
+        "name": "intake-tls",
+        "mountPath": "/etc/aianalysis/intake-tls",
+        "readOnly": True,
+    }
+
+
+def test_intake_without_tls_is_refused_unless_plain_http_is_asked_for(helm: Path, tmp_path: Path) -> None:
+    """The bearer token travels over TLS; plain HTTP only when the admin says so (a dev cluster)."""
+    values = {"intake": {k: v for k, v in INTAKE["intake"].items() if k != "tls"}}
+    with pytest.raises(AssertionError, match=r"intake\.tls\.secretName"):
+        render(helm, tmp_path, values=values)
+    plain_http = render(
+        helm, tmp_path, values={"intake": {**values["intake"], "tls": {"allowPlainHttp": True}}}
+    )
+    env = env_of(plain_http)
+    assert env["AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP"]["value"] == "true"
+    assert "AIANALYSIS_INTAKE_TLS_CERT_FILE" not in env
 
 
 def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_port(
@@ -111,7 +143,16 @@ def test_the_network_policy_admits_only_the_configured_sources_on_the_intake_por
 
 def test_intake_without_a_token_secret_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"intake\.enabled needs intake\.tokenSecret\.name"):
-        render(helm, tmp_path, values={"intake": {"enabled": True}})
+        render(helm, tmp_path, values={"intake": {"enabled": True, "namespaces": ["shop"], "tls": TLS}})
+
+
+def test_intake_without_namespaces_is_refused_with_a_clear_message(helm: Path, tmp_path: Path) -> None:
+    """Which namespaces alerts may open analyses in is explicit: none is never a silent default."""
+    values = {"intake": {"enabled": True, "tokenSecret": {"name": "aianalysis-intake"}, "tls": TLS}}
+    with pytest.raises(AssertionError, match=r"intake\.namespaces"):
+        render(helm, tmp_path, values=values)
+    anywhere = render(helm, tmp_path, values={"intake": {**values["intake"], "namespaces": ["*"]}})
+    assert "namespaces:\n- '*'" in one(anywhere, "ConfigMap")["data"]["mapping.yaml"]
 
 
 def test_the_intake_rendering_is_accepted_by_the_apiserver(

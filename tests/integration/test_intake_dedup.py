@@ -21,7 +21,7 @@ pytestmark = pytest.mark.cluster
 
 G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
 COOLDOWN = 3600.0
-CONFIG = mapping.MappingConfig()
+CONFIG = mapping.MappingConfig(namespaces=["*"])
 
 
 class Clock:

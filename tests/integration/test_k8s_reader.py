@@ -178,14 +178,18 @@ def chain(cluster: devcluster.Cluster, namespace: str) -> Chain:
     return Chain(cluster, namespace)
 
 
-def toolbox(reader: tools.ClusterReader, namespace: str) -> tools.ToolBox:
+def toolbox(
+    reader: tools.ClusterReader, namespace: str, *, cluster_scope: frozenset[Any] = frozenset()
+) -> tools.ToolBox:
     spec = resources.AIAnalysisSpec.model_validate(
         {
             "signal": {"type": "OOMKilled", "severity": "high"},
             "resource": {"kind": "Deployment", "name": "web", "namespace": namespace},
         }
     )
-    return tools.ToolBox(spec=spec, catalog=catalog.Catalog(), reader=reader, max_chars=8000)
+    return tools.ToolBox(
+        spec=spec, catalog=catalog.Catalog(), reader=reader, max_chars=8000, cluster_scope=cluster_scope
+    )
 
 
 async def test_get_object_returns_the_api_servers_json(
@@ -350,7 +354,8 @@ async def test_a_volume_attachment_is_read_and_listed_with_its_volume_and_node(
         )  # fmt: skip
         obj = await k8s.KubernetesReader(api).get_object(kind="VolumeAttachment", name=name, namespace=None)
         assert obj["spec"]["nodeName"] == "ip-10-0-3-9" and obj["status"]["attached"] is True
-        box = toolbox(k8s.KubernetesReader(api), namespace)
+        volume = frozenset({("persistentvolume", "", f"pvc-{namespace}")})  # the incident's volume
+        box = toolbox(k8s.KubernetesReader(api), namespace, cluster_scope=volume)
         got = await box.call("get_resource", {"kind": "VolumeAttachment", "name": name})
         assert not got.is_error and f"persistentVolumeName: pvc-{namespace}" in got.text
         listed = await box.call("list_resources", {"kind": "volumeattachments", "limit": 100})

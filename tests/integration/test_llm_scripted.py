@@ -56,7 +56,7 @@ CATALOG = catalog.Catalog(
                         {"name": "TARGET_NAMESPACE", "type": "string", "required": True},
                         {"name": "MEMORY_LIMIT_NEW", "type": "string", "required": True},
                     ],
-                    "execution": {"containerImage": "registry.example/wf/oom:1"},
+                    "execution": {"containerImage": "registry.example/wf/oom@sha256:" + "0" * 64},
                 }
             ),
         )

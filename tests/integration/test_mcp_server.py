@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import secrets
+import ssl
 import subprocess
 import sys
 import time
@@ -45,7 +46,7 @@ def workflow(workflow_id: str, *, risk: str, signal: str = "OOMKilled", **labels
             "labels": {"signalTypes": [signal], **labels},
             "riskLevel": risk,
             "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-            "execution": {"containerImage": f"registry.example/wf/{workflow_id}:1"},
+            "execution": {"containerImage": f"registry.example/wf/{workflow_id}@sha256:{'0' * 64}"},
         },
     }
 
@@ -73,7 +74,11 @@ def clean_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+def http_server(
+    *args: str, env: dict[str, str] | None = None, scheme: str = "http", verify: ssl.SSLContext | bool = True
+) -> Iterator[str]:
+    """``aianalysis mcp --transport http`` on a free port; its URL once it answers (``scheme`` https:
+    it serves TLS, and the client trusts ``verify``)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "aianalysis", "mcp", "--transport", "http", "--port", str(port), *args],
@@ -82,13 +87,13 @@ def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"{scheme}://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 60
         while True:  # ready = the port answers HTTP (the positive barrier)
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             with contextlib.suppress(httpx.HTTPError):
-                httpx.get(url, timeout=2)
+                httpx.get(url, timeout=2, verify=verify)
                 break
             assert time.monotonic() < deadline, "the MCP HTTP server did not start"
             time.sleep(0.1)

@@ -45,7 +45,7 @@ def workflow(
             "labels": {"signalTypes": ["OOMKilled"], "component": component},
             "riskLevel": "low",
             "parameters": parameters,
-            "execution": {"containerImage": f"registry.example/wf/{workflow_id}:{version}"},
+            "execution": {"containerImage": f"registry.example/wf/{workflow_id}@sha256:{'0' * 64}"},
             "detectedLabels": detected,
         }
     )

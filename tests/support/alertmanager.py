@@ -27,9 +27,12 @@ def binary() -> Path:
     )
 
 
-def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
-    """Route everything to the intake; alerts labelled ``tenant=intruder`` go there with a wrong token."""
-    url = f"http://127.0.0.1:{intake_port}{WEBHOOK_PATH}"
+def config(*, intake_port: int, token: str, wrong_token: str, ca_file: Path | None = None) -> dict[str, Any]:
+    """Route everything to the intake; alerts labelled ``tenant=intruder`` go there with a wrong token.
+    With ``ca_file``: over HTTPS, trusting that CA (as an Alertmanager of a cluster would the intake's)."""
+    scheme = "https" if ca_file else "http"
+    url = f"{scheme}://127.0.0.1:{intake_port}{WEBHOOK_PATH}"
+    tls = {"tls_config": {"ca_file": str(ca_file)}} if ca_file else {}
     return {
         "route": {
             "receiver": "aianalysis",
@@ -46,14 +49,14 @@ def config(*, intake_port: int, token: str, wrong_token: str) -> dict[str, Any]:
                     {
                         "url": url,
                         "send_resolved": True,
-                        "http_config": {"authorization": {"credentials": token}},
+                        "http_config": {"authorization": {"credentials": token}, **tls},
                     }
                 ],
             },
             {
                 "name": "wrong-token",
                 "webhook_configs": [
-                    {"url": url, "http_config": {"authorization": {"credentials": wrong_token}}}
+                    {"url": url, "http_config": {"authorization": {"credentials": wrong_token}, **tls}}
                 ],
             },
         ],

@@ -16,7 +16,7 @@ RESTART_PODS = resources.RemediationWorkflowSpec.model_validate(
         "labels": {"signalTypes": ["CrashLoopBackOff"]},
         "riskLevel": "low",
         "parameters": [{"name": "TARGET_NAMESPACE", "type": "string", "required": True}],
-        "execution": {"containerImage": "registry.example/wf/restart:1"},
+        "execution": {"containerImage": "registry.example/wf/restart@sha256:" + "0" * 64},
     }
 )
 

@@ -23,7 +23,7 @@ def raw(*parameters: dict[str, Any], **spec: Any) -> dict[str, Any]:
         "description": "Raises the memory limit.",
         "labels": {"signalTypes": ["OOMKilled"]},
         "riskLevel": "low",
-        "execution": {"containerImage": "registry.example/wf:1"},
+        "execution": {"containerImage": "registry.example/wf@sha256:" + "0" * 64},
         "parameters": list(parameters),
     }
     body.update(spec)
@@ -116,3 +116,28 @@ def test_files_are_held_to_admission_too(tmp_path: Any) -> None:
     )
     with pytest.raises(errors.CatalogError, match=r"refused \(InvalidDefault\)"):
         catalog.load_paths([path])
+
+
+DIGEST = "sha256:" + "4" * 64
+
+
+@pytest.mark.parametrize(
+    "image",
+    [f"registry.example/wf@{DIGEST}", f"registry.example/wf:1.2@{DIGEST}",
+     "registry.example:5000/team/wf@sha512:" + "c" * 128],
+)  # fmt: skip
+def test_an_image_pinned_by_digest_is_accepted(image: str) -> None:
+    assert admission.review(raw(execution={"containerImage": image})).accepted
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["registry.example/wf:1", "registry.example/wf", "registry.example/wf:latest",
+     "registry.example/wf@sha256:abc", "registry.example/wf@sha256:" + "G" * 64],
+)  # fmt: skip
+def test_an_image_by_tag_is_kept_but_never_offered(image: str) -> None:
+    """A tag can be moved after the catalog was reviewed: what runs must be what was admitted."""
+    verdict = admission.review(raw(execution={"containerImage": image}))
+    assert not verdict.accepted and verdict.reason == "ImageNotPinned"
+    assert "@sha256:" in verdict.message and image in verdict.message
+    assert verdict.spec is not None  # kept (visible, not offered), as NotExecutable

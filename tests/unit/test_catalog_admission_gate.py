@@ -37,7 +37,7 @@ def obj(
         "description": "Raises the memory limit.",
         "labels": {"signalTypes": ["OOMKilled"]},
         "riskLevel": "low",
-        "execution": {"containerImage": "registry.example/wf:1"},
+        "execution": {"containerImage": "registry.example/wf@sha256:" + "0" * 64},
         **spec,
     }
     return {"metadata": {"name": name, "creationTimestamp": created}, "spec": body}

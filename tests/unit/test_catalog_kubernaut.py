@@ -206,6 +206,16 @@ def test_a_workflow_without_a_bundle_imports_but_is_not_offered(tmp_path: Path) 
     assert any("not executable" in note for note in reports[0].notes)
 
 
+def test_a_bundle_without_a_digest_imports_but_is_not_offered_until_pinned(tmp_path: Path) -> None:
+    document = copy.deepcopy(FULL)
+    del document["spec"]["execution"]["bundleDigest"]
+    src = _write(tmp_path / "tagged.yaml", document)
+    reports = catalog_import.import_kubernaut([src], out=tmp_path / "out")
+    written = yaml.safe_load((tmp_path / "out" / "raise-memory.yaml").read_text().split("\n", 1)[1])
+    assert catalog.admission.review(written["spec"]).reason == "ImageNotPinned"
+    assert any("digest" in note and "registry.example/raise:1.2.0" in note for note in reports[0].notes)
+
+
 def test_versions_of_one_workflow_coexist_and_copies_are_written_once(tmp_path: Path) -> None:
     older = copy.deepcopy(FULL)
     older["spec"]["version"] = "1.0.0"

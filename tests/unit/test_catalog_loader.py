@@ -28,9 +28,12 @@ def workflow_yaml(
           riskLevel: {risk}
           parameters:
             - {{name: TARGET_NAMESPACE, type: string, required: true}}
-          execution: {{containerImage: "registry.example/wf/{workflow_id}:1"}}
+          execution: {{containerImage: "registry.example/wf/{workflow_id}@{DIGEST}"}}
         """
     )
+
+
+DIGEST = "sha256:" + "0" * 64
 
 
 def write(path: Path, *documents: str) -> Path:

@@ -175,3 +175,33 @@ def test_search_filter_agrees_with_the_policy_function_on_random_catalogs() -> N
         hits = found.search(catalog.SearchQuery(top_k=100, all_versions=True), business=incident)
         expected = sorted(s.workflow_id for s in specs if not policy.ineligibility(s, incident))
         assert sorted(ids(hits)) == expected, incident
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "cluster-admin", "admin", "edit", "Admin", " edit ", "system:masters",
+        "system:aggregate-to-edit", "system:controller:clusterrole-aggregation-controller",
+        "ClusterRole/admin", "rbac.authorization.k8s.io/ClusterRole/cluster-admin",
+        '["view","cluster-admin"]', "view,edit",
+    ],
+)  # fmt: skip
+def test_roles_that_hand_over_a_namespace_or_the_cluster_are_never_bound(value: str) -> None:
+    """``admin`` and ``edit`` hand a namespace over (edit reads its Secrets and runs Pods as any of
+    its ServiceAccounts), ``system:*`` roles are the control plane's own; in any spelling, in a list."""
+    assert policy.privileged_binding({"ROLE_NAME": value}), value
+    assert policy.privileged_binding({"CLUSTER_ROLE": value}), value
+
+
+def test_ordinary_roles_may_be_bound() -> None:
+    for value in ("view", "reader", "pod-restarter", "editor-of-dashboards", "administrator-notes"):
+        assert policy.privileged_binding({"ROLE_NAME": value}) == [], value
+
+
+def test_more_roles_are_denied_by_configuration() -> None:
+    """The operator's own roles (an approver binding is a self-approval) and whatever the admin adds,
+    as names or globs."""
+    also = ("aianalysis-operator*", "team-*-breakglass")
+    assert policy.privileged_binding({"ROLE_NAME": "aianalysis-operator-approver"}, also=also)
+    assert policy.privileged_binding({"ROLE_NAME": "team-a-breakglass"}, also=also)
+    assert policy.privileged_binding({"ROLE_NAME": "team-a-reader"}, also=also) == []

@@ -25,7 +25,7 @@ def obj(name: str, **spec: Any) -> dict[str, Any]:
         "description": "Restarts the pods of the owning workload.",
         "labels": {"signalTypes": ["CrashLoopBackOff"]},
         "riskLevel": "low",
-        "execution": {"containerImage": "registry.example/wf/restart:1"},
+        "execution": {"containerImage": "registry.example/wf/restart@sha256:" + "0" * 64},
     }
     return {"metadata": {"name": name}, "spec": {**body, **spec}}
 

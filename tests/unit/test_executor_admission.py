@@ -301,7 +301,7 @@ def auto(
     subject: dict[str, Any], *, policy: approval.AutoPolicy = POLICY, known: approval.AutoFacts = OPTED_IN
 ) -> Any:
     return approval.approve_automatically(
-        subject, policy=policy, facts=known, now=NOW, approver="system:serviceaccount:x:exec"
+        subject, executions=[], policy=policy, facts=known, now=NOW, approver="system:serviceaccount:x:exec"
     )
 
 
@@ -389,3 +389,30 @@ def test_a_refused_execution_starts_no_recovery() -> None:
     failed_body = {"status": {"phase": "Failed", "conditions": []}}
     assert not execution_reconciler.needs_recovery(refused_body)
     assert execution_reconciler.needs_recovery(failed_body)
+
+
+def test_a_selection_binding_a_denied_role_is_refused_before_its_job() -> None:
+    """Validated before the role was denied (or by an operator configured otherwise): the executor's
+    re-check applies the executor's own deny list."""
+    binder = catalog.Workflow(
+        name="bind-role-v1",
+        spec=resources.RemediationWorkflowSpec.model_validate(
+            {
+                "workflowId": "bind-role", "version": "1.0.0", "title": "Bind",
+                "description": "Binds a role.",
+                "labels": {"signalTypes": ["Forbidden"]}, "riskLevel": "low",
+                "parameters": [{"name": "ROLE_NAME", "type": "string", "required": True}],
+                "execution": {"engine": "job", "containerImage": "registry.example/wf/bind:1"},
+            }
+        ),
+    )  # fmt: skip
+    subject = analysis()
+    subject["status"]["selectedWorkflow"] = {
+        "workflowId": "bind-role", "version": "1.0.0", "containerImage": "registry.example/wf/bind:1",
+        "confidence": 0.95, "rationale": "missing binding", "parameters": {"ROLE_NAME": "ops-approver"},
+        "specDigest": binder.digest,
+    }  # fmt: skip
+    execution = approved(subject)
+    assert admission.refusal_for(facts(execution, subject, workflow=binder)) is None
+    why = refused(execution, subject, workflow=binder, privileged_roles=("ops-approver",))
+    assert why.reason == admission.SELECTION_INVALID and "ops-approver" in why.message

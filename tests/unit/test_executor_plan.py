@@ -135,11 +135,21 @@ def test_status_transitions_keep_other_conditions_and_times() -> None:
     resources.WorkflowExecutionStatus.model_validate(failed.wire())  # what is written fits the CRD model
 
 
-def test_refused_or_disabled_workflows_are_not_accepted() -> None:
-    def condition(status: str) -> dict[str, Any]:
-        return {"type": "Accepted", "status": status, "reason": "x", "lastTransitionTime": "t"}
+def test_only_a_workflow_accepted_for_its_current_generation_runs() -> None:
+    """Fail closed: a workflow no catalog gate has judged (no condition), judged for an older
+    generation, refused or Disabled is not run."""
 
-    assert plan.accepted({"spec": {}})  # no catalog controller has judged it
-    assert plan.accepted({"spec": {}, "status": {"conditions": [condition("True")]}})
-    assert not plan.accepted({"spec": {}, "status": {"conditions": [condition("False")]}})
-    assert not plan.accepted({"spec": {"lifecycle": "Disabled"}})
+    def judged(status: str, *, observed: int | None = 3, generation: int = 3, **spec: str) -> dict[str, Any]:
+        condition = {"type": "Accepted", "status": status, "reason": "x", "lastTransitionTime": "t"}
+        if observed is not None:
+            condition["observedGeneration"] = observed
+        return {"metadata": {"generation": generation}, "spec": spec, "status": {"conditions": [condition]}}
+
+    assert plan.accepted(judged("True"))
+    assert not plan.accepted({"metadata": {"generation": 3}, "spec": {}})  # never judged
+    assert not plan.accepted({"metadata": {"generation": 3}, "spec": {}, "status": {"conditions": []}})
+    assert not plan.accepted(judged("True", observed=2))  # judged before the spec changed
+    assert not plan.accepted(judged("True", observed=None))  # for no generation in particular
+    assert not plan.accepted(judged("False"))
+    assert not plan.accepted(judged("Unknown"))
+    assert not plan.accepted(judged("True", lifecycle="Disabled"))

@@ -48,7 +48,7 @@ def webhook(*alerts: dict[str, Any], common: dict[str, str] | None = None) -> pa
 
 
 def mapped(hook: payload.WebhookPayload, config: mapping.MappingConfig | None = None) -> list[Any]:
-    cfg = config or mapping.MappingConfig()
+    cfg = config or mapping.MappingConfig(namespaces=["*"])
     return [
         mapping.map_alert(a, common_labels=hook.common_labels, config=cfg, received=RECEIVED)
         for a in hook.alerts
@@ -123,7 +123,8 @@ def test_a_namespace_aggregated_alert_is_an_incident_about_the_namespace_unless_
     assert m.target == mapping.Target(kind="Namespace", name="shop", namespace="shop")
     assert m.analysis_namespace == "shop"
     [off] = mapped(
-        webhook(alert("MeshDenyRateHigh", namespace="shop")), mapping.MappingConfig(namespace_incidents=False)
+        webhook(alert("MeshDenyRateHigh", namespace="shop")),
+        mapping.MappingConfig(namespace_incidents=False, namespaces=["*"]),
     )
     assert isinstance(off, mapping.Unmapped)
 
@@ -141,7 +142,7 @@ def test_the_scrape_job_label_is_never_taken_for_a_kubernetes_job() -> None:
 
 
 def test_node_alerts_go_to_the_configured_namespace_and_target_the_node() -> None:
-    config = mapping.MappingConfig(cluster_scoped_namespace="aianalysis-system")
+    config = mapping.MappingConfig(cluster_scoped_namespace="aianalysis-system", namespaces=["*"])
     [m] = mapped(webhook(alert("KubeNodeNotReady", node="worker-3", severity="critical")), config)
     assert isinstance(m, mapping.Mapped)
     assert m.target == mapping.Target(kind="Node", name="worker-3", namespace=None)
@@ -222,6 +223,7 @@ def test_a_mapping_file_adds_names_and_keeps_the_defaults(tmp_path: Any) -> None
         "signalTypes: {PaymentsErrorBudgetBurn: HighErrorRate}\n"
         "severities: {page: critical}\n"
         "cluster: prod-eu-1\n"
+        "namespaces: [pay]\n"
         "businessContextDefaults: {environment: production, riskTolerance: medium}\n"
     )
     config = mapping.load_config(str(path))
@@ -272,6 +274,22 @@ def test_an_alert_about_a_namespace_outside_the_allowlist_is_unmapped_with_the_r
     )
 
 
+def test_by_default_alerts_open_analyses_in_no_namespace() -> None:
+    """Which namespaces alerts may open (paid) analyses in is the admin's explicit choice: the
+    default is none, and an alert refused for it says what to set."""
+    [refused] = mapped(
+        webhook(alert("KubePodCrashLooping", namespace="shop", pod="p")), mapping.MappingConfig()
+    )
+    assert isinstance(refused, mapping.Unmapped) and refused.outcome == "namespace_not_allowed"
+    assert "namespace shop is not in the intake's namespace allowlist" in refused.reason
+    assert "namespaces" in refused.reason  # names the setting
+    [anywhere] = mapped(
+        webhook(alert("KubePodCrashLooping", namespace="shop", pod="p")),
+        mapping.MappingConfig(namespaces=["*"]),
+    )
+    assert isinstance(anywhere, mapping.Mapped)
+
+
 def test_an_alert_about_another_namespace_object_opens_no_analysis_unless_the_pair_is_allowed() -> None:
     """``target_kind: Namespace, target_name: kube-system`` on an alert of team-a: the Namespace is
     in kube-system, not team-a (the same rule as the operator's and the executor's)."""
@@ -286,7 +304,11 @@ def test_an_alert_about_another_namespace_object_opens_no_analysis_unless_the_pa
     )
     [paired] = [
         mapping.map_alert(
-            a, common_labels={}, config=mapping.MappingConfig(), received=RECEIVED, allowed={("team-a", "*")}
+            a,
+            common_labels={},
+            config=mapping.MappingConfig(namespaces=["*"]),
+            received=RECEIVED,
+            allowed={("team-a", "*")},
         )
         for a in hook.alerts
     ]

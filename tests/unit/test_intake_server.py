@@ -29,7 +29,7 @@ def make_intake(
     )
     return server.Intake(
         token=TOKEN,
-        config=mapping.MappingConfig(),
+        config=mapping.MappingConfig(namespaces=["shop"]),
         resolver=resolve.Resolver(api),
         tracker=dedup.Tracker(api, cooldown_seconds=3600),
         queue_limit=queue_limit,
@@ -142,6 +142,21 @@ async def test_a_group_larger_than_the_whole_queue_is_413_not_an_endless_429(
     assert outcome("too_large") == before + 4
     fits = await http.post(server.PATH, json=body(alert("q")), headers=AUTH)
     assert fits.status == 200, "nothing of the refused payload was queued"
+
+
+async def test_an_alert_for_a_namespace_not_allowed_is_refused_with_the_reason_and_counted(
+    http: TestClient[Any, Any],
+) -> None:
+    before = outcome("namespace_not_allowed")
+    response = await http.post(
+        server.PATH, json=body(alert("a"), alert("b", namespace="kube-system")), headers=AUTH
+    )
+    answer = await response.json()
+    assert response.status == 200 and answer["accepted"] == 1
+    [refused] = answer["refused"]
+    assert refused["fingerprint"] == "fp-b"
+    assert "namespace kube-system is not in the intake's namespace allowlist" in refused["reason"]
+    assert outcome("namespace_not_allowed") == before + 1
 
 
 @pytest.mark.parametrize(("pairs", "accepted"), [(frozenset(), 0), (frozenset({("shop", "kube-system")}), 1)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aianalysis import errors, settings
+from aianalysis import catalog, errors, settings
 
 KEY = "sk-ant-unit-0f9e8d7c6b5a"
 
@@ -322,3 +322,14 @@ def test_investigation_and_prometheus_settings_are_read_and_the_token_never_show
 def test_bad_investigation_settings_name_the_variable(variable: str, value: str, expected: str) -> None:
     with pytest.raises(errors.ConfigError, match=f"{variable}.*{expected}|{expected}"):
         settings.from_env({variable: value})
+
+
+def test_the_role_deny_list_names_the_operator_s_own_roles_and_takes_more() -> None:
+    """``AIANALYSIS_PRIVILEGED_ROLES`` adds to the built-in list (cluster-admin, admin, edit,
+    system:*); by default it names this operator's roles (the chart names its release's)."""
+    defaults = settings.from_env({})
+    assert catalog.policy.privileged_binding(
+        {"ROLE_NAME": "aianalysis-operator-approver"}, also=defaults.safety.privileged_roles
+    )
+    configured = settings.from_env({"AIANALYSIS_PRIVILEGED_ROLES": "ops-approver, team-*-breakglass"})
+    assert configured.safety.privileged_roles == ("ops-approver", "team-*-breakglass")

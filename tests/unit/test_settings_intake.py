@@ -39,6 +39,8 @@ def test_intake_and_budget_from_the_environment() -> None:
         {
             "AIANALYSIS_INTAKE_PORT": "9443",
             "AIANALYSIS_INTAKE_TOKEN": "t0ken",
+            "AIANALYSIS_INTAKE_TLS_CERT_FILE": "/etc/aianalysis/intake-tls/tls.crt",
+            "AIANALYSIS_INTAKE_TLS_KEY_FILE": "/etc/aianalysis/intake-tls/tls.key",
             "AIANALYSIS_INTAKE_COOLDOWN": "90m",
             "AIANALYSIS_LLM_BUDGET_CONVERSATIONS_PER_HOUR": "20",
             "AIANALYSIS_LLM_BUDGET_TOKENS_PER_DAY": "2000000",

@@ -528,7 +528,10 @@ async def test_a_failing_cluster_read_is_reported_to_the_llm(reader: FakeReader)
 async def test_namespace_defaults_to_the_incidents_and_cluster_scoped_kinds_have_none(
     reader: FakeReader,
 ) -> None:
-    box = toolbox(reader)
+    box = tools.ToolBox(
+        spec=incident(), catalog=make_catalog(), reader=reader, max_chars=8000,
+        cluster_scope=frozenset({("node", "", "worker-1")}),  # the Node the incident's Pods run on
+    )  # fmt: skip
     await box.call("get_resource", {"kind": "Deployment", "name": "payment-api"})
     await box.call("get_resource", {"kind": "Node", "name": "worker-1", "namespace": "production"})
     assert [c[1]["namespace"] for c in reader.calls] == ["production", None]

@@ -15,8 +15,16 @@ PODS_METRICS = kind_table.Kind(
 )
 
 
-def box(reader: FakeReader | None = None, *, max_chars: int = 8000) -> tools.ToolBox:
-    return tools.ToolBox(spec=incident(), catalog=make_catalog(), reader=reader, max_chars=max_chars)
+def box(
+    reader: FakeReader | None = None, *, max_chars: int = 8000, cluster_scope: frozenset[Any] = frozenset()
+) -> tools.ToolBox:
+    return tools.ToolBox(
+        spec=incident(),
+        catalog=make_catalog(),
+        reader=reader,
+        max_chars=max_chars,
+        cluster_scope=cluster_scope,
+    )
 
 
 def cluster(*objects: dict[str, Any]) -> FakeReader:
@@ -136,7 +144,8 @@ async def test_a_listing_gives_the_objects_of_its_rows() -> None:
         }
     )
 
-    listed = await box(reader).call("list_resources", {"kind": "VolumeAttachment"})
+    volume = frozenset({("persistentvolume", "", "pvc-1")})  # bound to the incident's claim
+    listed = await box(reader, cluster_scope=volume).call("list_resources", {"kind": "VolumeAttachment"})
     none = await box(reader).call("list_resources", {"kind": "NetworkPolicy"})
 
     assert isinstance(listed.data, tools.ListResult)

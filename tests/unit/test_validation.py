@@ -876,6 +876,33 @@ def test_a_cluster_admin_binding_is_refused_by_policy_whatever_the_catalog_allow
     assert ok.valid, ok.errors
 
 
+def test_the_configured_role_deny_list_holds_in_the_analysis_and_in_the_executor_s_recheck() -> None:
+    binder = resources.RemediationWorkflowSpec.model_validate(
+        {
+            "workflowId": "bind-role", "version": "1.0.0", "title": "Bind", "description": "Binds a role.",
+            "labels": {"signalTypes": ["Forbidden"]}, "riskLevel": "low",
+            "parameters": [{"name": "ROLE_NAME", "type": "string", "required": True}],
+            "execution": {"engine": "job", "containerImage": "registry.example/wf/bind:1"},
+        }
+    )  # fmt: skip
+    flow = catalog.Workflow(name="bind-role-v1", spec=binder)
+    raw = answer("bind-role", parameters={"ROLE_NAME": "team-a-breakglass"})
+    verdict = validation.validate(
+        raw=raw, truncated=False, catalog=catalog.Catalog([flow]), seen={"bind-role": {"1.0.0"}},
+        business=resources.BusinessContext(), recovery=None, privileged_roles=("team-*-breakglass",),
+    )  # fmt: skip
+    assert not verdict.valid and any("team-a-breakglass" in e for e in verdict.errors), verdict.errors
+    chosen = resources.SelectedWorkflow(
+        workflow_id="bind-role", version="1.0.0", container_image="registry.example/wf/bind:1",
+        confidence=0.9, rationale="-", parameters={"ROLE_NAME": "team-a-breakglass"},
+    )  # fmt: skip
+    again = validation.revalidate(
+        chosen, workflow=flow, business=resources.BusinessContext(), recovery=None, target=None,
+        privileged_roles=("team-*-breakglass",),
+    )  # fmt: skip
+    assert not again.valid and any(e.startswith("[policy]") for e in again.errors), again.errors
+
+
 def test_alternatives_are_only_eligible_workflows_shown_in_this_conversation() -> None:
     """Injected text pushed an out-of-policy workflow into alternativeWorkflows (9 of 10 cases):
     an alternative must have been shown by a catalog tool and be eligible for the incident."""

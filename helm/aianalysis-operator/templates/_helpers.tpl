@@ -120,3 +120,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{/*
+Roles no remediation may bind besides the built-in ones (cluster-admin, admin, edit, system:*):
+this release's own roles (binding its approver role is a self-approval) and privilegedRoles.
+*/}}
+{{- define "aianalysis-operator.privilegedRoles" -}}
+{{- join "," (prepend .Values.privilegedRoles (printf "%s*" (include "aianalysis-operator.fullname" .))) -}}
+{{- end }}

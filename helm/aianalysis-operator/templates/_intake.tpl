@@ -27,6 +27,17 @@ Environment of the Alertmanager intake and the LLM budget (added to the operator
   value: {{ .Values.intake.queueLimit | quote }}
 - name: AIANALYSIS_INTAKE_MAPPING_FILE
   value: /etc/aianalysis/intake/mapping.yaml
+{{- if .Values.intake.tls.secretName }}
+- name: AIANALYSIS_INTAKE_TLS_CERT_FILE
+  value: /etc/aianalysis/intake-tls/tls.crt
+- name: AIANALYSIS_INTAKE_TLS_KEY_FILE
+  value: /etc/aianalysis/intake-tls/tls.key
+{{- else if .Values.intake.tls.allowPlainHttp }}
+- name: AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP
+  value: "true"
+{{- else }}
+{{- fail "intake.enabled needs intake.tls.secretName: a kubernetes.io/tls Secret (tls.crt, tls.key; e.g. from cert-manager) the receiver serves HTTPS with, so the bearer token never crosses in the clear (intake.tls.allowPlainHttp: true for a development cluster)" }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -34,6 +45,10 @@ Environment of the Alertmanager intake and the LLM budget (added to the operator
 The mapping file: the values' overrides, with Node alerts analysed in the release namespace.
 */}}
 {{- define "aianalysis-operator.intakeMapping" -}}
-{{- $mapping := merge (deepCopy .Values.intake.mapping) (dict "clusterScopedNamespace" .Release.Namespace) -}}
+{{- $namespaces := .Values.intake.namespaces | default (.Values.intake.mapping.namespaces | default list) -}}
+{{- if not $namespaces }}
+{{- fail "intake.enabled needs intake.namespaces: the namespaces alerts may open analyses in (e.g. [shop, payments]), or [\"*\"] for any namespace" }}
+{{- end }}
+{{- $mapping := merge (dict "namespaces" $namespaces) (deepCopy .Values.intake.mapping) (dict "clusterScopedNamespace" .Release.Namespace) -}}
 {{- toYaml $mapping }}
 {{- end }}

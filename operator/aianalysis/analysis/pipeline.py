@@ -73,6 +73,7 @@ async def analyze(
         metrics=metrics,
         limits=tool_limits(settings),
         target_facts=facts_of if reader is not None else None,
+        cluster_scope=where.cluster_scoped,
     )
     past = prompts.history_section(
         aianalysis.assessment.history.describe(history_read, now=now()) if history_read else []
@@ -88,7 +89,10 @@ async def analyze(
         raise
     attempts: list[resources.ValidationAttempt] = []
     verdicts: list[validation.Verdict] = []
-    checker = _Checker(spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader)
+    checker = _Checker(
+        spec=spec, catalog=catalog, toolbox=toolbox, where=where, facts=facts, reader=reader,
+        privileged_roles=settings.safety.privileged_roles,
+    )  # fmt: skip
     for number in range(1, settings.analysis.max_validation_attempts + 1):
         verdict = await checker.verdict(submission)
         verdicts.append(verdict)
@@ -224,6 +228,7 @@ class _Checker:
     where: scope.Scope
     facts: _Facts
     reader: tools.ClusterReader | None
+    privileged_roles: tuple[str, ...] = ()
 
     async def verdict(self, submission: llm.Submission) -> validation.Verdict:
         """The verdict on ``submission``. An answer that names no target for a workflow that does not
@@ -266,6 +271,7 @@ class _Checker:
             facts=facts,
             malformed=submission.malformed,
             inferred=inferred,
+            privileged_roles=self.privileged_roles,
         )
 
 

@@ -193,6 +193,15 @@ class Scope:
         )  # fmt: skip
 
     @property
+    def cluster_scoped(self) -> frozenset[Key]:
+        """The cluster-scoped objects the incident concerns as found: itself when it is one, and
+        those around it (its Pods' Nodes, a ClusterIssuer...) — what the tools may read at once."""
+        found = {key for key in self.related if not key[1] and not key[0].startswith(REFERENCE)}
+        if self.incident.namespace is None:
+            found.add(self.incident.key)
+        return frozenset(found)
+
+    @property
     def home(self) -> str | None:
         """The incident's namespace: its resource's, the Namespace itself when the incident is about
         a namespace (an alert aggregated ``by (namespace)``), else (a Node) the analysis' own."""

@@ -18,6 +18,9 @@ Typed ``default`` and ``enum`` values are free-form to the API server
 - ``NotExecutable`` — nothing can run it (no ``execution.containerImage``: a Kubernaut workflow
   imported without a bundle). The object is kept, so the catalog loses nothing, but it is never
   offered: what the operator selects must be executable as is.
+- ``ImageNotPinned`` — ``execution.containerImage`` names a tag, not a digest (``@sha256:<64 hex>``,
+  or ``@sha512:``): a tag can be moved to other code after the catalog was reviewed, so what would
+  run is not what was admitted. Kept but never offered, as ``NotExecutable``.
 - ``ConflictingDefinition`` — the same workflowId + version is defined by an older object (by
   creation time, then name) with different content. Identical copies are all accepted.
 """
@@ -42,12 +45,15 @@ Reason = Literal[
     "InvalidEnum",
     "InvalidDefault",
     "NotExecutable",
+    "ImageNotPinned",
     "ConflictingDefinition",
 ]
 REFUSALS: tuple[Reason, ...] = tuple(reason for reason in get_args(Reason) if reason != "Accepted")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _MAX_MESSAGE_CHARS = 1000
+#: An image reference that ends in a digest (``name[:tag]@sha256:<hex>``), the only kind that runs.
+PINNED_IMAGE = re.compile(r"[^@\s]+@(sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})")
 #: The validator's bound (values longer than this are never matched against a catalog regex).
 MAX_PATTERNED_CHARS = 1024
 
@@ -92,6 +98,17 @@ def review(raw_spec: Mapping[str, Any]) -> Ruling:
             "NotExecutable",
             f"{spec.workflow_id} {spec.version}: engine {engine} without execution.containerImage (or a "
             "Kubernaut bundle): nothing can run it, so it is kept but not offered to analyses",
+            spec,
+        )
+    image = spec.execution.container_image
+    if PINNED_IMAGE.fullmatch(image) is None:
+        return Ruling(
+            "ImageNotPinned",
+            _clip(
+                f"{spec.workflow_id} {spec.version}: execution.containerImage {image} is not pinned by "
+                "digest (name@sha256:<digest>): a tag can point at other code later, so it is kept but not "
+                "offered to analyses until pinned"
+            ),
             spec,
         )
     return Ruling("Accepted", f"{spec.workflow_id} {spec.version} is offered to analyses", spec)

@@ -18,7 +18,8 @@ Nothing that can be kept is lost:
   under the name of its file (``restart-workflow-schema.yaml`` → ``restart``; a file named just
   ``workflow-schema.yaml`` → its folder's name).
 - A workflow nothing can run (no bundle) is written; admission keeps it out of the offered catalog
-  with reason ``NotExecutable`` (``catalog.admission``).
+  with reason ``NotExecutable`` (``catalog.admission``); one whose bundle has no digest too, with
+  reason ``ImageNotPinned``, until its ``containerImage`` is pinned.
 
 Nothing is overwritten unless ``overwrite`` is set.
 """
@@ -227,7 +228,7 @@ def _convert_file(source: Path, *, risk_level: str) -> tuple[list[_Pending], lis
                 refused.append(str(exc))
                 continue
             verdict = admission.review(conversion.obj["spec"])
-            if not verdict.accepted and verdict.reason != "NotExecutable":
+            if not verdict.accepted and verdict.reason not in ("NotExecutable", "ImageNotPinned"):
                 refused.append(
                     f"{item_where}: the converted workflow is refused ({verdict.reason}): {verdict.message}"
                 )

@@ -23,7 +23,9 @@ spec.execution.engine / bundle /            spec.execution.engine / bundle / bun
 bundleDigest / serviceAccountName /         serviceAccountName / engineConfig; containerImage
 engineConfig                                = bundle (pinned @bundleDigest when given); no
                                             bundle = no containerImage: imported, refused
-                                            by admission as ``NotExecutable``
+                                            by admission as ``NotExecutable``; no
+                                            bundleDigest = a tag: imported, refused as
+                                            ``ImageNotPinned`` until pinned
 spec.parameters                             spec.parameters (type float → number; typed
                                             defaults kept typed)
 (no risk level in Kubernaut)                spec.riskLevel = annotation
@@ -243,6 +245,12 @@ class _Converter:
             digest = execution.get("bundleDigest")
             ours["containerImage"] = bundle if not digest or "@" in bundle else f"{bundle}@{digest}"
             ours["bundle"] = bundle
+            if not digest and "@" not in bundle:
+                self.notes.append(
+                    f"execution: bundle {bundle} has no digest (bundleDigest): imported but not offered "
+                    "(admission: ImageNotPinned) until execution.containerImage is pinned as "
+                    "name@sha256:<digest>"
+                )
         else:
             engine = execution.get("engine") or "job"
             self.notes.append(

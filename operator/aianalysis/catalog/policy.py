@@ -29,6 +29,9 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
+import json
+import re
 from collections.abc import Mapping, Sequence
 
 from aianalysis import resources
@@ -129,19 +132,39 @@ def is_conditional(spec: resources.RemediationWorkflowSpec) -> bool:
     return bool(spec.custom_labels) or (required is not None and any(v is not None for _, v in required))
 
 
-PRIVILEGED_ROLES = frozenset({"cluster-admin", "system:masters"})
-"""Roles no remediation may bind, whatever a catalog entry allows: binding them hands the cluster
-to the bound subject."""
+PRIVILEGED_ROLES: tuple[str, ...] = ("cluster-admin", "system:masters", "admin", "edit", "system:*")
+"""Roles no remediation may bind, whatever a catalog entry allows (names or globs, compared without
+case): ``cluster-admin`` and the ``system:masters`` group hand over the cluster, ``admin`` and ``edit``
+a namespace (``edit`` reads its Secrets and runs Pods as any of its ServiceAccounts), ``system:*`` are
+the control plane's own. ``AIANALYSIS_PRIVILEGED_ROLES`` adds more (by default this operator's own
+roles: binding its approver role would let a remediation approve the next one)."""
+
+_ROLE_SEPARATORS = re.compile(r"[\s,;]+")
 
 
-def privileged_binding(values: Mapping[str, str]) -> list[str]:
+def privileged_binding(values: Mapping[str, str], *, also: Sequence[str] = ()) -> list[str]:
     """Why these (canonical) parameter values bind a role no remediation may bind; empty = none.
-    Any parameter named like a role (``*ROLE*``) counts, so a catalog entry cannot rename its way out."""
-    return [
-        f"parameter {name} names {value!r}: binding {value} is never a remediation"
-        for name, value in sorted(values.items())
-        if "ROLE" in name.upper() and value.strip().casefold() in PRIVILEGED_ROLES
-    ]
+    Any parameter named like a role (``*ROLE*``) counts, so a catalog entry cannot rename its way out;
+    a value names its roles alone, in a JSON array, separated by commas or spaces, or as a path
+    (``ClusterRole/admin``). ``also``: more names or globs (settings)."""
+    denied = [pattern.strip().casefold() for pattern in (*PRIVILEGED_ROLES, *also) if pattern.strip()]
+    found: list[str] = []
+    for name, value in sorted(values.items()):
+        if "ROLE" not in name.upper():
+            continue
+        for role in _role_names(value):
+            if any(fnmatch.fnmatchcase(role.casefold(), pattern) for pattern in denied):
+                found.append(f"parameter {name} names {role!r}: binding {role} is never a remediation")
+    return found
+
+
+def _role_names(value: str) -> list[str]:
+    try:
+        items = json.loads(value) if value.lstrip().startswith("[") else None
+    except ValueError:
+        items = None
+    words = [str(item) for item in items] if isinstance(items, list) else _ROLE_SEPARATORS.split(value)
+    return [word.strip().rpartition("/")[2] for word in words if word.strip()]
 
 
 def deprecation(spec: resources.RemediationWorkflowSpec) -> str | None:

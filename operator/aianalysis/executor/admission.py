@@ -58,6 +58,8 @@ class Facts:
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
+    privileged_roles: tuple[str, ...] = ()
+    """Roles no remediation may bind, besides the built-in ones (``AIANALYSIS_PRIVILEGED_ROLES``)."""
     as_analysed: aianalysis.analysis.facts.AsAnalysed | None = None
     """The business context and the target's detected facts, read from the cluster as the analysis
     read them (:func:`to_read`); None: not read, so unknown — a workflow that requires a fact or
@@ -208,6 +210,7 @@ def _workflow(
         recovery=a_spec.recovery,
         target=_target_ref(target, a_status),
         facts=seen.target if seen is not None else None,
+        privileged_roles=facts.privileged_roles,
     )
     if not verdict.valid:
         return Refusal(reason=SELECTION_INVALID, problems=verdict.errors)

@@ -14,10 +14,21 @@ namespace, a Namespace other than its own, or a cluster-scoped object such as a 
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
-The name ``<analysis>-exec-<n>`` is the idempotency key: the first execution of an analysis is
-always ``-exec-1``, so a person approving and the policy deciding at the same moment (or a
-restarted executor deciding twice) create one object, never two. Another execution of the same
-analysis exists only when a person asks again (``--again``) after the previous one ended.
+**Names are claimed, never trusted.** An execution is named ``<analysis>-exec-<n>``, the first
+number no object in the namespace holds: anyone who may create WorkflowExecutions can take a name
+first, so an object under the name proves nothing. What counts is server-side: an execution bound
+to this analysis' uid whose ``spec.approval`` the API server's admission policy checked (approver
+== creator, holding ``approve``). Such an execution — a person's or the policy's — means the
+analysis was decided; anything else under the name (a squat) is skipped, and the executor refuses
+it when it comes to run it. A person approving and the policy deciding at the same moment race for
+one name: the loser's create fails (409), it reads again and sees the winner's approved execution.
+
+**autoExecute decides once per analysis**, recorded in the analysis' status
+(``status.autoExecution``, written by the executor before it creates the execution; only the
+operator's ServiceAccounts write that status) — never in an Event, which anyone who may create
+Events can write. An execution a person deleted is therefore not created again. Another execution
+of the same analysis exists only when a person asks again (``--again``) after the previous one
+ended.
 """
 
 from __future__ import annotations
@@ -116,8 +127,7 @@ def approve_manually(
             message=f"aianalysis/{name} needs human review ({status.human_review_reason}); check its "
             "selection and approve with --override-review to run it anyway"
         )
-    every = executions_of(name, executions)
-    mine = [e for e in every if _counts(e, analysis)]
+    mine = [e for e in executions_of(name, executions) if _counts(e, analysis)]
     if mine and not again:
         names = ", ".join(sorted(e["metadata"]["name"] for e in mine))
         return Refuse(
@@ -130,7 +140,7 @@ def approve_manually(
     ]
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
-    exec_name = execution_name(name, _next_number(name, every))
+    exec_name = free_name(name, executions)
     approval = _Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
@@ -140,12 +150,15 @@ def approve_manually(
 def approve_automatically(
     analysis: Mapping[str, Any],
     *,
+    executions: Sequence[Mapping[str, Any]],
     policy: AutoPolicy,
     facts: AutoFacts,
     now: datetime.datetime,
     approver: str,
 ) -> NewExecution | Refuse:
-    """The policy's decision for one analysis: always ``-exec-1`` (created once, 409 afterwards)."""
+    """The policy's decision for one analysis, given the namespace's ``executions`` as just read:
+    once per analysis (``status.autoExecution``), never beside an approved execution of it, under
+    the first free name."""
     name = analysis["metadata"]["name"]
     if not policy.enabled:
         return Refuse(message="autoExecute is off")
@@ -153,13 +166,20 @@ def approve_automatically(
         status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     except pydantic.ValidationError:
         return Refuse(message="unreadable analysis")
+    if status.auto_execution is not None:
+        return Refuse(message=f"autoExecute decided this analysis before ({status.auto_execution.execution})")
     refusal = auto_refusal(analysis, status, policy=policy, facts=facts)
     completed = resources.parse_timestamp(status.completed_at)
     if refusal is None and (completed is None or (now - completed).total_seconds() > policy.max_age_seconds):
         refusal = "completed too long ago"
     if refusal is not None or status.selected_workflow is None:
         return Refuse(message=refusal or "no selection")
-    exec_name = execution_name(name, 1)
+    decided = sorted(
+        e["metadata"]["name"] for e in executions_of(name, executions) if approved_for(e, analysis)
+    )
+    if decided:
+        return Refuse(message=f"already approved: {', '.join(decided)}")
+    exec_name = free_name(name, executions)
     approval = _Approval(mode="Auto", approver=approver, override_review=False)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
@@ -269,24 +289,27 @@ def execution_body(
     }
 
 
-def _counts(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
-    """An approved execution of this very analysis that was not refused. A hand-written one (no
-    approval, or bound to another uid) never blocks an approval: it cannot run anyway."""
+def approved_for(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
+    """An execution of this very analysis (its uid) with an approval, which the API server's
+    admission policy checked when it was written. A hand-written one (no approval, or bound to
+    another uid) is a squat: it never blocks a decision, and it cannot run anyway."""
     spec = execution.get("spec") or {}
-    phase = (execution.get("status") or {}).get("phase")
-    return (
-        bool(spec.get("approval"))
-        and spec.get("analysisUID") == analysis["metadata"].get("uid")
-        and (phase != "Refused")
-    )
+    return bool(spec.get("approval")) and spec.get("analysisUID") == analysis["metadata"].get("uid")
 
 
-def _next_number(analysis: str, mine: Sequence[Mapping[str, Any]]) -> int:
+def _counts(execution: Mapping[str, Any], analysis: Mapping[str, Any]) -> bool:
+    """An approved execution of this very analysis that was not refused."""
+    return approved_for(execution, analysis) and (execution.get("status") or {}).get("phase") != "Refused"
+
+
+def free_name(analysis: str, executions: Sequence[Mapping[str, Any]]) -> str:
+    """``<analysis>-exec-<n>`` after the highest number any execution of the namespace holds (whoever
+    made it: a name is no proof of anything, only a place that is taken)."""
     prefix = execution_name(analysis, 0)[:-1]
     numbers = [
         int(n[len(prefix) :])
-        for n in (e["metadata"]["name"] for e in mine)
+        for n in (e["metadata"]["name"] for e in executions)
         if n.startswith(prefix)
         if n[len(prefix) :].isdigit()
     ]
-    return max(numbers, default=0) + 1
+    return execution_name(analysis, max(numbers, default=0) + 1)

@@ -63,13 +63,21 @@ def pod_security(settings: JobSettings) -> tuple[dict[str, Any], dict[str, Any],
 
 
 def accepted(workflow: Mapping[str, Any]) -> bool:
-    """A RemediationWorkflow object the catalog still offers: an ``Accepted`` condition, once the
-    catalog controller writes one, must be True, and lifecycle ``Disabled`` never runs. (The
-    catalog's own filter of refused workflows applies too, through the catalog the executor follows.)"""
+    """A RemediationWorkflow object the catalog offers now: its ``Accepted`` condition is True and
+    was written for its current ``metadata.generation``, and its lifecycle is not ``Disabled``.
+    Fail closed: a workflow the operator's catalog gate has not judged (no condition yet, or judged
+    before its spec last changed) does not run. (The catalog's own filter of refused workflows
+    applies too, through the catalog the executor follows.)"""
     conditions = (workflow.get("status") or {}).get("conditions") or []
     verdict = next((c for c in conditions if c.get("type") == "Accepted"), None)
+    generation = (workflow.get("metadata") or {}).get("generation")
     lifecycle = (workflow.get("spec") or {}).get("lifecycle")
-    return (verdict is None or verdict.get("status") == "True") and lifecycle != "Disabled"
+    return (
+        verdict is not None
+        and verdict.get("status") == "True"
+        and verdict.get("observedGeneration") == generation
+        and lifecycle != "Disabled"
+    )
 
 
 # ---- the Job ------------------------------------------------------------------------------------------

@@ -279,6 +279,7 @@ async def _admission(
         auto_facts=auto_facts,
         cross_namespace=cross_namespace,
         as_analysed=as_analysed,
+        privileged_roles=runtime.settings.safety.privileged_roles,
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal_for, facts)

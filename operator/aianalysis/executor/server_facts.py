@@ -59,20 +59,6 @@ def namespace_labels(api: rest.ApiClient, name: str) -> dict[str, str] | None:
     return dict((found.get("metadata") or {}).get("labels") or {})
 
 
-def auto_executed_before(api: rest.ApiClient, *, namespace: str, uid: str) -> bool:
-    """Whether autoExecute already ran this very analysis (its ``AutoExecuted`` Event, matched by
-    uid): a deleted execution is a person's decision, never re-created by the policy."""
-    found: Any = calls.blocking(
-        "listing autoExecute events",
-        rest.get_json,
-        api,
-        rest.path("api", "v1", "namespaces", namespace, "events"),
-        query={"fieldSelector": f"involvedObject.uid={uid},reason=AutoExecuted"},
-        timeout=TIMEOUT_SECONDS,
-    )
-    return bool((found or {}).get("items"))
-
-
 def _read(api: rest.ApiClient, what: str, segments: tuple[str, ...]) -> dict[str, Any] | None:
     """The object at ``segments``, or None when there is none; other failures are mapped by
     :mod:`aianalysis.kube.calls` (a refusal for good raises ``ClusterRejectedError``)."""

@@ -57,19 +57,47 @@ async def auto_execute(
     now: datetime.datetime,
     approver: str,
 ) -> str | None:
-    """The execution the policy created for ``analysis``; None when it declined or one exists."""
-    decided = approval.approve_automatically(analysis, policy=policy, facts=facts, now=now, approver=approver)
+    """The execution the policy created for ``analysis``; None when it declined (or decided before).
+
+    The decision is recorded in the analysis' status first, at the resourceVersion it was made on
+    (a concurrent change makes the write fail and the next event decide again): if anything fails
+    after it, the policy has decided and runs nothing more — fail closed, a person can still approve.
+    """
+    meta = analysis["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    executions = await objects.list_objects(
+        api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
+    )
+    decided = approval.approve_automatically(
+        analysis, executions=executions, policy=policy, facts=facts, now=now, approver=approver
+    )
     if isinstance(decided, approval.Refuse):
         return None
-    meta = analysis["metadata"]
-    before = await asyncio.to_thread(
-        server_facts.auto_executed_before, api, namespace=meta["namespace"], uid=meta["uid"]
+    record = resources.AutoExecutionRecord(execution=decided.name, decided_at=resources.timestamp(now))
+    written = await objects.write_status_at(
+        api, analysis, plural=resources.AIANALYSIS_PLURAL, fields={"autoExecution": record.wire()}
     )
-    if before:
-        return None  # once per analysis: an execution deleted since is not re-created
-    if not await _create(api, decided.body):
-        return None
-    return decided.name
+    if written is not objects.Written.OK:
+        return None  # changed since it was read (its next event decides again) or gone
+    body = decided.body
+    for _ in range(_NAME_RACES):
+        if await _create(api, body):
+            return str(body["metadata"]["name"])
+        # The name was taken since the list: by a person's approval (it wins) or by a squat (skipped).
+        executions = await objects.list_objects(
+            api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
+        )
+        if any(approval.approved_for(e, analysis) for e in approval.executions_of(name, executions)):
+            return None
+        body = {**body, "metadata": {**body["metadata"], "name": approval.free_name(name, executions)}}
+    raise errors.ClusterError(
+        f"autoExecute of aianalysis/{name}: the execution's name was taken {_NAME_RACES} times in a row; "
+        "it is not created (approve it by hand)"
+    )
+
+
+_NAME_RACES = 3
+"""Creates tried when the chosen name is taken between the list and the create."""
 
 
 async def _create(api: kube.ApiClient, body: dict[str, Any]) -> bool:

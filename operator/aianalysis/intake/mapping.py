@@ -116,9 +116,11 @@ class MappingConfig(_Config):
     """An alert with a ``namespace`` label but no resource label (aggregated ``by (namespace)``)
     becomes an incident about that Namespace; false = such alerts are unmapped."""
 
-    namespaces: list[str] = Field(default_factory=lambda: ["*"])
+    namespaces: list[str] = Field(default_factory=list)
     """Namespaces alerts may open analyses in (the alert's ``namespace`` label is data, not a
-    permission); ``*`` = any. An alert about another namespace is unmapped, with that reason."""
+    permission); ``*`` = any; none by default, so which namespaces may spend on analyses is the
+    admin's explicit choice (the chart's ``intake.namespaces``). An alert about another namespace is
+    refused (``namespace_not_allowed``), with that reason."""
 
 
 def load_config(path: str | None, *, cluster: str | None = None) -> MappingConfig:
@@ -172,6 +174,8 @@ class Unmapped:
     fingerprint: str
     alert_name: str
     reason: str
+    outcome: Literal["unmapped", "namespace_not_allowed"] = "unmapped"
+    """``namespace_not_allowed``: mapped, but to a namespace outside the allowlist (refused)."""
 
 
 def map_alert(
@@ -196,8 +200,14 @@ def map_alert(
         reason = f"{target.kind} is cluster-scoped and no clusterScopedNamespace is configured"
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     if "*" not in config.namespaces and namespace not in config.namespaces:
-        reason = f"namespace {namespace} is not in the intake's namespace allowlist"
-        return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
+        listed = ", ".join(config.namespaces) or "none"
+        reason = (
+            f"namespace {namespace} is not in the intake's namespace allowlist ({listed}; the mapping's "
+            "namespaces, chart value intake.namespaces)"
+        )
+        return Unmapped(
+            fingerprint=fingerprint, alert_name=name, reason=reason, outcome="namespace_not_allowed"
+        )
     other = scope.foreign_namespace(
         namespace, kind=target.kind, name=target.name, namespace=target.namespace, allowed=allowed
     )

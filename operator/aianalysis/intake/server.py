@@ -14,6 +14,7 @@ import datetime
 import hmac
 import json
 import logging
+import ssl
 from collections.abc import Callable
 
 import pydantic
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from aianalysis import errors, kube, metrics, resources, settings
 from aianalysis.intake import dedup, mapping, payload, resolve
-from aianalysis.kit import lru
+from aianalysis.kit import lru, serving
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,13 @@ class Intake:
         resolver: resolve.Resolver,
         tracker: dedup.Tracker,
         queue_limit: int,
+        tls: ssl.SSLContext | None = None,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         cross_namespace: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
+        """``tls``: serve HTTPS with it (None: plain HTTP, which settings allow only when asked)."""
         self._expected = f"Bearer {token}".encode()
+        self._tls = tls
         self._config = config
         self._cross_namespace = cross_namespace
         """Allowed (alert namespace, other namespace) pairs: the operator's own rule, not the mapping's."""
@@ -65,6 +69,8 @@ class Intake:
     ) -> Intake:
         assert config.intake.token, "settings require a token when the intake is on"
         loaded = mapping.load_config(config.intake.mapping_file)
+        cert, key = config.intake.tls_cert_file, config.intake.tls_key_file
+        tls = serving.server_tls(cert_file=cert, key_file=key, what="the intake") if cert and key else None
         return cls(
             token=config.intake.token.get_secret_value(),
             config=loaded,
@@ -77,6 +83,7 @@ class Intake:
                 api, cooldown_seconds=config.intake.cooldown_seconds, on_cancelled=on_cancelled
             ),
             queue_limit=config.intake.queue_limit,
+            tls=tls,
             cross_namespace=config.safety.cross_namespace_pairs(),
         )
 
@@ -91,10 +98,11 @@ class Intake:
         ]
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        site = web.TCPSite(self._runner, host, port, ssl_context=self._tls)
         await site.start()
         self.port = self._runner.addresses[0][1]
-        log.info("Alertmanager intake listening on %s:%d%s", host, self.port, PATH)
+        scheme = "https" if self._tls else "http"
+        log.info("Alertmanager intake listening on %s://%s:%d%s", scheme, host, self.port, PATH)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -141,7 +149,8 @@ class Intake:
             for a in parsed.alerts
         ]
         accepted = [r for r in results if isinstance(r, mapping.Mapped)]
-        unmapped = [r for r in results if isinstance(r, mapping.Unmapped)]
+        unmapped = [r for r in results if isinstance(r, mapping.Unmapped) and r.outcome == "unmapped"]
+        refused = [r for r in results if isinstance(r, mapping.Unmapped) and r.outcome != "unmapped"]
         if len(accepted) > self._queue.maxsize:  # can never fit: a retry would loop forever
             metrics.INTAKE_ALERTS.labels(outcome="too_large").inc(len(accepted))
             return _error(
@@ -161,12 +170,13 @@ class Intake:
                 "alert %s (%s) maps to no resource: %s", lost.alert_name, lost.fingerprint, lost.reason
             )
             metrics.INTAKE_ALERTS.labels(outcome="unmapped").inc()
+        for lost in refused:
+            log.warning("alert %s (%s) refused: %s", lost.alert_name, lost.fingerprint, lost.reason)
+            metrics.INTAKE_ALERTS.labels(outcome=lost.outcome).inc()
         body = {
             "accepted": len(accepted),
-            "unmapped": [
-                {"alertname": u.alert_name, "fingerprint": u.fingerprint, "reason": u.reason}
-                for u in unmapped
-            ],
+            "unmapped": [_described(u) for u in unmapped],
+            "refused": [_described(u) for u in refused],
         }
         return web.json_response(body)
 
@@ -202,6 +212,10 @@ class Intake:
             alert=alert, workload=workload, business=business, received=alert.signal.received_time or ""
         )
         return await self._tracker.handle(incoming)
+
+
+def _described(alert: mapping.Unmapped) -> dict[str, str]:
+    return {"alertname": alert.alert_name, "fingerprint": alert.fingerprint, "reason": alert.reason}
 
 
 def _error(code: int, message: str, *, headers: dict[str, str] | None = None) -> web.Response:

@@ -33,6 +33,7 @@ import aianalysis
 import aianalysis.catalog
 from aianalysis import errors, resources
 from aianalysis.analysis import tools
+from aianalysis.kit import serving
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +111,28 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Server[Any], *, host: str, port: int, token: str | None = None) -> None:
-    """Streamable HTTP on ``http://host:port/mcp`` until interrupted; with ``token``, every request
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Tls:
+    """The PEM certificate (chain) and key files to serve HTTPS with."""
+
+    cert_file: str
+    key_file: str
+
+
+async def serve_http(
+    server: Server[Any], *, host: str, port: int, token: str | None = None, tls: Tls | None = None
+) -> None:
+    """Streamable HTTP on ``http(s)://host:port/mcp`` until interrupted; with ``token``, every request
     must carry ``Authorization: Bearer <token>`` (else 401)."""
     import uvicorn  # noqa: PLC0415  # the HTTP server only for this transport
 
     app: Any = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     if token:
         app = _Bearer(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on",
+        ssl_certfile=tls.cert_file if tls else None, ssl_keyfile=tls.key_file if tls else None,
+    )  # fmt: skip
     await uvicorn.Server(config).serve()
 
 
@@ -163,20 +177,38 @@ def serve_tools(
     host: str,
     port: int,
     token: str | None = None,
+    tls: Tls | None = None,
+    allow_plain_http: bool = False,
 ) -> None:
+    """Serve until interrupted. Over HTTP beyond loopback a token is required, and the token only
+    over TLS (``tls``) unless ``allow_plain_http``: a bearer token in the clear is anyone's."""
     if transport == "http" and not token and not loopback(host):
         raise errors.ConfigError(
             f"aianalysis mcp: refusing to serve on {host} without a token: set AIANALYSIS_MCP_TOKEN "
             "(clients send 'Authorization: Bearer <token>') or listen on 127.0.0.1"
         )
+    if transport == "http" and tls is None and not loopback(host) and not allow_plain_http:
+        raise errors.ConfigError(
+            f"aianalysis mcp: refusing to take the bearer token over plain HTTP on {host}: set "
+            "AIANALYSIS_MCP_TLS_CERT_FILE and AIANALYSIS_MCP_TLS_KEY_FILE, listen on 127.0.0.1, or set "
+            "AIANALYSIS_MCP_ALLOW_PLAIN_HTTP=true for a development setup"
+        )
+    if tls is not None:  # a bad file is told now, not as a traceback from the server's start
+        serving.server_tls(cert_file=tls.cert_file, key_file=tls.key_file, what="aianalysis mcp")
     server = build(index, options)
     if transport == "stdio":
         anyio.run(serve_stdio, server)
     else:
+        scheme = "https" if tls else "http"
         log.warning(
-            "aianalysis mcp: serving %d catalog entries on http://%s:%d%s", len(index), host, port, HTTP_PATH
+            "aianalysis mcp: serving %d catalog entries on %s://%s:%d%s",
+            len(index),
+            scheme,
+            host,
+            port,
+            HTTP_PATH,
         )
-        anyio.run(lambda: serve_http(server, host=host, port=port, token=token))
+        anyio.run(lambda: serve_http(server, host=host, port=port, token=token, tls=tls))
 
 
 @contextlib.contextmanager

@@ -237,9 +237,21 @@ class IntakeStatus(Model):
     """When every alert of the incident was reported resolved after the analysis ended."""
 
 
+class AutoExecutionRecord(Model):
+    """Written only by the executor's ``autoExecute`` policy, before it creates the execution: the
+    policy decides once per analysis (an execution a person deleted is not created again). The
+    record lives in the status, which only the operator's ServiceAccounts may write, never in an
+    Event, which anyone who may create Events can forge."""
+
+    execution: Annotated[str, Field(max_length=253)]
+    """The WorkflowExecution the policy created (or was about to create) for this analysis."""
+    decided_at: str | None = None
+
+
 class AIAnalysisStatus(Model):
-    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake"})
-    """``intake`` is the Alertmanager intake's: the reconciler's patches leave it alone."""
+    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake", "auto_execution"})
+    """``intake`` is the Alertmanager intake's, ``autoExecution`` the executor's: the reconciler's
+    patches leave them alone."""
 
     phase: AnalysisPhase = "Pending"
     reason: str | None = None
@@ -260,6 +272,7 @@ class AIAnalysisStatus(Model):
     investigation: InvestigationAudit | None = None
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
+    auto_execution: AutoExecutionRecord | None = None
 
 
 def remediation_target(analysis: Mapping[str, Any], status: AIAnalysisStatus) -> ResourceRef:

@@ -35,6 +35,13 @@ class SafetySettings(_fields.Group):
     ``ns=*``: any target namespace for analyses in ``ns``): an AIAnalysis may otherwise only concern
     its own namespace."""
 
+    privileged_roles: _fields.Names = ("aianalysis-operator*",)
+    """Roles (comma-separated names or globs) no remediation may bind, besides the built-in
+    ``cluster-admin``, ``admin``, ``edit``, ``system:*`` (and the ``system:masters`` group): a selection
+    whose role parameter names one is refused by the validator and again by the executor. The
+    default names this operator's own roles (binding its approver role would let a remediation
+    approve the next one); the chart sets ``<release>*``."""
+
     def cross_namespace_pairs(self) -> frozenset[tuple[str, str]]:
         """``cross_namespace`` as (analysis namespace, other namespace) pairs."""
         return frozenset((a.strip(), b.strip()) for a, b in (p.split("=", 1) for p in self.cross_namespace))

@@ -97,10 +97,39 @@ class IntakeSettings(_fields.Group):
     queue_limit: _fields.Count = 5000
     """Alerts accepted but not yet processed; a payload that does not fit is answered 429."""
 
+    tls_cert_file: str | None = None
+    """PEM certificate (chain) the receiver serves HTTPS with; the chart mounts it from a
+    ``kubernetes.io/tls`` Secret (``intake.tls.secretName``). Read once at start."""
+
+    tls_key_file: str | None = None
+    """The PEM private key of ``tls_cert_file``."""
+
+    allow_plain_http: _fields.Flag = False
+    """Serve plain HTTP although the bearer token then crosses the network readable by anyone on
+    the path: only for a development cluster or a loopback-only setup."""
+
     def conflicts(self) -> list[str]:
+        problems = tls_conflicts(self)
         if self.port and not self.token:
-            return [f"the intake ({self.env_name('port')}) needs {self.env_name('token')} (from a Secret)"]
+            problems.append(
+                f"the intake ({self.env_name('port')}) needs {self.env_name('token')} (from a Secret)"
+            )
+        if self.port and not self.tls_cert_file and not self.allow_plain_http:
+            problems.append(
+                f"the intake ({self.env_name('port')}) would take its bearer token over plain HTTP: set "
+                f"{self.env_name('tls_cert_file')} and {self.env_name('tls_key_file')}, or "
+                f"{self.env_name('allow_plain_http')}=true for a development cluster"
+            )
+        return problems
+
+
+def tls_conflicts(group: IntakeSettings | McpSettings) -> list[str]:
+    """A certificate without its key (or the reverse) is a half-made TLS setup: say which is missing."""
+    cert, key = group.tls_cert_file, group.tls_key_file
+    if bool(cert) == bool(key):
         return []
+    given, missing = ("tls_cert_file", "tls_key_file") if cert else ("tls_key_file", "tls_cert_file")
+    return [f"{group.env_name(given)} is set without {group.env_name(missing)}: TLS needs both"]
 
 
 class LeadershipSettings(_fields.Group):
@@ -160,3 +189,16 @@ class McpSettings(_fields.Group):
     token: Annotated[pydantic.SecretStr | None, pydantic.Field(repr=False)] = None
     """``--transport http``: the bearer token clients must send (from a Secret). Without it the server
     only listens on a loopback address. Never logged."""
+
+    tls_cert_file: str | None = None
+    """``--transport http``: PEM certificate (chain) to serve HTTPS with (``https://host:port/mcp``)."""
+
+    tls_key_file: str | None = None
+    """The PEM private key of ``tls_cert_file``."""
+
+    allow_plain_http: _fields.Flag = False
+    """Take the bearer token over plain HTTP on a non-loopback address anyway (a development
+    setup): without TLS the token crosses the network readable by anyone on the path."""
+
+    def conflicts(self) -> list[str]:
+        return tls_conflicts(self)

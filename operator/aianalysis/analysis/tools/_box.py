@@ -89,10 +89,13 @@ class ToolBox:
         metrics: readers.MetricsReader | None = None,
         limits: Limits | None = None,
         target_facts: FactsOf | None = None,
+        cluster_scope: frozenset[scope.Key] = frozenset(),
     ) -> None:
         """``facts``: detected on the incident's resource, filtering the catalog until the LLM names
         its remediation target to a catalog tool (``affected_resource``); ``target_facts`` then
-        detects them on that object, or says why it cannot be the target (None: no cluster)."""
+        detects them on that object, or says why it cannot be the target (None: no cluster).
+        ``cluster_scope``: the cluster-scoped objects the scope found around the incident
+        (``scope.Scope.cluster_scoped``), the ones the tools may read from the start."""
         limits = limits or Limits()
         self._target_facts = target_facts
         self.seen: dict[str, set[str]] = {}
@@ -120,8 +123,13 @@ class ToolBox:
         }
         self._has_cluster = reader is not None
         if reader is not None:
+            incident = spec.resource
+            gathered = {(kind, name) for kind, namespace, name in cluster_scope if not namespace}
+            if not incident.namespace or incident.kind == "Namespace":
+                gathered.add((incident.kind.casefold(), incident.name))
+            reach = _policy.ClusterReach(policy=policy, gathered=frozenset(gathered))
             explore = _investigate.InvestigationTools(
-                reader=reader, policy=policy, max_chars=max_chars, returned=self.returned
+                reader=reader, policy=policy, max_chars=max_chars, returned=self.returned, reach=reach
             )
             cluster = _cluster_tools.ClusterTools(
                 reader=reader,
@@ -129,6 +137,7 @@ class ToolBox:
                 max_chars=max_chars,
                 returned=self.returned,
                 policy=policy,
+                reach=reach,
                 resolve=explore.resolve,
             )
             self._handlers.update(

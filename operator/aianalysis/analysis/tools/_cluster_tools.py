@@ -53,6 +53,7 @@ class ClusterTools:
         max_chars: int,
         returned: set[scope.Key] | None = None,
         policy: _policy.ReadPolicy | None = None,
+        reach: _policy.ClusterReach | None = None,
         resolve: Callable[[str], Awaitable[kind_table.Kind]] | None = None,
     ) -> None:
         self._reader = reader
@@ -61,12 +62,15 @@ class ClusterTools:
         self._returned = returned if returned is not None else set()
         self._home = incident.name if incident.kind == "Namespace" else incident.namespace
         self._policy = policy or _policy.ReadPolicy(incident_namespace=self._home, namespaces=("*",))
+        self._reach = reach or _policy.ClusterReach(policy=self._policy)
         self._resolve = resolve
         """Resolves kinds beyond the fixed table (custom kinds from discovery); None: table only."""
 
     async def get_resource(self, args: _args.ResourceArgs) -> _results.ToolResult:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
+        if namespace is None and kind.kind != "VolumeAttachment":  # admitted by its volume, once read
+            self._admit(kind.kind, args.name)
         if kind_table.BY_KIND.get(kind.kind) is kind:
             raw = await self._reader.get_object(kind=kind.kind, name=args.name, namespace=namespace)
             # Kinds of the Kubernetes API have a schema we know; any other group's (cert-manager,
@@ -77,9 +81,13 @@ class ClusterTools:
             obj = redact.redact_custom(
                 await self._reader.read(kind=kind, name=args.name, namespace=namespace)
             )
+        if namespace is None:
+            self._admit(kind.kind, args.name, obj)
         self._returned.add((kind.kind.casefold(), namespace or "", args.name))
         if namespace is not None and namespace == self._home:
             self._returned.update(scope.reference_key(k, n) for k, n in references(obj))
+        if namespace is None or namespace == self._home:
+            self._reach.note(obj)
         shown = _output.status_first(_output.compact(obj))
         header = (
             f"{kind.kind} {_where(args.name, namespace)} (status first; {_output.COMPACT_NOTE}; "
@@ -93,6 +101,8 @@ class ClusterTools:
     async def list_events(self, args: _args.EventsArgs) -> _results.ToolResult:
         kind = await self._kind(args.kind)
         namespace = self._namespace(kind, args.namespace)
+        if namespace is None:
+            self._admit(kind.kind, args.name)
         events = await self._reader.list_events(kind=kind.kind, name=args.name, namespace=namespace)
         where = f"{kind.kind} {_where(args.name, namespace)}"
         if not events:
@@ -142,6 +152,9 @@ class ClusterTools:
         pods = await self._reader.list_pods_of_owner(kind=kind.kind, name=args.name, namespace=namespace)
         self._returned.add((kind.kind.casefold(), namespace, args.name))
         self._returned.update(("pod", namespace, _pod_name(pod)) for pod in pods)
+        if namespace == self._home:
+            for pod in pods:
+                self._reach.note(pod)
         where = f"{kind.kind} {namespace}/{args.name}"
         if not pods:
             return _results.ToolResult(
@@ -168,6 +181,13 @@ class ClusterTools:
                 f"{status.get('phase') or 'unknown'}). Its events and conditions say why."
             )
         return " (empty: the container has not written anything to this log)"
+
+    def _admit(self, kind: str, name: str, obj: Mapping[str, Any] | None = None) -> None:
+        """Refuse a cluster-scoped object the incident does not concern (``_policy.ClusterReach``)."""
+        try:
+            self._reach.check(kind, name, obj)
+        except _policy.Denied as exc:
+            raise _args.Refused(str(exc)) from None
 
     def _namespace(self, kind: kind_table.Kind, given: str | None) -> str | None:
         """None for cluster-scoped kinds (a namespace the LLM passed is ignored), else the given one

@@ -10,6 +10,7 @@ follow ``continue``), and the text is capped; a list that was cut says so and ho
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
@@ -47,10 +48,12 @@ class InvestigationTools:
         policy: _policy.ReadPolicy,
         max_chars: int,
         returned: set[scope.Key],
+        reach: _policy.ClusterReach | None = None,
         now: resources.Clock = resources.utcnow,
     ) -> None:
         self._reader = reader
         self._policy = policy
+        self._reach = reach or _policy.ClusterReach(policy=policy)
         self._max_chars = max_chars
         self._returned = returned
         self._now = now
@@ -69,7 +72,9 @@ class InvestigationTools:
             field_selector=args.field_selector,
             limit=args.limit,
         )
-        where = f"in namespace {namespace}" if namespace else "(cluster-scoped)"
+        if namespace is None:
+            page = self._concerned(kind, page)
+        where = f"in namespace {namespace}" if namespace else f"(cluster-scoped{self._only()})"
         filters = _filters(label=args.label_selector, field=args.field_selector)
         if not page.items:
             return _results.ToolResult(
@@ -95,8 +100,10 @@ class InvestigationTools:
         if args.name_contains:
             needle = args.name_contains.lower()
             items = [obj for obj in items if needle in str(_name(obj)).lower()]
+        if not kind.namespaced:
+            items = [obj for obj in items if self._reach.admits(kind.kind, _name(obj), obj)]
         scope_text = (
-            "cluster-wide"
+            f"cluster-wide{self._only()}"
             if not kind.namespaced
             else "in every namespace"
             if self._policy.every_namespace
@@ -188,7 +195,9 @@ class InvestigationTools:
             objects = await self._reader.list_page(
                 kind=kind_table.BY_KIND["Node"], namespace=None, limit=SEARCH_PAGE
             )
-            where = "Nodes"
+            usage = self._concerned(kind_table.BY_KIND["Node"], usage)
+            objects = self._concerned(kind_table.BY_KIND["Node"], objects)
+            where = f"Nodes{self._only()}"
         else:
             namespace = self._required_namespace(args.namespace)
             usage = await self._reader.list_page(kind=POD_METRICS, namespace=namespace, limit=SEARCH_PAGE)
@@ -258,6 +267,14 @@ class InvestigationTools:
 
     # ---- plumbing -----------------------------------------------------------------------------
 
+    def _concerned(self, kind: kind_table.Kind, page: readers.Page) -> readers.Page:
+        """Only the cluster-scoped objects the incident concerns (``_policy.ClusterReach``)."""
+        kept = [obj for obj in page.items if self._reach.admits(kind.kind, _name(obj), obj)]
+        return dataclasses.replace(page, items=kept, remaining=None)  # others' count is theirs
+
+    def _only(self) -> str:
+        return "" if self._policy.every_namespace else ", only those this incident concerns"
+
     def _table(
         self, kind: kind_table.Kind, page: readers.Page, *, header: str, spans: bool
     ) -> _results.ToolResult:
@@ -266,6 +283,8 @@ class InvestigationTools:
         for obj in clean:
             namespace = str((obj.get("metadata") or {}).get("namespace") or "")
             self._returned.add((kind.kind.casefold(), namespace, _name(obj)))
+            if not namespace or namespace == self._policy.incident_namespace:
+                self._reach.note(obj)
         lines = _columns.table(kind.kind, clean, now=self._now(), namespaced_rows=spans)
         header += f": {len(clean)} shown"
         if page.more:

@@ -15,7 +15,7 @@ regex bounds and defaults in ``_parameters``, the version-insensitive repeated-f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 import pydantic
@@ -86,6 +86,7 @@ def validate(
     facts: Mapping[scope.Key, catalog.TargetFacts] | None = None,
     malformed: str | None = None,
     inferred: scope.Inference | None = None,
+    privileged_roles: Sequence[str] = (),
 ) -> Verdict:
     """Run every check on one submitted answer.
 
@@ -95,7 +96,8 @@ def validate(
     ``malformed`` says why a submit call's arguments were not a JSON object (then ``raw`` is None).
     ``inferred``: the target the caller inferred because the answer named none (``scope`` module
     rules); its one candidate is the target (read by the inference, so it counts as returned), and
-    without exactly one the component error says which the incident concerns.
+    without exactly one the component error says which the incident concerns. ``privileged_roles``:
+    roles denied besides ``catalog.policy.PRIVILEGED_ROLES`` (``AIANALYSIS_PRIVILEGED_ROLES``).
     """
     errors: list[str] = [_answer.truncated_error()] if truncated else []
     if malformed is not None:
@@ -133,6 +135,7 @@ def validate(
         target=target,
         facts=(facts or {}).get(target.key) if target is not None else None,
         inferred=inferred,
+        privileged_roles=privileged_roles,
     )
     return _verdict(
         [*errors, *selection.errors],
@@ -151,6 +154,7 @@ def revalidate(
     business: resources.BusinessContext,
     recovery: resources.RecoverySpec | None,
     target: scope.ObjectRef | None,
+    privileged_roles: Sequence[str] = (),
     facts: catalog.TargetFacts | None = None,
 ) -> Verdict:
     """A stored selection, checked again by the very rules its answer passed, against ``workflow`` as
@@ -179,6 +183,7 @@ def revalidate(
         business=business,
         recovery=recovery,
         target=target,
+        privileged_roles=privileged_roles,
         facts=facts,
     )
     return _verdict(

@@ -42,6 +42,7 @@ def check_selection(
     target: scope.ObjectRef | None = None,
     facts: catalog.TargetFacts | None = None,
     inferred: scope.Inference | None = None,
+    privileged_roles: Sequence[str] = (),
 ) -> Selection:
     unknown = _unknown_workflow_error(chosen.workflow_id, index=index, seen=seen)
     if unknown:
@@ -74,7 +75,7 @@ def check_selection(
     )
     check = _parameters.check_parameters(params, values)
     errors.extend(check.errors)
-    privileged = catalog.policy.privileged_binding(check.canonical)
+    privileged = catalog.policy.privileged_binding(check.canonical, also=privileged_roles)
     if privileged:
         errors.append(_messages.clip(f"[policy] {'; '.join(privileged)}"))
     if not check.errors and recovery is not None:
