@@ -518,6 +518,13 @@ def image_names(path: Path) -> list[str]:
     return [str(name) for name in names]
 
 
+def manifest_digests(path: Path) -> list[str]:
+    """The manifest digest of each image in the layout tar ``path``, in ``image_names``' order."""
+    with tarfile.open(path) as tar:
+        index = json.loads(_read(tar, "index.json"))
+    return [str(m["digest"]) for m in index.get("manifests") or []]
+
+
 def busybox_image(
     out: Path,
     *,

@@ -533,7 +533,13 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
         operator_image,
         replicaCount=2,
         executor={"enabled": True, "namespaces": [team]},
-        intake={"enabled": True, "tokenSecret": {"name": INTAKE_TOKEN_SECRET}},
+        # Plain HTTP (a development cluster; the Pod below speaks it with nc), alerts for the team only.
+        intake={
+            "enabled": True,
+            "tokenSecret": {"name": INTAKE_TOKEN_SECRET},
+            "namespaces": [team],
+            "tls": {"allowPlainHttp": True},
+        },
     )
     helm("upgrade", RELEASE, str(CHART), values=values)
     executor_pods = f"{SELECTOR},app.kubernetes.io/component=executor"

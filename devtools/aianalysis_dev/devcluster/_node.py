@@ -358,6 +358,11 @@ class NodeCluster(_cluster.DevCluster):
         ``io.containerd.image.name``) into the node's containerd; returns the image names."""
         names = oci.image_names(path)
         self._ctr("images", "import", "--platform", "linux/amd64", str(path))
+        # Also by digest (``repo@sha256:…``, as a pinned catalog names it): containerd's CRI finds
+        # an imported image only by the names it was given — without this the kubelet tried to pull
+        # the pinned reference (ErrImagePull, seen with the executor's workflow Jobs).
+        for name, digest in zip(names, oci.manifest_digests(path), strict=True):
+            self._ctr("images", "tag", "--force", name, f"{name.rpartition(':')[0]}@{digest}")
         return names
 
     def _ctr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
