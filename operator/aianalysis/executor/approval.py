@@ -12,6 +12,13 @@ namespace allowlist, the catalog's ``riskLevel`` under a ceiling, the analysis' 
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
+**A person approves what they reviewed.** :class:`Proposal` is what ``aianalysis show``, ``approve``
+and the console show (the analysis' uid, target, workflow, version, image, spec digest, parameters,
+confidence, review reason) and :class:`Binding` what the person saw: the analysis' uid and the
+selection digest. An approval bound to another uid (the analysis was deleted and re-created under the
+same name) or another digest (the selection is not the one shown) is refused, and so is an override of
+a review reason other than the current one.
+
 The name ``<analysis>-exec-<n>`` is the idempotency key: the first execution of an analysis is
 always ``-exec-1``, so a person approving and the policy deciding at the same moment (or a
 restarted executor deciding twice) create one object, never two. Another execution of the same
@@ -91,30 +98,122 @@ def executions_of(analysis: str, executions: Sequence[Mapping[str, Any]]) -> lis
     return [e for e in executions if (e.get("spec") or {}).get("analysisRef") == analysis]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Binding:
+    """What the person reviewed: the analysis (its uid) and its selection (the selection digest)."""
+
+    uid: str
+    digest: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Proposal:
+    """An analysis' selection as a person reviews it: exactly what approving it would run."""
+
+    namespace: str
+    name: str
+    uid: str
+    target: resources.ResourceRef
+    workflow: resources.WorkflowRef
+    parameters: Mapping[str, str]
+    confidence: float
+    rationale: str
+    review_reason: resources.HumanReviewReason | None
+    """Why the analysis asks for a person (None: it does not); an approval must name it to override it."""
+    digest: str
+    """The selection digest: what an approval or a rejection is bound to (with the uid)."""
+
+    @property
+    def binding(self) -> Binding:
+        return Binding(uid=self.uid, digest=self.digest)
+
+    def approve_command(self) -> str:
+        """The command that approves exactly this proposal (``--override-review`` when it needs one)."""
+        override = f" --override-review {self.review_reason}" if self.review_reason else ""
+        bound = f"--uid {self.uid} --digest {self.digest}"
+        return f"aianalysis approve {self.name} -n {self.namespace} {bound}{override}"
+
+    def reject_command(self) -> str:
+        return (
+            f"aianalysis reject {self.name} -n {self.namespace} --uid {self.uid} --digest {self.digest} "
+            "--reason TEXT"
+        )
+
+
+def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
+    """The analysis' selection as a person reviews it, or why there is nothing to decide on."""
+    meta = analysis["metadata"]
+    name = meta["name"]
+    try:
+        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
+        target = analysis_target(analysis, status)
+    except pydantic.ValidationError:
+        return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to decide on")
+    if status.phase != "Completed":
+        return Refuse(message=f"aianalysis/{name} is {status.phase}, not Completed; nothing to decide on yet")
+    chosen = status.selected_workflow
+    if chosen is None:
+        why = f" ({status.human_review_reason})" if status.human_review_reason else ""
+        return Refuse(message=f"aianalysis/{name} selected no workflow{why}; nothing to execute")
+    ref = resources.WorkflowRef(
+        workflow_id=chosen.workflow_id,
+        version=chosen.version,
+        container_image=chosen.container_image,
+        spec_digest=chosen.spec_digest,
+    )
+    parameters = dict(chosen.parameters or {})
+    return Proposal(
+        namespace=meta["namespace"],
+        name=name,
+        uid=meta["uid"],
+        target=target,
+        workflow=ref,
+        parameters=parameters,
+        confidence=chosen.confidence,
+        rationale=chosen.rationale,
+        review_reason=(status.human_review_reason or "inconclusive") if status.needs_human_review else None,
+        digest=selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target),
+    )
+
+
+def unbound(proposal: Proposal, bound: Binding) -> str | None:
+    """Why ``proposal`` is not what the person reviewed (None: it is)."""
+    again = f"review it again: aianalysis show {proposal.name} -n {proposal.namespace}"
+    if bound.uid != proposal.uid:
+        return (
+            f"aianalysis/{proposal.name} is not the analysis you reviewed: its uid is {proposal.uid}, you "
+            f"reviewed {bound.uid} (deleted and created again under the same name); {again}"
+        )
+    if bound.digest != proposal.digest:
+        return (
+            f"the selection of aianalysis/{proposal.name} is not the one you reviewed (digest "
+            f"{proposal.digest}, you reviewed {bound.digest}); {again}"
+        )
+    return None
+
+
 def approve_manually(
     analysis: Mapping[str, Any],
     *,
     executions: Sequence[Mapping[str, Any]],
-    override_review: bool = False,
+    bound: Binding,
+    override_review: str | None = None,
     again: bool = False,
     approver: str,
 ) -> NewExecution | Refuse:
-    """``aianalysis approve``: the execution of the analysis' ``selectedWorkflow``, or why not."""
-    name = analysis["metadata"]["name"]
-    try:
-        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
-    except pydantic.ValidationError:
-        return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to approve")
-    if status.phase != "Completed":
-        return Refuse(message=f"aianalysis/{name} is {status.phase}, not Completed; nothing to approve yet")
-    if status.selected_workflow is None:
-        why = f" ({status.human_review_reason})" if status.human_review_reason else ""
-        return Refuse(message=f"aianalysis/{name} selected no workflow{why}; nothing to execute")
-    if status.needs_human_review and not override_review:
-        return Refuse(
-            message=f"aianalysis/{name} needs human review ({status.human_review_reason}); check its "
-            "selection and approve with --override-review to run it anyway"
-        )
+    """``aianalysis approve``: the execution of the selection the person reviewed (``bound``), or why
+    not. ``override_review`` names the review reason the person overrides: only that one."""
+    proposal = proposal_of(analysis)
+    if isinstance(proposal, Refuse):
+        return proposal
+    name = proposal.name
+    mismatch = unbound(proposal, bound)
+    if mismatch is not None:
+        return Refuse(message=mismatch)
+    overridden = _override_refusal(proposal, override_review)
+    if overridden is not None:
+        return Refuse(message=overridden)
+    status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     every = executions_of(name, executions)
     mine = [e for e in every if _counts(e, analysis)]
     if mine and not again:
@@ -130,7 +229,7 @@ def approve_manually(
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
     exec_name = execution_name(name, _next_number(name, every))
-    approval = _Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
+    approval = _Approval(mode="Manual", approver=approver, overridden=proposal.review_reason)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
     )
@@ -159,7 +258,7 @@ def approve_automatically(
     if refusal is not None or status.selected_workflow is None:
         return Refuse(message=refusal or "no selection")
     exec_name = execution_name(name, 1)
-    approval = _Approval(mode="Auto", approver=approver, override_review=False)
+    approval = _Approval(mode="Auto", approver=approver, overridden=None)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
     )
@@ -202,11 +301,34 @@ def auto_refusal(
     return None
 
 
+def _override_refusal(proposal: Proposal, override_review: str | None) -> str | None:
+    """An override names the review reason the person read; another reason is not overridden."""
+    name, reason = proposal.name, proposal.review_reason
+    again = f"review it again: aianalysis show {name} -n {proposal.namespace}"
+    if reason is None and override_review is not None:
+        return (
+            f"aianalysis/{name} needs no human review; --override-review {override_review} overrides "
+            f"nothing ({again})"
+        )
+    if reason is not None and override_review is None:
+        return (
+            f"aianalysis/{name} needs human review ({reason}); check its selection and approve with "
+            f"--override-review {reason} to run it anyway"
+        )
+    if reason is not None and override_review != reason:
+        return (
+            f"aianalysis/{name} needs human review for {reason}, not for {override_review}: you override "
+            f"another reason than the current one ({again})"
+        )
+    return None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Approval:
     mode: resources.ApprovalMode
     approver: str
-    override_review: bool
+    overridden: resources.HumanReviewReason | None
+    """The review reason the approver overrode (None: none was asked for)."""
 
 
 def selection_digest(
@@ -266,7 +388,8 @@ def execution_body(
             mode=approval.mode,
             approved_by=approval.approver,
             selection_digest=digest,
-            override_review=approval.override_review,
+            override_review=approval.overridden is not None,
+            overridden_reason=approval.overridden,
         ),
     )
     return {

@@ -22,11 +22,27 @@ class Submitted:
     message: str
 
 
+async def review(api: kube.ApiClient, *, namespace: str, name: str) -> approval.Proposal | approval.Refuse:
+    """The analysis' selection as a person reviews it (``aianalysis show``, the console)."""
+    analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
+    if analysis is None:
+        return approval.Refuse(message=f"aianalysis/{name} not found in namespace {namespace}")
+    return approval.proposal_of(analysis)
+
+
 async def approve(
-    api: kube.ApiClient, *, namespace: str, name: str, override_review: bool, again: bool
+    api: kube.ApiClient,
+    *,
+    namespace: str,
+    name: str,
+    bound: approval.Binding,
+    override_review: str | None,
+    again: bool,
 ) -> Submitted:
-    """The approver is whoever the API server authenticates this client as (and, at creation, its
-    admission policy checks that user holds the ``approve`` verb)."""
+    """Approve the selection the person reviewed (``bound``: its analysis' uid and selection digest),
+    read again here: whatever changed since they saw it is refused, never approved. The approver is
+    whoever the API server authenticates this client as (and, at creation, its admission policy checks
+    that user holds the ``approve`` verb)."""
     approver = await asyncio.to_thread(server_facts.whoami, api)
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
@@ -35,7 +51,12 @@ async def approve(
         api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
     )
     decided = approval.approve_manually(
-        analysis, executions=executions, override_review=override_review, again=again, approver=approver
+        analysis,
+        executions=executions,
+        bound=bound,
+        override_review=override_review,
+        again=again,
+        approver=approver,
     )
     if isinstance(decided, approval.Refuse):
         return Submitted(created=None, message=decided.message)
