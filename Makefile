@@ -18,7 +18,7 @@ CONTAINERD_BIN = $(shell hack/build-containerd.sh)
 NODE_DEBS = $(shell hack/build-node-debs.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit test demo bench clean
 
 all: test
 
@@ -70,6 +70,12 @@ promtool:  ## build (or reuse) promtool from Go modules (alert rule tests)
 
 prometheus:  ## unpack (or reuse) a Prometheus server from the distribution's package (Prometheus tools' tests, bench)
 	hack/build-prometheus.sh
+
+image: venv  ## build (or reuse) the operator image as an OCI image-layout tar, without Docker (needs root)
+	hack/build-image.sh operator --json
+
+workflow-images: venv  ## build (or reuse) the example workflows' images (busybox + kubectl + a script)
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" hack/build-image.sh workflows
 
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"

@@ -71,7 +71,7 @@ def _incidents() -> list[resources.AIAnalysisSpec]:
 
 async def _first_requests(base_url: str, specs: list[resources.AIAnalysisSpec]) -> None:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic", api_key="bench", anthropic_base_url=base_url, model="claude-sonnet-4-6"
         )
     )

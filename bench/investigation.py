@@ -560,9 +560,9 @@ async def _replay(
     transcript: list[str],
 ) -> list[dict[str, Any]]:
     config = settings.Settings(
-        llm=settings.Llm(provider="anthropic", api_key="bench", anthropic_base_url=server.base_url),
-        investigation=settings.Investigation(namespaces=("*",)),
-        prometheus=settings.Prometheus(url=prom_url),
+        llm=settings.LlmSettings(provider="anthropic", api_key="bench", anthropic_base_url=server.base_url),
+        investigation=settings.InvestigationSettings(namespaces=("*",)),
+        prometheus=settings.PrometheusSettings(url=prom_url),
     )
     found = catalog.load_paths([harness.ROOT / "examples" / "catalog"])
     provider = llm.make_provider(config)

@@ -33,7 +33,7 @@ def terminal_statuses() -> tuple[dict[str, Any], dict[str, Any]]:
     for obj in workload.catalog_objects():
         found.upsert(obj["metadata"]["name"], resources.RemediationWorkflowSpec.model_validate(obj["spec"]))
     spec = resources.AIAnalysisSpec.model_validate(workload.analysis_body(0)["spec"])
-    config = settings.Settings(llm=settings.Llm(provider="offline"))
+    config = settings.Settings(llm=settings.LlmSettings(provider="offline"))
     from aianalysis.analysis import llm  # noqa: PLC0415
 
     decision = asyncio.run(

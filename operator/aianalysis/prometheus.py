@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx2
 
+import aianalysis.settings
 from aianalysis import errors
-from aianalysis import settings as settings_mod
-from aianalysis.kube import readers as _reader
+from aianalysis.kube import readers
 
 MAX_RESPONSE_BYTES = 4_000_000
 
@@ -42,7 +42,7 @@ class PrometheusConfig:
     max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
-def from_settings(settings: settings_mod.Settings) -> PrometheusClient | None:
+def from_settings(settings: aianalysis.settings.Settings) -> PrometheusClient | None:
     """The process' client (one connection pool; close it at cleanup), or None when no Prometheus is
     configured (``AIANALYSIS_PROMETHEUS_URL`` unset)."""
     s = settings
@@ -147,7 +147,7 @@ async def _read(response: httpx2.Response, *, limit: int, what: str) -> bytes:
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise _reader.Unavailable(
+            raise readers.Unavailable(
                 f"{what} answered more than {limit:,} bytes: narrow the query (label matchers, "
                 "aggregation such as sum by (namespace) or topk(10, ...), a shorter range)"
             )
@@ -164,11 +164,11 @@ def _data(status: int, body: bytes, *, what: str) -> Any:
     if status == 200 and isinstance(answer, dict) and answer.get("status") == "success":
         return answer.get("data")
     if status in (400, 422):
-        raise _reader.Unavailable(f"{what} rejected the request: {message or 'bad request'}")
+        raise readers.Unavailable(f"{what} rejected the request: {message or 'bad request'}")
     if status in (401, 403):
-        raise _reader.Unavailable(f"{what} refused the operator's credentials (HTTP {status})")
+        raise readers.Unavailable(f"{what} refused the operator's credentials (HTTP {status})")
     if status == 404:
-        raise _reader.Unavailable(f"{what} is not served at the configured URL (HTTP 404)")
+        raise readers.Unavailable(f"{what} is not served at the configured URL (HTTP 404)")
     detail = message or body[:200].decode("utf-8", errors="replace")
     raise errors.ClusterError(f"{what} failed (HTTP {status}): {detail}")
 

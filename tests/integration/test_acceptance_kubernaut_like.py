@@ -140,14 +140,14 @@ async def analyse(
     assert not isinstance(scoped, str), scoped
     with ms.MessagesServer(*steps) as server:
         settings = settings_mod.Settings(
-            llm=settings_mod.Llm(
+            llm=settings_mod.LlmSettings(
                 provider="anthropic",
                 api_key="sk-test-acceptance",
                 anthropic_base_url=server.base_url,
                 max_retries=0,
                 timeout_seconds=5.0,
             ),
-            analysis=settings_mod.Analysis(max_validation_attempts=attempts),
+            analysis=settings_mod.AnalysisSettings(max_validation_attempts=attempts),
         )
         provider = pipeline.llm.make_provider(settings)
         try:

@@ -29,9 +29,9 @@ G, V, AIA = resources.GROUP, resources.VERSION, resources.AIANALYSIS_PLURAL
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
     made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(provider="offline"),
-            analysis=settings.Analysis(max_concurrent=1),
-            retries=settings.Retries(delay_seconds=0.01),
+            llm=settings.LlmSettings(provider="offline"),
+            analysis=settings.AnalysisSettings(max_concurrent=1),
+            retries=settings.RetriesSettings(delay_seconds=0.01),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
@@ -244,13 +244,13 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
 ) -> None:
     made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="anthropic",
                 api_key="sk-test",
                 anthropic_base_url="http://127.0.0.1:9",  # nothing listens: no response is ever billed
                 max_retries=0,
             ),
-            retries=settings.Retries(provider_limit=3, delay_seconds=0.01),
+            retries=settings.RetriesSettings(provider_limit=3, delay_seconds=0.01),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )
@@ -319,12 +319,12 @@ async def test_an_analysis_past_its_wall_clock_deadline_ends_failed_without_anot
         for _ in range(6):
             server.add(ms.Hang(seconds=5))
         config = settings.Settings(
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="anthropic", api_key="k", anthropic_base_url=server.base_url,
                 model="claude-sonnet-4-6", timeout_seconds=3, max_retries=4, model_check=False,
             ),
-            analysis=settings.Analysis(deadline_seconds=1.5),
-            retries=settings.Retries(delay_seconds=0.01),
+            analysis=settings.AnalysisSettings(deadline_seconds=1.5),
+            retries=settings.RetriesSettings(delay_seconds=0.01),
         )  # fmt: skip
         made = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
         made.catalog.upsert("restart-pods-v1", analyses.RESTART_PODS)

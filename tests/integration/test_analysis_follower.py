@@ -63,7 +63,9 @@ class Seen:
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
     made = process.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline"), analysis=settings.Analysis(max_concurrent=1)),
+        settings.Settings(
+            llm=settings.LlmSettings(provider="offline"), analysis=settings.AnalysisSettings(max_concurrent=1)
+        ),
         kube.api_client(str(cluster.kubeconfig)),
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)

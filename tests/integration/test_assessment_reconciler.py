@@ -46,10 +46,10 @@ def closed_port() -> int:
 
 async def make_runtime(cluster: devcluster.Cluster, *, prometheus_url: str | None = None) -> process.Runtime:
     config = settings.Settings(
-        llm=settings.Llm(provider="offline"),
-        retries=settings.Retries(delay_seconds=0.01),
-        assessment=settings.Assessment(window_seconds=WINDOW),
-        prometheus=settings.Prometheus(url=prometheus_url),
+        llm=settings.LlmSettings(provider="offline"),
+        retries=settings.RetriesSettings(delay_seconds=0.01),
+        assessment=settings.AssessmentSettings(window_seconds=WINDOW),
+        prometheus=settings.PrometheusSettings(url=prometheus_url),
     )
     return process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)))
 

@@ -48,13 +48,13 @@ async def runtime(
     cluster: devcluster.Cluster, crds: list[str], llm_server: ms.MessagesServer, clock: ManualClock
 ) -> AsyncIterator[process.Runtime]:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic",
             api_key="sk-test-budget",
             anthropic_base_url=llm_server.base_url,
             max_retries=0,
         ),
-        budget=settings.Budget(conversations_per_hour=BUDGET),
+        budget=settings.BudgetSettings(conversations_per_hour=BUDGET),
     )
     made = process.Runtime.create(config, kube.api_client(str(cluster.kubeconfig)), clock=clock)
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
@@ -166,13 +166,13 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     clock: ManualClock,
 ) -> None:
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic",
             api_key="sk-test-budget",
             anthropic_base_url=llm_server.base_url,
             max_retries=0,
         ),
-        budget=settings.Budget(conversations_per_hour=BUDGET, namespace=namespace),
+        budget=settings.BudgetSettings(conversations_per_hour=BUDGET, namespace=namespace),
     )
 
     def start() -> process.Runtime:

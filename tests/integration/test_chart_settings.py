@@ -99,7 +99,7 @@ def deployments_env(objects: list[dict[str, Any]]) -> dict[str, list[dict[str, A
     return found
 
 
-def read_alone(entry: settings.Entry, text: str) -> Any:
+def read_alone(entry: settings.Setting, text: str) -> Any:
     """What the setting's own field type makes of ``text`` (its parsing and its checks, nothing else)."""
     model = dict(settings.groups())[entry.group]
     info = model.model_fields[entry.field]

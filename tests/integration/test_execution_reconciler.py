@@ -31,7 +31,9 @@ EXECUTOR_CONDITION = {
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
     made = process.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline"), retries=settings.Retries(delay_seconds=0.01)),
+        settings.Settings(
+            llm=settings.LlmSettings(provider="offline"), retries=settings.RetriesSettings(delay_seconds=0.01)
+        ),
         kube.api_client(str(cluster.kubeconfig)),
     )
     yield made

@@ -78,9 +78,9 @@ async def test_two_replicas_starting_at_once_never_overshoot(
         cap = running_elsewhere(replicas[0]) + 1  # room for exactly one more, cluster-wide
         config = [
             settings.Settings(
-                llm=settings.Llm(provider="offline"),
-                leadership=settings.Leadership(identity=f"executor-{who}"),
-                guards=settings.Guards(max_concurrent=cap, start_lock_namespace=namespace),
+                llm=settings.LlmSettings(provider="offline"),
+                leadership=settings.LeadershipSettings(identity=f"executor-{who}"),
+                guards=settings.GuardsSettings(max_concurrent=cap, start_lock_namespace=namespace),
             )
             for who in "ab"
         ]

@@ -78,7 +78,8 @@ async def test_a_retried_startup_neither_rebinds_ports_nor_opens_second_clients(
 async def runtime(cluster: devcluster.Cluster, crds: Any) -> AsyncIterator[process.Runtime]:
     made = process.Runtime.create(
         settings.Settings(
-            llm=settings.Llm(provider="offline"), catalog=settings.Catalog(sync_stale_seconds=900)
+            llm=settings.LlmSettings(provider="offline"),
+            catalog=settings.CatalogSettings(sync_stale_seconds=900),
         ),
         kube.api_client(str(cluster.kubeconfig)),
     )

@@ -58,7 +58,9 @@ async def analyse(cluster: devcluster.Cluster, spec: resources.AIAnalysisSpec) -
     api = kube.api_client(str(cluster.kubeconfig))
     with ms.MessagesServer(policy=Investigates(spec)) as server:
         config = settings.Settings(
-            llm=settings.Llm(provider="anthropic", api_key="sk-test", anthropic_base_url=server.base_url)
+            llm=settings.LlmSettings(
+                provider="anthropic", api_key="sk-test", anthropic_base_url=server.base_url
+            )
         )
         provider = llm.make_provider(config)
         try:

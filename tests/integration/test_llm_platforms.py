@@ -33,7 +33,7 @@ LOCAL_MODEL = "qwen3-coder"
 
 COMMON: dict[str, Any] = {"timeout_seconds": 5.0, "max_retries": 2, "max_tokens": 1024}
 """Fields of the ``llm`` group every platform test shares."""
-ANALYSIS = settings.Analysis(max_tool_steps=6)
+ANALYSIS = settings.AnalysisSettings(max_tool_steps=6)
 
 
 def raw_call(name: str, arguments: str) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def bedrock(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.BedrockServer, 
     ) as server:
         config = settings.Settings(
             analysis=ANALYSIS,
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="bedrock",
                 model=BEDROCK_MODEL,
                 aws_region=REGION,
@@ -94,7 +94,7 @@ def vertex(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.VertexServer, se
     with ps.VertexServer(*steps, token=TOKEN, project=PROJECT, region=VERTEX_REGION, **kwargs) as server:
         config = settings.Settings(
             analysis=ANALYSIS,
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="vertex",
                 model=MODEL,
                 vertex_region=VERTEX_REGION,
@@ -112,7 +112,7 @@ def chat(*steps: ms.Step, **kwargs: Any) -> Iterator[tuple[ps.ChatCompletionsSer
     with ps.ChatCompletionsServer(*steps, served_models=[LOCAL_MODEL, "other"], **kwargs) as server:
         config = settings.Settings(
             analysis=ANALYSIS,
-            llm=settings.Llm(
+            llm=settings.LlmSettings(
                 provider="openai",
                 model=LOCAL_MODEL,
                 openai_base_url=server.base_url,
@@ -168,7 +168,7 @@ async def test_bedrock_retries_throttling_and_rejects_a_wrong_signature(aws_cred
         await run(
             settings.Settings(
                 analysis=ANALYSIS,
-                llm=settings.Llm(
+                llm=settings.LlmSettings(
                     provider="bedrock",
                     model=BEDROCK_MODEL,
                     aws_region=REGION,

@@ -103,7 +103,8 @@ def make_settings(server: ms.MessagesServer, *, max_tool_steps: int = 6, **llm: 
         "max_tokens": 1024,
     }
     return settings.Settings(
-        llm=settings.Llm(**(values | llm)), analysis=settings.Analysis(max_tool_steps=max_tool_steps)
+        llm=settings.LlmSettings(**(values | llm)),
+        analysis=settings.AnalysisSettings(max_tool_steps=max_tool_steps),
     )
 
 
@@ -565,7 +566,7 @@ async def test_unreachable_endpoint_is_provider_unavailable() -> None:
     with ms.MessagesServer() as stopped:
         base_url = stopped.base_url
     config = settings.Settings(
-        llm=settings.Llm(
+        llm=settings.LlmSettings(
             provider="anthropic", model=MODEL, api_key=SECRET, anthropic_base_url=base_url, max_retries=0
         )
     )

@@ -1,41 +1,27 @@
-"""What ships: the container image (Dockerfile), the Helm chart and the kustomize base in deploy/.
+"""What ships (2 of 2): the Helm chart and the kustomize base in deploy/ (the image: test_image.py).
 
-No Docker engine exists here, so the image is checked by doing what its Dockerfile does: the builder
-stage's ``COPY`` and ``pip wheel``, then the runtime stage's ``pip install`` into a fresh virtualenv,
-then its ``ENTRYPOINT`` against the session's kube-apiserver. The chart is linted and rendered with
-a ``helm`` built from Go modules (``hack/build-helm.sh``) and every rendering is applied to the real
-API server with ``--dry-run=server``.
+The chart is linted and rendered with a ``helm`` built from Go modules (``hack/build-helm.sh``) and
+every rendering is applied to the real API server with ``--dry-run=server``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-import re
-import shlex
-import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import packaging.markers
 import pytest
 import yaml
 
-import aianalysis
 from aianalysis import settings
 from aianalysis.kube import kind_table
-from aianalysis_dev import devcluster, in_a_pod
-from tests.e2e.conftest import OperatorProcess, wait_terminal
+from aianalysis_dev import devcluster
 
 pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "Dockerfile"
 CHART = ROOT / "helm" / "aianalysis-operator"
 DEPLOY = ROOT / "deploy"
 RELEASE = "aianalysis-operator"
@@ -50,83 +36,6 @@ ANTHROPIC_VALUES: dict[str, Any] = {
 }
 
 
-# ---- the Dockerfile, read the way docker reads it (the subset this file uses) -------------------
-
-
-@dataclasses.dataclass
-class Stage:
-    base: str
-    name: str | None
-    steps: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (INSTRUCTION, arguments)
-
-    def args(self, instruction: str) -> list[str]:
-        return [rest for op, rest in self.steps if op == instruction]
-
-    def env(self) -> dict[str, str]:
-        return {k: v for line in self.args("ENV") for k, v in (kv.split("=", 1) for kv in shlex.split(line))}
-
-
-def dockerfile_stages(text: str) -> list[Stage]:
-    logical = re.sub(
-        r"\\\n", " ", "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
-    )
-    global_args: dict[str, str] = {}
-    stages: list[Stage] = []
-    for line in filter(None, (ln.strip() for ln in logical.splitlines())):
-        op, _, rest = line.partition(" ")
-        op, rest = op.upper(), rest.strip()
-        if op == "ARG" and not stages:
-            key, _, default = rest.partition("=")
-            global_args[key] = default
-        elif op == "FROM":
-            words = rest.split()
-            base = re.sub(r"\$\{(\w+)\}", lambda m: global_args[m.group(1)], words[0])
-            stages.append(Stage(base=base, name=words[2] if len(words) == 3 else None))
-        else:
-            stages[-1].steps.append((op, rest))
-    return stages
-
-
-def pip_commands(stage: Stage) -> list[list[str]]:
-    """The stage's ``python -m pip ...`` RUN commands as argv, BuildKit ``--mount`` flags removed."""
-    commands = []
-    for run in stage.args("RUN"):
-        argv = [word for word in shlex.split(run) if not word.startswith("--mount=")]
-        if argv[:3] == ["python", "-m", "pip"]:
-            commands.append(argv)
-    return commands
-
-
-def localize(argv: list[str], *, python: Path, paths: dict[str, Path]) -> list[str]:
-    """A Dockerfile ``python -m pip ...`` command for this machine: this pip, acting on the
-    environment of ``python`` (a virtualenv made without pip, which is quicker), image paths mapped
-    to temp dirs."""
-    out = [sys.executable, "-m", "pip", "--python", str(python)]
-    for word in argv[3:]:
-        local = word
-        for image_path, path in paths.items():
-            if local == image_path or local.endswith(f"={image_path}"):
-                local = local.removesuffix(image_path) + str(path)
-        out.append(local)
-    return out
-
-
-def copy_context(stage: Stage, *, workdir: Path) -> None:
-    """The stage's ``COPY`` lines from the repository (minus what .dockerignore drops). As in docker,
-    a directory's contents land in the destination."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for line in stage.args("COPY"):
-        *sources, dest = shlex.split(line)
-        target = workdir / dest
-        for source in sources:
-            src = ROOT / source
-            if src.is_dir():
-                shutil.copytree(src, target, ignore=ignore, dirs_exist_ok=True)
-            else:
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, target / src.name)
-
-
 def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -134,183 +43,6 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
             f"{' '.join(argv)} failed ({result.returncode}):\n{result.stdout}{result.stderr}"
         )
     return result.stdout
-
-
-@pytest.fixture(scope="module")
-def stages() -> list[Stage]:
-    return dockerfile_stages(DOCKERFILE.read_text())
-
-
-def test_image_runs_as_a_fixed_non_root_user_on_python_311_slim_pinned_by_digest(stages: list[Stage]) -> None:
-    builder, runtime = stages
-    assert builder.name == "builder" and builder.base == runtime.base
-    assert re.fullmatch(r"python:3\.11\.\d+-slim@sha256:[0-9a-f]{64}", builder.base), "a tag alone floats"
-    user = runtime.args("USER")[-1]
-    assert re.fullmatch(r"\d+:\d+", user), "a numeric uid lets the kubelet verify runAsNonRoot"
-    assert user == "65532:65532"
-    chart_pod = yaml.safe_load((CHART / "values.yaml").read_text())["podSecurityContext"]
-    assert user == f"{chart_pod['runAsUser']}:{chart_pod['runAsGroup']}", "the chart runs the image's user"
-    # the runtime stage gets wheels only: no sources copied in, no package manager installs a compiler
-    assert runtime.args("COPY") == []
-    assert not any(re.search(r"apt-get|apk |gcc|build-essential", run) for run in runtime.args("RUN"))
-    assert any("--mount=type=bind,from=builder,source=/wheels" in run for run in runtime.args("RUN"))
-
-
-def test_image_installs_only_what_the_lock_names(stages: list[Stage]) -> None:
-    """Every pip command that may reach the package index checks hashes against the lock; the others
-    install from the builder's wheels only, without resolving dependencies."""
-    builder, runtime = stages
-    for argv in pip_commands(builder) + pip_commands(runtime):
-        if "--no-index" in argv:
-            assert "--no-deps" in argv, argv
-        elif argv[3] in ("install", "wheel") and "." not in argv:
-            assert "--require-hashes" in argv and "--no-deps" in argv, argv
-            assert argv[argv.index("-r") + 1].startswith("requirements/"), argv
-        else:  # the project itself: from the copied sources, with the locked build backend
-            assert argv[3:] == ["wheel", "--no-build-isolation", "--no-deps", "--wheel-dir", "/wheels", "."]
-    copied = {source for line in builder.args("COPY") for source in shlex.split(line)[:-1]}
-    assert {"requirements/operator.txt", "requirements/image-build.txt"} <= copied
-
-
-def test_image_ports_and_entrypoint_match_the_operator_and_the_chart(stages: list[Stage]) -> None:
-    runtime = stages[-1]
-    assert json.loads(runtime.args("ENTRYPOINT")[-1]) == ["aianalysis", "run"]
-    exposed = {int(port) for line in runtime.args("EXPOSE") for port in line.split()}
-    defaults = settings.Settings()
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert exposed == {defaults.observability.metrics_port, defaults.observability.health_port}
-    assert exposed == {values["metrics"]["port"], values["health"]["port"]}
-
-
-@dataclasses.dataclass(frozen=True)
-class Image:
-    """What the image would hold: a virtualenv with the runtime stage's installs, run from outside the
-    source tree."""
-
-    venv: Path
-    cwd: Path
-
-    @property
-    def python(self) -> Path:
-        return self.venv / "bin" / "python"
-
-    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        result = subprocess.run(argv, cwd=self.cwd, env=env, capture_output=True, text=True, check=False)
-        assert not check or result.returncode == 0, f"{argv} failed:\n{result.stdout}{result.stderr}"
-        return result
-
-
-#: Building the image's virtualenv downloads and checks ~45 wheels: minutes on a busy 2-core machine.
-IMAGE_BUILD_TIMEOUT = pytest.mark.timeout(900)
-
-
-@pytest.fixture(scope="module")
-def image(stages: list[Stage], tmp_path_factory: pytest.TempPathFactory) -> Image:
-    """The builder stage's pip commands in a bare virtualenv (the builder image's Python), then the
-    runtime stage's in another one."""
-    builder, runtime = stages
-    tmp = tmp_path_factory.mktemp("image")
-    src, wheels, build_venv, venv = (tmp / name for name in ("src", "wheels", "build-venv", "venv"))
-    copy_context(builder, workdir=src)
-    run([sys.executable, "-m", "venv", "--without-pip", str(build_venv)])
-    for command in pip_commands(builder):
-        run(localize(command, python=build_venv / "bin" / "python", paths={"/wheels": wheels}), cwd=src)
-    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    paths = {"/wheels": wheels, "/requirements.txt": ROOT / "requirements" / "operator.txt"}
-    for command in pip_commands(runtime):
-        run(localize(command, python=venv / "bin" / "python", paths=paths))
-    (tmp / "elsewhere").mkdir()
-    return Image(venv=venv, cwd=tmp / "elsewhere")
-
-
-def locked(requirements: Path) -> dict[str, str]:
-    """name -> version of the lock's entries whose environment markers hold here."""
-    pins = re.findall(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)(?: ; ([^\\]*))?", requirements.read_text(), flags=re.M)
-    return {
-        canonical(name): version
-        for name, version, marker in pins
-        if not marker or packaging.markers.Marker(marker.strip()).evaluate()
-    }
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-@IMAGE_BUILD_TIMEOUT
-def test_image_holds_the_locked_distributions_and_no_dev_tooling(image: Image) -> None:
-    pip_list = [sys.executable, "-m", "pip", "--python", str(image.python), "list", "--format=json"]
-    installed = {canonical(item["name"]): item["version"] for item in json.loads(image.run(*pip_list).stdout)}
-    expected = locked(ROOT / "requirements" / "operator.txt")
-    expected["aianalysis-operator"] = aianalysis.__version__
-    assert installed == expected  # (the python image itself also brings pip, setuptools and wheel)
-    found = image.run(
-        str(image.python), "-c",
-        "import importlib.util, pathlib, aianalysis; "
-        "print(importlib.util.find_spec('aianalysis_dev') is None); "
-        "print(*sorted(p.relative_to(pathlib.Path(aianalysis.__file__).parent).as_posix() "
-        "for p in pathlib.Path(aianalysis.__file__).parent.rglob('*.py')), sep=chr(10))",
-    ).stdout.split()  # fmt: skip
-    assert found[0] == "True", "the development package must not be in the image"
-    modules = found[1:]
-    assert "controller/handlers.py" in modules and "cli.py" in modules
-    assert not [m for m in modules if re.match(r"(devcluster|demo)\b", m)], modules
-    assert not {"pytest", "mypy", "ruff", "import-linter", "deptry", "httpx", "matplotlib"} & installed.keys()
-    # The operator talks to the API server itself (kube/rest.py): the typed client is a dev tool.
-    assert "kubernetes" not in installed
-
-
-@IMAGE_BUILD_TIMEOUT
-def test_demo_in_the_image_says_it_needs_the_dev_package(image: Image) -> None:
-    result = image.run(str(image.venv / "bin" / "aianalysis"), "demo", check=False)
-    assert result.returncode == 2
-    assert "needs the development tooling (the aianalysis-dev package" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-@IMAGE_BUILD_TIMEOUT
-def test_entrypoint_from_the_installed_wheel_analyses_an_incident_and_stops_on_sigterm(
-    stages: list[Stage], image: Image, cluster: devcluster.Cluster, crds: Any, namespace: str, tmp_path: Path
-) -> None:
-    runtime = stages[-1]
-    installed = image.run(str(image.python), "-c", "import aianalysis; print(aianalysis.__file__)").stdout
-    assert installed.startswith(str(image.venv / "lib")), "the venv must run the wheel, not the source tree"
-
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=packaging-test",
-        "-f", str(ROOT / "examples" / "catalog"),
-    )  # fmt: skip
-    program, *arguments = json.loads(runtime.args("ENTRYPOINT")[-1])
-    assert program == "aianalysis"  # the console script: aianalysis.cli:main, as the launcher calls it
-    # As in a Pod: the service account's token, CA and namespace (the image has no kubeconfig loader).
-    mount = in_a_pod.mount(cluster, tmp_path / "serviceaccount", namespace=namespace)
-    operator = OperatorProcess(
-        kubeconfig=cluster.kubeconfig,
-        log_dir=tmp_path,
-        env={**runtime.env(), **in_a_pod.environment(cluster), "AIANALYSIS_PROVIDER": "offline"},
-        # as the chart runs it with watchNamespaces: other tests' analyses are not this one's business
-        argv=in_a_pod.argv(image.python, mount, *arguments, f"--namespace={namespace}"),
-    )
-    operator.env.pop("PYTHONPATH", None)
-    operator.env.pop("KUBECONFIG", None)
-    operator.start()  # waits for GET /healthz == 200
-    try:
-        cluster.kubectl(
-            "apply", "-n", namespace, "-f", str(ROOT / "examples" / "incidents" / "node-notready.yaml")
-        )
-        [done] = wait_terminal(cluster, namespace, 1, timeout=90, logs=operator.logs)
-        assert done["status"]["phase"] == "Completed"
-        assert done["status"]["selectedWorkflow"]["workflowId"] == "node-restart-kubelet"
-
-        assert operator.proc is not None
-        started = time.monotonic()
-        operator.proc.send_signal(signal.SIGTERM)  # what the kubelet sends to the container's PID 1
-        assert operator.proc.wait(timeout=20) == 0, operator.logs()
-        assert time.monotonic() - started < 15, "a stop must fit the Pod's terminationGracePeriodSeconds"
-    finally:
-        operator.stop()
-    assert "Traceback" not in operator.logs()
 
 
 # ---- the Helm chart -----------------------------------------------------------------------------

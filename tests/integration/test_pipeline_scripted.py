@@ -36,7 +36,7 @@ def settings(server: ms.MessagesServer, **llm: Any) -> settings_mod.Settings:
         "timeout_seconds": 5.0,
         "model": "claude-sonnet-4-6",
     }
-    return settings_mod.Settings(llm=settings_mod.Llm(**(values | llm)))
+    return settings_mod.Settings(llm=settings_mod.LlmSettings(**(values | llm)))
 
 
 async def run(spec: resources.AIAnalysisSpec, config: settings_mod.Settings) -> resources.AIAnalysisStatus:

@@ -28,7 +28,8 @@ analysis = analyses.crashloop
 @pytest.fixture
 async def runtime(cluster: devcluster.Cluster, crds: list[str]) -> AsyncIterator[process.Runtime]:
     made = process.Runtime.create(
-        settings.Settings(llm=settings.Llm(provider="offline")), kube.api_client(str(cluster.kubeconfig))
+        settings.Settings(llm=settings.LlmSettings(provider="offline")),
+        kube.api_client(str(cluster.kubeconfig)),
     )
     made.catalog.upsert("restart-pods-v1", WORKFLOW)
     yield made

@@ -82,7 +82,7 @@ def incident(*, kind: str = "Deployment", name: str = "checkout", error: str = "
 
 def settings(server: ms.MessagesServer) -> settings_mod.Settings:
     return settings_mod.Settings(
-        llm=settings_mod.Llm(
+        llm=settings_mod.LlmSettings(
             provider="anthropic",
             api_key="sk-test-target",
             anthropic_base_url=server.base_url,

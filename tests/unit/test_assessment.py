@@ -229,7 +229,7 @@ async def test_a_prometheus_that_does_not_answer_is_unavailable() -> None:
         prometheus.PrometheusConfig(url="http://127.0.0.1:9", timeout_seconds=2)
     )
     try:
-        with pytest.raises(queries.NoAnswer, match="not reachable"):
+        with pytest.raises(queries.Unanswered, match="not reachable"):
             await queries.ReaderSource(client).value("up", at=ENDED)
     finally:
         await client.aclose()
@@ -241,7 +241,7 @@ def test_one_number_out_of_an_answer_and_no_series_is_no_data() -> None:
     assert queries.total({"resultType": "scalar", "result": [1, "0"]}) == 0.0
     assert queries.total({"resultType": "vector", "result": []}) is None  # no data, not zero
     for odd in ({"resultType": "matrix", "result": []}, {"resultType": "vector", "result": [{}]}, None):
-        with pytest.raises(queries.NoAnswer):
+        with pytest.raises(queries.Unanswered):
             queries.total(odd)
 
 

@@ -41,7 +41,7 @@ def test_alert_names_are_normalized_and_stated_types_kept(
 
 def test_the_table_is_extendable_and_checked() -> None:
     configured = settings_mod.Settings(
-        catalog=settings_mod.Catalog(
+        catalog=settings_mod.CatalogSettings(
             signal_types=("PaymentsQueueBacklog=QueueBacklog", "KubePodCrashLooping=Crash")
         )
     )
@@ -50,5 +50,5 @@ def test_the_table_is_extendable_and_checked() -> None:
     )
     assert pipeline.normalized(spec("KubePodCrashLooping"), settings=configured).signal.type == "Crash"
     with pytest.raises(errors.ConfigError, match="SIGNAL_TYPES"):
-        settings_mod.Settings(catalog=settings_mod.Catalog(signal_types=("no-equals-sign",)))
+        settings_mod.Settings(catalog=settings_mod.CatalogSettings(signal_types=("no-equals-sign",)))
     assert signals.parse_pairs(("A = B",)) == {"A": "B"}

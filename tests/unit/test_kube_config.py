@@ -132,7 +132,7 @@ def test_a_token_file_is_read_again_once_it_is_a_minute_old_and_kept_while_it_is
     monkeypatch.setattr(config, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     token = tmp_path / "token"
     path = write(tmp_path / "config", kubeconfig({"tokenFile": str(token)}))
-    with pytest.raises(config.ConfigError, match=f"No such file or directory: '{token}'"):
+    with pytest.raises(config.KubeconfigError, match=f"No such file or directory: '{token}'"):
         config.from_kubeconfig(path)  # at start: said at once, naming the file
     token.write_text("one\n")
     login = config.from_kubeconfig(path)
@@ -206,7 +206,7 @@ def test_insecure_skip_tls_verify_beside_a_ca_is_refused_as_client_go_refuses_it
     stays what the user asked for."""
     ca, _ = self_signed("cluster-ca")
     both = {"server": SERVER, "certificate-authority-data": b64(ca), "insecure-skip-tls-verify": True}
-    with pytest.raises(config.ConfigError, match=r"insecure-skip-tls-verify and a certificate authority"):
+    with pytest.raises(config.KubeconfigError, match=r"insecure-skip-tls-verify and a certificate authority"):
         connect(write(tmp_path / "both", kubeconfig({"token": "t"}, cluster=both)))
 
     insecure = connect(
@@ -320,7 +320,7 @@ def test_an_exec_plugins_certificate_is_rotated_when_it_expires_and_kept_off_the
 def test_a_failing_exec_plugin_names_its_exit_code_and_stderr(tmp_path: Path) -> None:
     """The loader only logs a plugin's failure (and would go on without credentials)."""
     failing = "#!/bin/sh\necho 'noise' >&2\necho 'login required: run sso login' >&2\nexit 3\n"
-    with pytest.raises(config.ConfigError, match=r"returned 3\. noise\nlogin required: run sso login"):
+    with pytest.raises(config.KubeconfigError, match=r"returned 3\. noise\nlogin required: run sso login"):
         exec_login(tmp_path, failing, datetime.datetime.now(datetime.UTC))
 
 
@@ -329,7 +329,7 @@ def test_an_exec_plugin_that_never_answers_fails_the_load_on_time(
 ) -> None:
     """The loader waits for a plugin without a limit (one waiting on a browser login waits forever)."""
     monkeypatch.setattr(config, "LOAD_TIMEOUT_SECONDS", 0.5)
-    with pytest.raises(config.ConfigError, match=r"took more than 0\.5s"):
+    with pytest.raises(config.KubeconfigError, match=r"took more than 0\.5s"):
         exec_login(tmp_path, "#!/bin/sh\nexec sleep 3\n", datetime.datetime.now(datetime.UTC))
 
 
@@ -352,21 +352,21 @@ def test_an_exec_plugin_that_never_answers_fails_the_load_on_time(
 def test_an_unusable_kubeconfig_says_why(tmp_path: Path, change: Any, message: str) -> None:
     content = kubeconfig({"token": "t"})
     change(content)
-    with pytest.raises(config.ConfigError, match=message):
+    with pytest.raises(config.KubeconfigError, match=message):
         connect(write(tmp_path / "config", content))
 
 
 def test_missing_or_broken_kubeconfigs_say_why_and_the_namespace_falls_back_to_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(config.ConfigError, match=f"kubeconfig {tmp_path / 'absent'} does not exist"):
+    with pytest.raises(config.KubeconfigError, match=f"kubeconfig {tmp_path / 'absent'} does not exist"):
         config.from_kubeconfig(str(tmp_path / "absent"))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
-    with pytest.raises(config.ConfigError, match="no kubeconfig"):
+    with pytest.raises(config.KubeconfigError, match="no kubeconfig"):
         config.load()
     assert config.current_namespace() == "default"
     (tmp_path / "broken").write_text("contexts: [\n")
-    with pytest.raises(config.ConfigError, match="is not YAML"):
+    with pytest.raises(config.KubeconfigError, match="is not YAML"):
         config.from_kubeconfig(str(tmp_path / "broken"))
     assert config.current_namespace(write(tmp_path / "plain", kubeconfig({}))) == "default"
 
@@ -393,7 +393,7 @@ def test_without_the_extra_a_kubeconfig_is_refused_in_one_line_naming_it(
 def test_in_cluster_reads_the_service_account(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, server: str
 ) -> None:
-    with pytest.raises(config.ConfigError, match="KUBERNETES_SERVICE_HOST"):
+    with pytest.raises(config.KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
         config.in_cluster(tmp_path)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")

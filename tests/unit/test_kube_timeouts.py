@@ -206,7 +206,7 @@ async def test_an_executor_start_against_a_server_that_never_answers_gives_the_s
     lock = asyncio.Lock()  # the runner's own start lock
     with client_of(silent.url) as api:
         for lock_namespace in ("ns", ""):  # the Lease across replicas; the process' lock alone
-            config_ = settings.Settings(guards=settings.Guards(start_lock_namespace=lock_namespace))
+            config_ = settings.Settings(guards=settings.GuardsSettings(start_lock_namespace=lock_namespace))
 
             async def start(config_: settings.Settings = config_) -> Any:
                 async with lock:
@@ -229,7 +229,7 @@ async def test_kopfs_own_calls_are_bounded_by_the_same_settings(silent: hanging.
     tries a failed request again on its own schedule (``error_backoffs``), each attempt so bounded."""
     kopf_settings = kopf.OperatorSettings()
     config_ = settings.Settings(
-        api=settings.Api(connect_timeout_seconds=CONNECT, request_timeout_seconds=REQUEST)
+        api=settings.ApiSettings(connect_timeout_seconds=CONNECT, request_timeout_seconds=REQUEST)
     )
     kube.configure_kopf(kopf_settings, settings=config_, watch_seconds=WATCH_SECONDS)
     kopf_settings.networking.error_backoffs = ()  # one attempt: kopf's retries repeat it, each as bounded

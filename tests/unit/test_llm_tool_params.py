@@ -59,7 +59,9 @@ def test_every_conversation_offers_the_submit_tool_generated_from_the_answer_mod
 
 
 async def test_a_conversation_leaves_the_shared_submit_tool_as_generated() -> None:
-    config = settings.Settings(llm=settings.Llm(provider="anthropic", api_key="k", model="claude-sonnet-4-6"))
+    config = settings.Settings(
+        llm=settings.LlmSettings(provider="anthropic", api_key="k", model="claude-sonnet-4-6")
+    )
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(submit_reply))
     provider = anthropic_provider.AnthropicProvider(config, http_client=client)
 

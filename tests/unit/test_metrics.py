@@ -194,7 +194,9 @@ class EchoTools:
 
 async def ask_once(server: ms.MessagesServer) -> None:
     config = settings.Settings(
-        llm=settings.Llm(provider="anthropic", api_key="k", anthropic_base_url=server.base_url, max_retries=0)
+        llm=settings.LlmSettings(
+            provider="anthropic", api_key="k", anthropic_base_url=server.base_url, max_retries=0
+        )
     )
     provider = llm.make_provider(config, on_request=metrics.llm_observer(config.llm.provider))
     try:

@@ -66,7 +66,7 @@ def test_references_list_what_a_pod_needs_to_start_but_not_optional_ones() -> No
         "containers": [{"name": "api", "envFrom": [{"configMapRef": {"name": "api-env"}}]}],
     }
 
-    assert workload.references(spec) == [
+    assert workload.needed_sources(spec) == [
         ("ConfigMap", "api-config"),
         ("PersistentVolumeClaim", "api-data"),
         ("ConfigMap", "api-env"),

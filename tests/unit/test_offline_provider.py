@@ -370,7 +370,7 @@ async def test_recovery_never_resubmits_a_failed_workflow_and_asks_for_review_wh
 
 
 async def test_make_provider_offline_needs_no_network_or_key() -> None:
-    provider = make_provider(settings.Settings(llm=settings.Llm(provider="offline")))
+    provider = make_provider(settings.Settings(llm=settings.LlmSettings(provider="offline")))
 
     assert (provider.name, provider.model) == ("offline", offline.MODEL_NAME)
     await provider.aclose()

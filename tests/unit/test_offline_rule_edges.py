@@ -84,7 +84,7 @@ def test_a_stale_attachment_without_an_attach_error_proves_nothing() -> None:
     )
     assert all(
         f.rule not in ("volume-attached-to-gone-node", "volume-attached-elsewhere")
-        for f in rules.analyze(found)
+        for f in rules.findings(found)
     )
 
 
@@ -148,7 +148,7 @@ def test_a_crash_loop_without_a_recent_rollout_is_not_blamed_on_the_rollout() ->
         rollout=evidence.Rollout(revision=1, failing_revisions=frozenset({1})),
     )
 
-    assert [f.rule for f in rules.analyze(found)] == []
+    assert [f.rule for f in rules.findings(found)] == []
 
 
 def test_an_oom_of_a_jvm_asks_the_catalog_for_jvm_workflows() -> None:
@@ -175,7 +175,7 @@ def test_an_oom_without_a_known_limit_leaves_the_new_limit_to_a_person() -> None
 def test_an_hpa_below_its_cpu_target_is_not_maxed_out_for_cpu() -> None:
     hpa = evidence.HPA(name="api", max_replicas=10, current_replicas=10, cpu_target=60, cpu_current=30)
 
-    assert [f.rule for f in rules.analyze(seen("HPAMaxedOut", hpa=hpa))] == []
+    assert [f.rule for f in rules.findings(seen("HPAMaxedOut", hpa=hpa))] == []
 
 
 @pytest.mark.parametrize(
@@ -207,8 +207,8 @@ def test_crash_logs_without_a_configuration_error_or_without_a_configmap_prove_n
     quiet = seen(pods=(pod("api-1", crash()),), config_maps=("api-config",), logs=("listening on :8080",))
     no_config = seen(pods=(pod("api-1", crash()),), logs=("fatal: invalid configuration: unknown field x",))
 
-    assert all(f.rule != "crashloop-configuration-error" for f in rules.analyze(quiet))
-    assert all(f.rule != "crashloop-configuration-error" for f in rules.analyze(no_config))
+    assert all(f.rule != "crashloop-configuration-error" for f in rules.findings(quiet))
+    assert all(f.rule != "crashloop-configuration-error" for f in rules.findings(no_config))
 
 
 def test_a_port_moved_by_the_configuration_is_a_configuration_error() -> None:
@@ -231,7 +231,7 @@ def test_a_port_moved_by_the_configuration_is_a_configuration_error() -> None:
     finding = first(moved)
     assert finding.rule == "crashloop-configuration-error"
     assert any("8443" in fact and "8080" in fact for fact in finding.facts)
-    assert all(f.rule != "crashloop-configuration-error" for f in rules.analyze(same_port))
+    assert all(f.rule != "crashloop-configuration-error" for f in rules.findings(same_port))
 
 
 def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothing() -> None:
@@ -249,8 +249,8 @@ def test_a_bare_forbidden_counts_only_when_the_service_account_is_bound_to_nothi
     finding = first(unbound)
     assert finding.rule == "rbac-denied"
     assert any("no RoleBinding" in fact for fact in finding.facts)
-    assert all(f.rule != "rbac-denied" for f in rules.analyze(bound))
-    assert all(f.rule != "rbac-denied" for f in rules.analyze(unknown))
+    assert all(f.rule != "rbac-denied" for f in rules.findings(bound))
+    assert all(f.rule != "rbac-denied" for f in rules.findings(unknown))
 
 
 def test_one_failed_run_of_a_cronjob_is_not_yet_a_pattern() -> None:
@@ -261,7 +261,7 @@ def test_one_failed_run_of_a_cronjob_is_not_yet_a_pattern() -> None:
         workload=CRONJOB,
         failed_runs=("BackoffLimitExceeded",),
     )
-    assert "cronjob-runs-keep-failing" not in [f.rule for f in rules.analyze(found)]
+    assert "cronjob-runs-keep-failing" not in [f.rule for f in rules.findings(found)]
 
 
 def test_the_control_plane_taint_is_not_one_to_remove_a_cordon_is_the_blocker() -> None:
@@ -312,7 +312,7 @@ def test_a_connection_error_after_a_new_revision_is_the_rollout_s() -> None:
         logs=("dial tcp 10.0.0.1:5432: connect: connection refused",),
     )
     assert first(found).rule == "crashloop-after-rollout"
-    assert "crashloop-dependency-connection" not in [f.rule for f in rules.analyze(found)]
+    assert "crashloop-dependency-connection" not in [f.rule for f in rules.findings(found)]
 
 
 def test_a_healthy_workload_rolled_out_an_hour_ago_is_not_cleared_of_a_new_alert() -> None:
@@ -322,7 +322,7 @@ def test_a_healthy_workload_rolled_out_an_hour_ago_is_not_cleared_of_a_new_alert
         cpu_of_requests=(30,),
         rollout=evidence.Rollout(revision=5, healthy_revisions=frozenset({5}), age_hours=1.0),
     )
-    assert [f.rule for f in rules.analyze(found)] == []
+    assert [f.rule for f in rules.findings(found)] == []
 
 
 def test_saturated_pods_an_hpa_scales_are_left_to_the_hpa_rules() -> None:
@@ -332,4 +332,4 @@ def test_saturated_pods_an_hpa_scales_are_left_to_the_hpa_rules() -> None:
         cpu_of_requests=(99,),
         hpa=evidence.HPA(name="api", max_replicas=10, current_replicas=3),
     )
-    assert "cpu-saturated-scale-out" not in [f.rule for f in rules.analyze(found)]
+    assert "cpu-saturated-scale-out" not in [f.rule for f in rules.findings(found)]

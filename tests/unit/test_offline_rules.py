@@ -42,7 +42,7 @@ def seen(signal: str = "CrashLoopBackOff", **fields: Any) -> evidence.Evidence:
 
 
 def first(found: evidence.Evidence) -> rule.Finding:
-    findings = rules.analyze(found)
+    findings = rules.findings(found)
     assert findings, "no analyzer matched"
     return findings[0]
 
@@ -510,7 +510,7 @@ def test_the_table_is_extensible_with_rules_of_ones_own() -> None:
         match=lambda found: rule.Match(facts=("it crashes",), target=found.workload),
     )
 
-    [finding] = rules.analyze(seen(pods=(pod("api-1", crash()),)), rules=[mine])
+    [finding] = rules.findings(seen(pods=(pod("api-1", crash()),)), rules=[mine])
 
     assert (finding.rule, finding.explanation) == ("always-restart", f"Restart Deployment {NS}/api.")
 

@@ -15,15 +15,8 @@ MAX_RENAMES = 5
 MAX_SHARED_NAMES = 10
 MAX_LINES = 800
 
-#: (module, alias) of the first-party imports still renamed.
-RENAMES_ALLOWED = {
-    # Moved from kube/ byte-identical below its imports while another branch edits its body (issue 32,
-    # the Prometheus redaction work); the aliases go once that lands.
-    ("prometheus.py", "settings_mod"): "`from_settings(settings)` hides the module `settings`",
-    ("prometheus.py", "_reader"): "kept with the body above; plain `readers` has no clash here",
-    # kube/rest.py is being reworked for timeouts and credentials on another branch.
-    ("kube/rest.py", "config_mod"): "a `config` local in the transport; goes with that rework",
-}
+#: (module, alias) of the first-party imports still renamed: none.
+RENAMES_ALLOWED: dict[tuple[str, str], str] = {}
 
 #: Public names (classes, functions, type aliases) defined in more than one module, and why.
 SHARED_NAMES_ALLOWED = {
@@ -33,20 +26,9 @@ SHARED_NAMES_ALLOWED = {
     "startup": "kopf's on.startup, one per process",
     "cleanup": "kopf's on.cleanup, one per process",
     "run": "the process' main loop (aianalysis run / aianalysis executor), one per process",
-    # The offline provider's rules are moving to their own package on another branch (issue 32,
-    # item 3); their names are settled there.
-    "analyze": "pipeline.analyze (one analysis) vs the offline analyzers' entry",
-    "Rule": "a detected-facts rule (tools._facts) vs an offline analyzer rule",
-    "pod_template": "the tools' and the offline evidence's reading of a workload",
-    "references": "the tools' and the offline evidence's references of an object",
-    # Owned by branches in flight: kube/config.py is replaced by the official loader (issue 32 item 5),
-    # settings.py becomes typed groups (item 2) — the settings' literal becomes ProviderName there.
-    "ConfigError": "kube.config's kubeconfig error, mapped to errors.ConfigError at kube.client",
-    "Provider": "settings' provider-name literal vs the LLM provider protocol",
 }
 
-#: Modules over MAX_LINES lines. Both are the offline provider, which is being split into its own
-#: package (analysis/offline/, issue 32 item 3) on another branch; drop them when it lands.
+#: Modules over MAX_LINES lines: none.
 LONG_MODULES_ALLOWED: set[str] = set()
 
 

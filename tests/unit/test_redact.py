@@ -206,10 +206,10 @@ def test_the_gitleaks_rules_are_the_ones_recorded_never_edited_by_hand() -> None
     """hack/refresh-gitleaks-rules.sh copies them and records their digest; an edit fails here."""
     source = _gitleaks.source()
     assert source["repository"] == "gitleaks/gitleaks" and len(source["commit"]) == 40
-    rules = _gitleaks.read(_gitleaks.RULES_FILE)
+    rules = _gitleaks.read_packaged(_gitleaks.RULES_FILE)
     assert hashlib.sha256(rules).hexdigest() == source["sha256"]
     assert "This file has been auto-generated" in rules.decode()[:200]
-    assert "MIT License" in _gitleaks.read("GITLEAKS-LICENSE").decode()
+    assert "MIT License" in _gitleaks.read_packaged("GITLEAKS-LICENSE").decode()
 
 
 def test_every_gitleaks_rule_runs_on_re2() -> None:
@@ -226,7 +226,7 @@ def test_the_gitleaks_semantics_entropy_groups_and_allowlists() -> None:
     # generic-api-key: a low-entropy value is not a secret, the secret is the group, not the match.
     assert list(rules.spans("api_key = aaaaaaaaaaaa")) == []
     text = "api_key = Zx81Qm2Lp0Vb7Ty4"
-    ((start, end),) = _gitleaks.merge(list(rules.spans(text)))
+    ((start, end),) = _gitleaks.merge_spans(list(rules.spans(text)))
     assert text[start:end] == "Zx81Qm2Lp0Vb7Ty4"
     # The global allowlist: template placeholders are not secrets.
     assert list(rules.spans("password = ${DB_PASSWORD}")) == []

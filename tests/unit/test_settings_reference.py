@@ -69,7 +69,7 @@ def test_the_variables_are_those_of_earlier_releases_each_read_by_one_setting() 
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda entry: entry.env)
-def test_every_setting_is_documented_for_the_reference(entry: settings.Entry) -> None:
+def test_every_setting_is_documented_for_the_reference(entry: settings.Setting) -> None:
     assert entry.doc.endswith(".") and len(entry.doc.split()) >= 4, "a docstring under the field"
     assert entry.group_doc, "a docstring on the group"
     assert entry.env.startswith("AIANALYSIS_") or entry.env in ("ANTHROPIC_API_KEY",)
@@ -107,7 +107,7 @@ def test_a_reference_entry_says_what_to_write() -> None:
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.secret], ids=lambda entry: entry.env)
-def test_secrets_never_show_in_repr_str_or_a_dump(entry: settings.Entry) -> None:
+def test_secrets_never_show_in_repr_str_or_a_dump(entry: settings.Setting) -> None:
     secret = "s3cret-value-0123456789"
     env = {entry.env: secret, "AIANALYSIS_INTAKE_TOKEN": secret}  # the intake token alone is valid
     config = settings.from_env(env)
@@ -121,14 +121,16 @@ def test_groups_built_in_code_are_checked_like_the_environment() -> None:
     with pytest.raises(
         errors.ConfigError, match=r"^invalid settings: AIANALYSIS_MAX_TOOL_STEPS must be at least 1"
     ):
-        settings.Analysis(max_tool_steps=0)
+        settings.AnalysisSettings(max_tool_steps=0)
     with pytest.raises(errors.ConfigError, match="provider 'anthropic' needs ANTHROPIC_API_KEY"):
-        settings.Settings(llm=settings.Llm(provider="anthropic"))
-    assert settings.Llm(api_key="k").provider == "anthropic", "a key selects Claude, as from the environment"
+        settings.Settings(llm=settings.LlmSettings(provider="anthropic"))
+    assert settings.LlmSettings(api_key="k").provider == "anthropic", (
+        "a key selects Claude, as from the environment"
+    )
     with pytest.raises(errors.ConfigError, match="AIANALYSIS_EXECUTOR_FAILURE_BACKOFF_MAX_SECONDS"):
-        settings.Guards(failure_backoff_seconds=60, failure_backoff_max_seconds=30)
-    with pytest.raises(errors.ConfigError, match="Llm: max_token: Extra inputs are not permitted"):
-        settings.Llm(max_token=10)  # a misspelt field is an error, not ignored
+        settings.GuardsSettings(failure_backoff_seconds=60, failure_backoff_max_seconds=30)
+    with pytest.raises(errors.ConfigError, match="LlmSettings: max_token: Extra inputs are not permitted"):
+        settings.LlmSettings(max_token=10)  # a misspelt field is an error, not ignored
 
 
 def test_settings_are_frozen() -> None:
@@ -136,4 +138,4 @@ def test_settings_are_frozen() -> None:
     with pytest.raises(pydantic.ValidationError, match="frozen"):
         config.llm.model = "another"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.llm = settings.Llm()  # type: ignore[misc]
+        config.llm = settings.LlmSettings()  # type: ignore[misc]

@@ -19,7 +19,7 @@ from aianalysis import errors
 from aianalysis.kube import readers
 
 
-class NoAnswer(Exception):
+class Unanswered(Exception):
     """Prometheus could not answer (down, refused, timed out, or an error reply)."""
 
 
@@ -39,7 +39,7 @@ class ReaderSource:
         try:
             data = await self.client.query(promql=query, time=at.timestamp())
         except (readers.Unavailable, errors.ClusterError) as exc:
-            raise NoAnswer(str(exc)[:200]) from exc
+            raise Unanswered(str(exc)[:200]) from exc
         return total(data)
 
 
@@ -53,8 +53,8 @@ def total(data: Any) -> float | None:
         if kind == "vector" and isinstance(result, list):
             return sum(float(s["value"][1]) for s in result) if result else None
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise NoAnswer("unreadable reply") from exc
-    raise NoAnswer(f"unexpected reply (resultType {str(kind)[:40]})")
+        raise Unanswered("unreadable reply") from exc
+    raise Unanswered(f"unexpected reply (resultType {str(kind)[:40]})")
 
 
 def _selector(kind: str, name: str, namespace: str) -> str:

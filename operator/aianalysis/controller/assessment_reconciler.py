@@ -297,7 +297,7 @@ async def _alert(
         if firing:
             return "firing", f"{alert_name} is firing (Prometheus ALERTS)"
         was = await source.value(query, at=started or ended - datetime.timedelta(seconds=60))
-    except queries.NoAnswer as exc:
+    except queries.Unanswered as exc:
         return "unknown", f"Prometheus did not answer: {exc}"
     if was:
         return "resolved", f"{alert_name} fired before the execution and does not now (Prometheus ALERTS)"
@@ -326,7 +326,7 @@ async def _metrics(
             compared += 1
             better += new <= old
             notes.append(f"{name}: {old:g} → {new:g}")
-    except queries.NoAnswer as exc:
+    except queries.Unanswered as exc:
         return judge.Metrics(score=None, detail=f"Prometheus did not answer: {exc}", unavailable=True)
     return judge.Metrics(score=round(better / compared, 2) if compared else None, detail="; ".join(notes))
 

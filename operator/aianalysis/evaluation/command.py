@@ -38,7 +38,7 @@ DESCRIPTION = (
 class Options:
     scenarios: Sequence[Path]
     catalog: Sequence[Path]
-    provider: settings.Provider | None = None
+    provider: settings.ProviderName | None = None
     repeat: int = 1
     concurrency: int | None = None
     """Conversations at once; default: the operator's ``settings.analysis.max_concurrent``."""

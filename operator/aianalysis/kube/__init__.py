@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from aianalysis.kube.client import (
     CONNECTION_POOL_SIZE,
-    ApiClient,
     api_client,
     configure_kopf,
-    current_namespace,
     login_fields,
     server_version,
 )
+from aianalysis.kube.config import current_namespace
+from aianalysis.kube.rest import ApiClient
 
 __all__ = [
     "CONNECTION_POOL_SIZE",

@@ -27,14 +27,14 @@ from aianalysis.kube import config, rest
 
 #: What the client raises when the API server cannot be reached — or its credentials cannot be had
 #: for this request (a token file being replaced, an exec plugin that failed to renew).
-UNREACHABLE = (urllib3.exceptions.HTTPError, OSError, config.ConfigError)
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError, config.KubeconfigError)
 _RETRYABLE = frozenset({0, 401, 408, 409, 429})
 FORBIDDEN, NOT_FOUND, CONFLICT, GONE, INVALID = 403, 404, 409, 410, 422
 
 
 def classify(exc: BaseException, *, what: str) -> errors.ClusterError | errors.ClusterRejectedError:
     """``exc`` (an ``ApiException`` or a connection failure) as the project's error about ``what``."""
-    if isinstance(exc, config.ConfigError):
+    if isinstance(exc, config.KubeconfigError):
         return errors.ClusterError(f"{what}: no credentials for the API server ({exc})")
     if not isinstance(exc, rest.ApiError):
         return errors.ClusterError(f"{what}: the API server is unreachable ({type(exc).__name__}: {exc})")

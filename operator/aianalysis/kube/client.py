@@ -8,9 +8,6 @@ import aianalysis.settings
 from aianalysis import errors
 from aianalysis.kube import config, rest
 
-ApiClient = rest.ApiClient
-"""The type of the process' API client: other packages name it as ``kube.ApiClient``."""
-
 #: kopf's watches: the API server ends each after this (kopf then watches again from where it was).
 WATCH_SECONDS = 300
 
@@ -28,7 +25,7 @@ def api_client(
         return rest.ApiClient(
             config.load(kubeconfig), pool_size=CONNECTION_POOL_SIZE, timeouts=timeouts(settings)
         )
-    except (config.ConfigError, OSError, ValueError) as exc:
+    except (config.KubeconfigError, OSError, ValueError) as exc:
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
 
 
@@ -66,7 +63,7 @@ def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
     temporary file only while it builds its TLS context)."""
     try:
         connection = config.load(kubeconfig).connection()
-    except (config.ConfigError, OSError) as exc:
+    except (config.KubeconfigError, OSError) as exc:
         raise errors.ConfigError(f"no Kubernetes API to talk to: {exc}") from exc
     scheme, _, token = (connection.authorization or "").partition(" ")
     return {
@@ -84,12 +81,6 @@ def login_fields(kubeconfig: str | None = None) -> dict[str, Any]:
         "proxy_url": connection.proxy_url,
         "expiration": connection.expires,
     }
-
-
-def current_namespace(kubeconfig: str | None = None) -> str:
-    """The namespace requests default to: the service account's in a Pod, else the kubeconfig's
-    current context's (``default`` when it names none)."""
-    return config.current_namespace(kubeconfig)
 
 
 def server_version(api: rest.ApiClient, *, timeout_seconds: float = 5.0) -> str:

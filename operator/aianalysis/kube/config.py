@@ -53,7 +53,7 @@ LOAD_TIMEOUT_SECONDS = 60.0
 EXTRA = "pip install 'aianalysis-operator[kubeconfig]'"
 
 
-class ConfigError(Exception):
+class KubeconfigError(Exception):
     """No usable way to reach the API server (no cluster, an unusable kubeconfig)."""
 
 
@@ -147,7 +147,7 @@ class Login:
         if current.reread_seconds is not None and age >= current.reread_seconds:
             try:
                 return self._reload(current, wait_seconds=wait_seconds)
-            except ConfigError:  # a token file being replaced: the last token, until it is there
+            except KubeconfigError:  # a token file being replaced: the last token, until it is there
                 with self._lock:
                     self._loaded_at = time.monotonic()
         return current
@@ -170,7 +170,7 @@ class Login:
         try:
             return loading.result(timeout=max(wait_seconds, 0.0))
         except concurrent.futures.TimeoutError:
-            raise ConfigError(f"loading the credentials took more than {wait_seconds:g}s") from None
+            raise KubeconfigError(f"loading the credentials took more than {wait_seconds:g}s") from None
 
     def _run(self, loading: concurrent.futures.Future[Connection]) -> None:
         try:
@@ -178,7 +178,9 @@ class Login:
         except Exception as exc:  # noqa: BLE001  # the loader is third-party code: any failure is a failed load, for the waiter
             with self._lock:
                 self._loading = None
-            failed = exc if isinstance(exc, ConfigError) else ConfigError(f"{type(exc).__name__}: {exc}")
+            failed = (
+                exc if isinstance(exc, KubeconfigError) else KubeconfigError(f"{type(exc).__name__}: {exc}")
+            )
             loading.set_exception(failed)
             return
         with self._lock:
@@ -203,12 +205,12 @@ def current_namespace(kubeconfig: str | None = None) -> str:
     try:
         kube_config = _loader_module()
         paths = _paths(kubeconfig)
-    except ConfigError:
+    except KubeconfigError:
         return "default"
     try:
         merged, active = _merged(kube_config, paths)
         context = merged["contexts"].get_with_name(active)["context"]
-    except (kube_config.ConfigException, ConfigError, OSError, yaml.YAMLError):
+    except (kube_config.ConfigException, KubeconfigError, OSError, yaml.YAMLError):
         return "default"
     return str(context.safe_get("namespace") or "default")
 
@@ -225,7 +227,7 @@ def in_cluster(directory: Path | None = None) -> Login:
     directory = directory or SERVICE_ACCOUNT
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "")
     if not host or not port:
-        raise ConfigError("in a Pod without KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT")
+        raise KubeconfigError("in a Pod without KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT")
     if ":" in host:  # an IPv6 address
         host = f"[{host}]"
     server = f"https://{host}:{port}"
@@ -237,9 +239,9 @@ def _service_account(directory: Path, *, server: str) -> Connection:
     try:
         token = token_file.read_text().strip()
     except OSError as exc:
-        raise ConfigError(f"cannot read the token file {token_file}: {exc}") from exc
+        raise KubeconfigError(f"cannot read the token file {token_file}: {exc}") from exc
     if not token:
-        raise ConfigError(f"the token file {token_file} is empty")
+        raise KubeconfigError(f"the token file {token_file} is empty")
     return Connection(
         server=server,
         ca_file=str(directory / "ca.crt"),
@@ -270,7 +272,7 @@ def _loader_module() -> Any:
     try:
         from kubernetes.config import kube_config  # noqa: PLC0415  # outside a Pod only: the extra
     except ImportError as exc:
-        raise ConfigError(
+        raise KubeconfigError(
             f"not in a Pod, and reading a kubeconfig needs the kubeconfig extra: {EXTRA}"
         ) from exc
     return kube_config
@@ -280,12 +282,12 @@ def _paths(kubeconfig: str | None) -> list[str]:
     if kubeconfig is not None:
         path = Path(kubeconfig).expanduser()
         if not path.exists():
-            raise ConfigError(f"kubeconfig {path} does not exist")
+            raise KubeconfigError(f"kubeconfig {path} does not exist")
         return [str(path)]
     listed = [p.strip() for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p.strip()]
     found = [str(Path(p).expanduser()) for p in listed or ["~/.kube/config"] if Path(p).expanduser().exists()]
     if not found:
-        raise ConfigError("no kubeconfig (none at $KUBECONFIG or ~/.kube/config) and not in a Pod")
+        raise KubeconfigError("no kubeconfig (none at $KUBECONFIG or ~/.kube/config) and not in a Pod")
     return found
 
 
@@ -294,7 +296,7 @@ def _merged(kube_config: Any, paths: list[str]) -> tuple[Any, str]:
     file's that sets one, as client-go has it."""
     merger = kube_config.KubeConfigMerger(os.pathsep.join(paths))
     if merger.config is None:
-        raise ConfigError(f"the kubeconfig {os.pathsep.join(paths)} is empty")
+        raise KubeconfigError(f"the kubeconfig {os.pathsep.join(paths)} is empty")
     active = next(
         (
             str(found)
@@ -304,7 +306,7 @@ def _merged(kube_config: Any, paths: list[str]) -> tuple[Any, str]:
         None,
     )
     if not active:
-        raise ConfigError("the kubeconfig sets no current-context")
+        raise KubeconfigError("the kubeconfig sets no current-context")
     return merger.config, active
 
 
@@ -325,7 +327,7 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
             user: dict[str, Any] = dict(user_node.safe_get("user") or {}) if user_node is not None else {}
             cluster = dict(merged["clusters"].get_with_name(context["cluster"])["cluster"].value)
             if not cluster.get("server"):  # the loader would talk to http://localhost
-                raise ConfigError(f"the kubeconfig's cluster {context['cluster']!r} names no server")
+                raise KubeconfigError(f"the kubeconfig's cluster {context['cluster']!r} names no server")
             _refuse_removed_providers(user)
             loader = kube_config.KubeConfigLoader(
                 config_dict=merged,
@@ -336,9 +338,9 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
             loaded = kube_config.Configuration()
             loader.load_and_set(loaded)
         except kube_config.ConfigException as exc:
-            raise ConfigError(f"the kubeconfig: {exc}") from exc
+            raise KubeconfigError(f"the kubeconfig: {exc}") from exc
         except yaml.YAMLError as exc:
-            raise ConfigError(f"the kubeconfig {os.pathsep.join(paths)} is not YAML: {exc}") from exc
+            raise KubeconfigError(f"the kubeconfig {os.pathsep.join(paths)} is not YAML: {exc}") from exc
         finally:
             written = _take_back_written()
     # client-go trims a token file's content; the loader keeps its newline (an invalid header).
@@ -346,11 +348,11 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
     cert_file, key_file = _own(loaded.cert_file, written), _own(loaded.key_file, written)
     cert_pem, key_pem = written.get(loaded.cert_file or ""), written.get(loaded.key_file or "")
     if user.get("exec") and not authorization and not cert_pem:
-        raise ConfigError(f"the kubeconfig's exec plugin gave no credential: {logged() or 'no output'}")
+        raise KubeconfigError(f"the kubeconfig's exec plugin gave no credential: {logged() or 'no output'}")
     ca_file, ca_pem = _own(loaded.ssl_ca_cert, written), written.get(loaded.ssl_ca_cert or "")
     insecure = not loaded.verify_ssl
     if insecure and (ca_file or ca_pem):
-        raise ConfigError(
+        raise KubeconfigError(
             f"the kubeconfig's cluster {context['cluster']!r} sets insecure-skip-tls-verify and a "
             "certificate authority; client-go refuses that (specifying a root certificates file with "
             "the insecure flag is not allowed): remove one"
@@ -377,7 +379,7 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
 def _refuse_removed_providers(user: dict[str, Any]) -> None:
     name = (user.get("auth-provider") or {}).get("name")
     if name in ("gcp", "azure"):
-        raise ConfigError(
+        raise KubeconfigError(
             f"the kubeconfig's user uses the auth-provider {name!r}, which kubectl removed in 1.26; "
             "use its exec credential plugin instead (gke-gcloud-auth-plugin, kubelogin)"
         )

@@ -35,7 +35,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 from urllib3.connection import HTTPConnection
 
-from aianalysis.kube import config as config_mod
+from aianalysis.kube import config
 
 Query = Mapping[str, str | int | bool | None]
 
@@ -134,16 +134,16 @@ class ApiClient:
     context manager that closes the pool."""
 
     def __init__(
-        self, login: config_mod.Login | config_mod.Connection, *, pool_size: int, timeouts: Timeouts
+        self, login: config.Login | config.Connection, *, pool_size: int, timeouts: Timeouts
     ) -> None:
-        self.login = login if isinstance(login, config_mod.Login) else config_mod.Login.fixed(login)
+        self.login = login if isinstance(login, config.Login) else config.Login.fixed(login)
         self.timeouts = timeouts
         self._pool_size = pool_size
         self._lock = threading.Lock()
         first = self.login.current  # a TLS material that cannot load fails here, at start
         self._transport, self._pool = first.transport, self._new_pool(first)
 
-    def _new_pool(self, connection: config_mod.Connection) -> urllib3.PoolManager:
+    def _new_pool(self, connection: config.Connection) -> urllib3.PoolManager:
         options: dict[str, Any] = {"maxsize": self._pool_size, "socket_options": SOCKET_OPTIONS}
         if connection.server.startswith("https:"):
             options["ssl_context"] = connection.ssl_context()
@@ -155,13 +155,13 @@ class ApiClient:
             try:
                 from urllib3.contrib import socks  # noqa: PLC0415  # needs PySocks, only for a SOCKS proxy
             except ImportError as exc:
-                raise config_mod.ConfigError(
+                raise config.KubeconfigError(
                     f"the proxy {connection.proxy_url} is a SOCKS proxy, which needs PySocks installed"
                 ) from exc
             return socks.SOCKSProxyManager(connection.proxy_url, num_pools=2, **options)
         return urllib3.ProxyManager(connection.proxy_url, num_pools=2, **options)
 
-    def _pool_for(self, connection: config_mod.Connection) -> urllib3.PoolManager:
+    def _pool_for(self, connection: config.Connection) -> urllib3.PoolManager:
         """The pool made for ``connection``'s TLS material (made now if it changed: new
         connections present the new certificate, the old ones are closed). Only the login's
         current credentials make a new pool: a request that began just before a rotation uses
@@ -211,7 +211,7 @@ class ApiClient:
         response.release_conn()
         return self._attempts(fresh, request)
 
-    def _attempts(self, connection: config_mod.Connection, request: _Request) -> urllib3.BaseHTTPResponse:
+    def _attempts(self, connection: config.Connection, request: _Request) -> urllib3.BaseHTTPResponse:
         pool = self._pool_for(connection)
         headers = {"Accept": "application/json", "User-Agent": "aianalysis-operator"}
         if request.content_type is not None:

@@ -12,37 +12,61 @@ variable to fix; :func:`reference` lists them for the configuration reference::
 from __future__ import annotations
 
 from aianalysis.settings._env import from_env, groups
-from aianalysis.settings._executor import AutoExecute, Executor, Guards, Safety
+from aianalysis.settings._executor import (
+    AutoExecuteSettings,
+    ExecutorSettings,
+    GuardsSettings,
+    SafetySettings,
+)
 from aianalysis.settings._fields import Group, parse_duration
-from aianalysis.settings._investigation import DEFAULT_CUSTOM_GROUPS, Investigation, Prometheus
-from aianalysis.settings._llm import PROVIDERS, Analysis, Budget, Llm, Provider, Retries
-from aianalysis.settings._operator import Api, Assessment, Catalog, Intake, Leadership, Mcp, Observability
-from aianalysis.settings._reference import Entry, reference
+from aianalysis.settings._investigation import (
+    DEFAULT_CUSTOM_GROUPS,
+    InvestigationSettings,
+    PrometheusSettings,
+)
+from aianalysis.settings._llm import (
+    PROVIDERS,
+    AnalysisSettings,
+    BudgetSettings,
+    LlmSettings,
+    ProviderName,
+    RetriesSettings,
+)
+from aianalysis.settings._operator import (
+    ApiSettings,
+    AssessmentSettings,
+    CatalogSettings,
+    IntakeSettings,
+    LeadershipSettings,
+    McpSettings,
+    ObservabilitySettings,
+)
+from aianalysis.settings._reference import Setting, reference
 from aianalysis.settings._root import Settings
 
 __all__ = [
     "DEFAULT_CUSTOM_GROUPS",
     "PROVIDERS",
-    "Analysis",
-    "Api",
-    "Assessment",
-    "AutoExecute",
-    "Budget",
-    "Catalog",
-    "Entry",
-    "Executor",
+    "AnalysisSettings",
+    "ApiSettings",
+    "AssessmentSettings",
+    "AutoExecuteSettings",
+    "BudgetSettings",
+    "CatalogSettings",
+    "ExecutorSettings",
     "Group",
-    "Guards",
-    "Intake",
-    "Investigation",
-    "Leadership",
-    "Llm",
-    "Mcp",
-    "Observability",
-    "Prometheus",
-    "Provider",
-    "Retries",
-    "Safety",
+    "GuardsSettings",
+    "IntakeSettings",
+    "InvestigationSettings",
+    "LeadershipSettings",
+    "LlmSettings",
+    "McpSettings",
+    "ObservabilitySettings",
+    "PrometheusSettings",
+    "ProviderName",
+    "RetriesSettings",
+    "SafetySettings",
+    "Setting",
     "Settings",
     "from_env",
     "groups",

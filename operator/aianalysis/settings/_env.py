@@ -27,7 +27,7 @@ def from_env(env: Mapping[str, str] | None = None, *, provider: str | None = Non
     empty variable counts as unset (a Helm value left empty renders as ``""``)."""
     env = dict(os.environ if env is None else env)
     if provider:
-        env[_llm.Llm.env_name("provider")] = provider
+        env[_llm.LlmSettings.env_name("provider")] = provider
     found: dict[str, Any] = {}
     problems: list[str] = []
     for name, model in groups():

@@ -7,24 +7,24 @@ from typing import Annotated, Literal
 
 import pydantic
 
-from aianalysis.settings import _fields as f
+from aianalysis.settings import _fields
 
 Risk = Literal["low", "medium", "high"]
 
 
-class Safety(f.Group):
+class SafetySettings(_fields.Group):
     """Switches for the whole product: set them on the operator and the executor alike (the chart
     does)."""
 
-    dry_run: f.Flag = False
+    dry_run: _fields.Flag = False
     """Dry run for the whole product: analyses and approvals proceed and WorkflowExecutions are
     created, but the executor creates no Job (``status.dryRun``) and the assessment says
     ``not_executed``."""
 
     cross_namespace: Annotated[
-        f.Names,
+        _fields.Names,
         pydantic.AfterValidator(
-            f.Check(
+            _fields.Constraint(
                 "takes pairs like team-a=shared",
                 lambda p: len(p.split("=")) == 2 and all(p.split("=")),
                 each=True,
@@ -40,18 +40,18 @@ class Safety(f.Group):
         return frozenset((a.strip(), b.strip()) for a, b in (p.split("=", 1) for p in self.cross_namespace))
 
 
-class Executor(f.Group):
+class ExecutorSettings(_fields.Group):
     """The workflow Jobs of the executor (``aianalysis executor``; a separate, opt-in process)."""
 
-    env_prefix = f.PREFIX + "EXECUTOR_"
+    env_prefix = _fields.PREFIX + "EXECUTOR_"
 
-    backoff_limit: f.Tries = 0
+    backoff_limit: _fields.Tries = 0
     """``backoffLimit`` of workflow Jobs: retries after a failed Pod (0: a remediation runs once)."""
 
-    default_deadline_seconds: f.WholeSeconds = 1800
+    default_deadline_seconds: _fields.WholeSeconds = 1800
     """``activeDeadlineSeconds`` of a workflow Job whose workflow declares no ``estimatedDuration``."""
 
-    deadline_multiplier: f.Factor = 2.0
+    deadline_multiplier: _fields.Multiplier = 2.0
     """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
 
     approval_policy: str = "aianalysis-operator-executor-approval"
@@ -59,69 +59,70 @@ class Executor(f.Group):
     ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
 
 
-class AutoExecute(f.Group):
+class AutoExecuteSettings(_fields.Group):
     """``autoExecute``: run selections without ``aianalysis approve``, decided from server-side facts
     only: the analysis needs no review, its namespace is in the allowlist AND labelled
     ``<AIANALYSIS_EXECUTOR_AUTO_EXECUTE_NAMESPACE_LABEL>=true``, the catalog's ``riskLevel`` is at most
     the ceiling, and its confidence reaches the floor (never the spec's environment or riskTolerance)."""
 
-    env_prefix = f.PREFIX + "EXECUTOR_AUTO_EXECUTE_"
+    env_prefix = _fields.PREFIX + "EXECUTOR_AUTO_EXECUTE_"
 
-    enabled: Annotated[f.Flag, f.Env("AIANALYSIS_EXECUTOR_AUTO_EXECUTE")] = False
+    enabled: Annotated[_fields.Flag, _fields.Env("AIANALYSIS_EXECUTOR_AUTO_EXECUTE")] = False
     """Turn ``autoExecute`` on (off: every execution needs an approval)."""
 
-    min_confidence: f.Fraction = 0.9
+    min_confidence: _fields.Fraction = 0.9
     """Confidence floor of ``autoExecute`` (one gate, never enough alone)."""
 
-    namespaces: f.Names = ()
+    namespaces: _fields.Names = ()
     """Namespaces (comma-separated) ``autoExecute`` may run in; empty: none."""
 
     namespace_label: str = "kubernaut.io/auto-execute"
     """The Namespace label (value ``true``) its owner sets to opt in to ``autoExecute``."""
 
     max_risk: Annotated[
-        Risk, pydantic.BeforeValidator(f.Choice(("low", "medium", "high"), "must be low, medium or high"))
+        Risk,
+        pydantic.BeforeValidator(_fields.Choice(("low", "medium", "high"), "must be low, medium or high")),
     ] = "low"
     """The highest catalog ``riskLevel`` ``autoExecute`` runs (low, medium or high)."""
 
-    environments: f.Names = ()
+    environments: _fields.Names = ()
     """When set: only namespaces whose environment label (``kubernaut.io/environment`` or
     ``kubernaut.ai/environment``) is listed (comma-separated). Never ``businessContext``."""
 
-    max_age_seconds: f.Seconds = 600.0
+    max_age_seconds: _fields.Seconds = 600.0
     """``autoExecute`` only runs analyses completed this recently (enabling it never runs a backlog)."""
 
 
-class Guards(f.Group):
+class GuardsSettings(_fields.Group):
     """Guards before any execution, approved or automatic: cooldowns, failure backoff, cluster-wide
     caps."""
 
-    env_prefix = f.PREFIX + "EXECUTOR_"
+    env_prefix = _fields.PREFIX + "EXECUTOR_"
 
-    cooldown_seconds: f.Pause = 1800.0
+    cooldown_seconds: _fields.Pause = 1800.0
     """The same workflow does not run again on the same target within this time (0: off)."""
 
-    failure_threshold: f.Tries = 3
+    failure_threshold: _fields.Tries = 3
     """After this many consecutive failed or ineffective executions on a target, the next waits
     ``AIANALYSIS_EXECUTOR_FAILURE_BACKOFF_SECONDS`` (doubling per further failure; 0: off)."""
 
-    failure_backoff_seconds: f.Pause = 900.0
+    failure_backoff_seconds: _fields.Pause = 900.0
     """The first backoff after ``AIANALYSIS_EXECUTOR_FAILURE_THRESHOLD`` failures."""
 
-    failure_backoff_max_seconds: f.Pause = 86400.0
+    failure_backoff_max_seconds: _fields.Pause = 86400.0
     """The longest backoff (at least the first one)."""
 
     managed_label: str = "kubernaut.io/auto-execute"
     """Automatic executions (``autoExecute``) run only where the namespace or the target carries this
     label with the value ``true``."""
 
-    require_managed_label: f.Flag = True
+    require_managed_label: _fields.Flag = True
     """Whether automatic executions need ``AIANALYSIS_EXECUTOR_MANAGED_LABEL`` (approved ones never do)."""
 
-    max_concurrent: f.Tries = 5
+    max_concurrent: _fields.Tries = 5
     """Executions running at once, cluster-wide (0: no limit)."""
 
-    max_per_hour: f.Tries = 20
+    max_per_hour: _fields.Tries = 20
     """Executions started in any rolling hour, cluster-wide (0: no limit)."""
 
     start_lock_namespace: str = ""

@@ -30,7 +30,7 @@ class Env:
         self.names = names
 
 
-class Check:
+class Constraint:
     """A rule a value (``each``: every item of a list) must follow, said the way the error message
     and the reference say it."""
 
@@ -71,7 +71,7 @@ def problem(kind: str, text: str) -> pydantic_core.PydanticCustomError:
     return pydantic_core.PydanticCustomError(kind, "{text}", {"text": text})
 
 
-class Reads:
+class Parser:
     """How a variable's text becomes a value (other values, from Python, pass through as they are)."""
 
     __slots__ = ("convert", "what")
@@ -117,38 +117,42 @@ def parse_duration(text: str) -> float:
 
 # ---- the types of the groups' fields: how the text reads, then what the value must be ----------
 
-Flag = Annotated[bool, pydantic.BeforeValidator(Reads("true or false", _flag))]
-Integer = Annotated[int, pydantic.BeforeValidator(Reads("an integer", int))]
-Number = Annotated[float, pydantic.BeforeValidator(Reads("a number", float))]
-Names = Annotated[tuple[str, ...], pydantic.BeforeValidator(Reads("a comma-separated list", _names))]
+Flag = Annotated[bool, pydantic.BeforeValidator(Parser("true or false", _flag))]
+Integer = Annotated[int, pydantic.BeforeValidator(Parser("an integer", int))]
+Number = Annotated[float, pydantic.BeforeValidator(Parser("a number", float))]
+Names = Annotated[tuple[str, ...], pydantic.BeforeValidator(Parser("a comma-separated list", _names))]
 """A comma-separated list; blanks around and between the commas are dropped."""
 
-NOT_NEGATIVE = Check("must not be negative", lambda value: value >= 0)
-POSITIVE = Check("must be positive", lambda value: value > 0)
+NOT_NEGATIVE = Constraint("must not be negative", lambda value: value >= 0)
+POSITIVE = Constraint("must be positive", lambda value: value > 0)
 
-Count = Annotated[Integer, pydantic.AfterValidator(Check("must be at least 1", lambda value: value >= 1))]
+Count = Annotated[
+    Integer, pydantic.AfterValidator(Constraint("must be at least 1", lambda value: value >= 1))
+]
 Tries = Annotated[Integer, pydantic.AfterValidator(NOT_NEGATIVE)]
 Port = Annotated[
-    Integer, pydantic.AfterValidator(Check("must be a port number (0..65535)", lambda v: 0 <= v <= 65535))
+    Integer,
+    pydantic.AfterValidator(Constraint("must be a port number (0..65535)", lambda v: 0 <= v <= 65535)),
 ]
 Seconds = Annotated[Number, pydantic.AfterValidator(POSITIVE)]
 """A time in seconds, more than 0."""
 WholeSeconds = Annotated[Integer, pydantic.AfterValidator(POSITIVE)]
 Pause = Annotated[Number, pydantic.AfterValidator(NOT_NEGATIVE)]
 """A time in seconds, 0 or more (0 usually turns the pause off)."""
-Factor = Annotated[Number, pydantic.AfterValidator(POSITIVE)]
+Multiplier = Annotated[Number, pydantic.AfterValidator(POSITIVE)]
 Fraction = Annotated[
-    Number, pydantic.AfterValidator(Check("must be within 0..1", lambda v: not math.isnan(v) and 0 <= v <= 1))
+    Number,
+    pydantic.AfterValidator(Constraint("must be within 0..1", lambda v: not math.isnan(v) and 0 <= v <= 1)),
 ]
 Limit = Annotated[
     int | None,
-    pydantic.BeforeValidator(Reads("an integer", _limit)),
+    pydantic.BeforeValidator(Parser("an integer", _limit)),
     pydantic.AfterValidator(NOT_NEGATIVE),
 ]
 """A count, or ``unlimited`` (None)."""
-Duration = Annotated[
+DurationSeconds = Annotated[
     float,
-    pydantic.BeforeValidator(Reads("a duration such as 90m, 1h or 3600s", parse_duration)),
+    pydantic.BeforeValidator(Parser("a duration such as 90m, 1h or 3600s", parse_duration)),
     pydantic.AfterValidator(NOT_NEGATIVE),
 ]
 """``90m``, ``1h``, ``3600s``, ``1d`` or plain seconds; 0 or more."""

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import pydantic
 
-from aianalysis.settings import _fields as f
+from aianalysis.settings import _fields
 
 
 def _signal_pair(entry: str) -> bool:
@@ -19,22 +19,29 @@ def _label_prefix(prefix: str) -> bool:
     return re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/", prefix) is not None
 
 
-class Catalog(f.Group):
+class CatalogSettings(_fields.Group):
     """The catalog of RemediationWorkflows and how an incident is matched to it: signal names and
     the business context read from namespaces."""
 
-    sync_stale_seconds: Annotated[f.Seconds, f.Env("AIANALYSIS_CATALOG_SYNC_STALE_SECONDS")] = 900.0
+    sync_stale_seconds: Annotated[_fields.Seconds, _fields.Env("AIANALYSIS_CATALOG_SYNC_STALE_SECONDS")] = (
+        900.0
+    )
     """Readiness fails when the catalog sync has not heard from the API server for this long."""
 
     signal_types: Annotated[
-        f.Names, pydantic.AfterValidator(f.Check("takes AlertName=SignalType pairs", _signal_pair, each=True))
+        _fields.Names,
+        pydantic.AfterValidator(
+            _fields.Constraint("takes AlertName=SignalType pairs", _signal_pair, each=True)
+        ),
     ] = ()
     """Extra ``AlertName=SignalType`` pairs (comma-separated) for signal normalization at analysis
     time, added to (and overriding) the built-in table in ``catalog/signals.py``."""
 
     business_label_prefixes: Annotated[
-        f.Names,
-        pydantic.AfterValidator(f.Check("takes prefixes like 'example.com/'", _label_prefix, each=True)),
+        _fields.Names,
+        pydantic.AfterValidator(
+            _fields.Constraint("takes prefixes like 'example.com/'", _label_prefix, each=True)
+        ),
     ] = (
         "kubernaut.io/",
         "kubernaut.ai/",
@@ -45,40 +52,41 @@ class Catalog(f.Group):
     over the namespace."""
 
 
-class Assessment(f.Group):
+class AssessmentSettings(_fields.Group):
     """The effectiveness assessment (in the operator; read-only): did an execution work."""
 
-    env_prefix = f.PREFIX + "ASSESSMENT_"
+    env_prefix = _fields.PREFIX + "ASSESSMENT_"
 
-    window_seconds: f.Pause = 300.0
+    window_seconds: _fields.Pause = 300.0
     """Stabilization window: how long after an execution ended its effect is assessed (a workflow's
     ``stabilizationWindow`` overrides it)."""
 
-    max_clock_skew_seconds: f.Seconds = 30.0
+    max_clock_skew_seconds: _fields.Seconds = 30.0
     """If this process' clock and the API server's differ by more, the verdict is ``unknown``
     (``ClockSkew``): "since the execution" cannot be told apart then."""
 
-    history_seconds: f.Pause = 86400.0
+    history_seconds: _fields.Pause = 86400.0
     """How far back earlier executions on the same target are fed into the next analysis."""
 
-    recurrence_threshold: f.Tries = 2
+    recurrence_threshold: _fields.Tries = 2
     """An incident analysed again after this many ``effective`` executions on its target within
     the history goes to human review (``recurring_after_remediation``); 0 disables it."""
 
 
-class Intake(f.Group):
+class IntakeSettings(_fields.Group):
     """The Alertmanager webhook receiver ``POST /api/v1/alertmanager`` (in the operator process)."""
 
-    env_prefix = f.PREFIX + "INTAKE_"
+    env_prefix = _fields.PREFIX + "INTAKE_"
 
-    port: f.Port = 0
+    port: _fields.Port = 0
     """Port of the receiver (0 = no intake)."""
 
     token: Annotated[pydantic.SecretStr | None, pydantic.Field(repr=False)] = None
     """Bearer token Alertmanager must send (from a Secret); required when the intake is on. Never logged."""
 
     cooldown_seconds: Annotated[
-        f.Duration, f.Env("AIANALYSIS_INTAKE_COOLDOWN", "AIANALYSIS_INTAKE_COOLDOWN_SECONDS")
+        _fields.DurationSeconds,
+        _fields.Env("AIANALYSIS_INTAKE_COOLDOWN", "AIANALYSIS_INTAKE_COOLDOWN_SECONDS"),
     ] = 3600.0
     """After an analysis ends, repeats of its incident start nothing for this long (``90m``, ``1h``,
     ``3600s`` or plain seconds)."""
@@ -86,7 +94,7 @@ class Intake(f.Group):
     mapping_file: str | None = None
     """YAML file overriding the alert → AIAnalysis mapping (signal types, severities, defaults)."""
 
-    queue_limit: f.Count = 5000
+    queue_limit: _fields.Count = 5000
     """Alerts accepted but not yet processed; a payload that does not fit is answered 429."""
 
     def conflicts(self) -> list[str]:
@@ -95,59 +103,59 @@ class Intake(f.Group):
         return []
 
 
-class Leadership(f.Group):
+class LeadershipSettings(_fields.Group):
     """Leader election: one of several operator replicas acts, the others stand by."""
 
-    namespace: Annotated[str, f.Env("AIANALYSIS_LEADER_ELECTION_NAMESPACE")] = ""
+    namespace: Annotated[str, _fields.Env("AIANALYSIS_LEADER_ELECTION_NAMESPACE")] = ""
     """Namespace of the Lease that lets one of several replicas act (empty: no leader election,
     for a single replica). The chart sets it to the release namespace."""
 
-    lease_duration_seconds: f.Count = 15
+    lease_duration_seconds: _fields.Count = 15
     """How long a leader's Lease holds without renewal: a standby takes over at most this long
     (plus a 2 s retry) after the leader died."""
 
-    identity: Annotated[str, f.Env("AIANALYSIS_LEADER_IDENTITY", "HOSTNAME")] = ""
+    identity: Annotated[str, _fields.Env("AIANALYSIS_LEADER_IDENTITY", "HOSTNAME")] = ""
     """This replica's name in the Lease (default: the pod name from ``HOSTNAME``)."""
 
 
-class Observability(f.Group):
+class ObservabilitySettings(_fields.Group):
     """Logs, the metrics endpoint and the health endpoint (of every process)."""
 
     log_format: Annotated[
         Literal["text", "json"],
-        pydantic.BeforeValidator(f.Choice(("text", "json"), "must be 'text' or 'json'")),
+        pydantic.BeforeValidator(_fields.Choice(("text", "json"), "must be 'text' or 'json'")),
     ] = "text"
     """``text`` for people, ``json`` for log pipelines."""
 
-    metrics_port: f.Port = 9090
+    metrics_port: _fields.Port = 9090
     """Port of the Prometheus ``/metrics`` endpoint (0 disables it)."""
 
-    health_port: f.Port = 8080
+    health_port: _fields.Port = 8080
     """Port of kopf's liveness endpoint ``/healthz`` (0 disables it)."""
 
 
-class Api(f.Group):
+class ApiSettings(_fields.Group):
     """The Kubernetes API: how long one call may take (every process, kopf's own calls included)."""
 
-    env_prefix = f.PREFIX + "API_"
+    env_prefix = _fields.PREFIX + "API_"
 
-    connect_timeout_seconds: f.Seconds = 10.0
+    connect_timeout_seconds: _fields.Seconds = 10.0
     """One connection attempt (TCP connect and TLS handshake) gives up after this."""
 
-    request_timeout_seconds: f.Seconds = 30.0
+    request_timeout_seconds: _fields.Seconds = 30.0
     """The longest one call may take, its retries and their waits included (a watch: its
     ``timeoutSeconds`` plus this); kopf's own calls get the same bound. A call to a server that
     accepts and never answers ends after this with a retryable error."""
 
-    retry_after_max_seconds: f.Seconds = 10.0
+    retry_after_max_seconds: _fields.Seconds = 10.0
     """The longest a ``Retry-After`` of a 429 or 503 is waited for before the call is tried again
     (the server may ask for hours; the call's own bound still holds)."""
 
 
-class Mcp(f.Group):
+class McpSettings(_fields.Group):
     """``aianalysis mcp``: the MCP server that lets an assistant read analyses and the catalog."""
 
-    env_prefix = f.PREFIX + "MCP_"
+    env_prefix = _fields.PREFIX + "MCP_"
 
     token: Annotated[pydantic.SecretStr | None, pydantic.Field(repr=False)] = None
     """``--transport http``: the bearer token clients must send (from a Secret). Without it the server

@@ -16,7 +16,7 @@ from aianalysis.settings import _env, _fields
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Entry:
+class Setting:
     """One setting as a user sets it."""
 
     group: str
@@ -39,13 +39,13 @@ class Entry:
     """From a Secret; never logged."""
 
 
-def reference() -> Iterator[Entry]:
+def reference() -> Iterator[Setting]:
     """Every setting of every group, in the order of ``Settings`` and of each group's fields."""
     for group, model in _env.groups():
         docs = field_docs(model)
         for field, info in model.model_fields.items():
             env, *also = model.env_names(field)
-            yield Entry(
+            yield Setting(
                 group=group,
                 group_doc=" ".join((model.__doc__ or "").split()),
                 field=field,
@@ -74,7 +74,7 @@ def field_docs(model: type[pydantic.BaseModel]) -> dict[str, str]:
 
 
 def _is_check(meta: Any) -> bool:
-    return isinstance(meta, pydantic.AfterValidator) and isinstance(meta.func, _fields.Check)
+    return isinstance(meta, pydantic.AfterValidator) and isinstance(meta.func, _fields.Constraint)
 
 
 def _is_secret(info: pydantic.fields.FieldInfo) -> bool:
@@ -83,7 +83,7 @@ def _is_secret(info: pydantic.fields.FieldInfo) -> bool:
 
 def _kind(info: pydantic.fields.FieldInfo) -> str:
     for meta in info.metadata:
-        if isinstance(meta, pydantic.BeforeValidator) and isinstance(meta.func, _fields.Reads):
+        if isinstance(meta, pydantic.BeforeValidator) and isinstance(meta.func, _fields.Parser):
             return meta.func.what
         if isinstance(meta, pydantic.BeforeValidator) and isinstance(meta.func, _fields.Choice):
             return "one of " + ", ".join(meta.func.options)

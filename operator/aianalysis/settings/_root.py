@@ -13,55 +13,61 @@ class Settings:
     validated by its own model; this is only their container (a pydantic model here would build one
     more validator holding all sixteen: ~0.4 MiB of RSS in every process)."""
 
-    llm: _llm.Llm = dataclasses.field(default_factory=_llm.Llm)
+    llm: _llm.LlmSettings = dataclasses.field(default_factory=_llm.LlmSettings)
     """The LLM provider and its calls."""
 
-    analysis: _llm.Analysis = dataclasses.field(default_factory=_llm.Analysis)
+    analysis: _llm.AnalysisSettings = dataclasses.field(default_factory=_llm.AnalysisSettings)
     """The limits of one analysis."""
 
-    retries: _llm.Retries = dataclasses.field(default_factory=_llm.Retries)
+    retries: _llm.RetriesSettings = dataclasses.field(default_factory=_llm.RetriesSettings)
     """How the reconcilers retry."""
 
-    budget: _llm.Budget = dataclasses.field(default_factory=_llm.Budget)
+    budget: _llm.BudgetSettings = dataclasses.field(default_factory=_llm.BudgetSettings)
     """The LLM budget."""
 
-    investigation: _investigation.Investigation = dataclasses.field(
-        default_factory=_investigation.Investigation
+    investigation: _investigation.InvestigationSettings = dataclasses.field(
+        default_factory=_investigation.InvestigationSettings
     )
     """The investigation tools."""
 
-    prometheus: _investigation.Prometheus = dataclasses.field(default_factory=_investigation.Prometheus)
+    prometheus: _investigation.PrometheusSettings = dataclasses.field(
+        default_factory=_investigation.PrometheusSettings
+    )
     """Prometheus."""
 
-    catalog: _operator.Catalog = dataclasses.field(default_factory=_operator.Catalog)
+    catalog: _operator.CatalogSettings = dataclasses.field(default_factory=_operator.CatalogSettings)
     """The catalog and business context."""
 
-    assessment: _operator.Assessment = dataclasses.field(default_factory=_operator.Assessment)
+    assessment: _operator.AssessmentSettings = dataclasses.field(default_factory=_operator.AssessmentSettings)
     """The effectiveness assessment."""
 
-    intake: _operator.Intake = dataclasses.field(default_factory=_operator.Intake)
+    intake: _operator.IntakeSettings = dataclasses.field(default_factory=_operator.IntakeSettings)
     """The Alertmanager intake."""
 
-    api: _operator.Api = dataclasses.field(default_factory=_operator.Api)
+    api: _operator.ApiSettings = dataclasses.field(default_factory=_operator.ApiSettings)
     """The Kubernetes API calls."""
 
-    leadership: _operator.Leadership = dataclasses.field(default_factory=_operator.Leadership)
+    leadership: _operator.LeadershipSettings = dataclasses.field(default_factory=_operator.LeadershipSettings)
     """Leader election."""
 
-    safety: _executor.Safety = dataclasses.field(default_factory=_executor.Safety)
+    safety: _executor.SafetySettings = dataclasses.field(default_factory=_executor.SafetySettings)
     """Product-wide safety switches."""
 
-    executor: _executor.Executor = dataclasses.field(default_factory=_executor.Executor)
+    executor: _executor.ExecutorSettings = dataclasses.field(default_factory=_executor.ExecutorSettings)
     """The executor's Jobs."""
 
-    auto_execute: _executor.AutoExecute = dataclasses.field(default_factory=_executor.AutoExecute)
+    auto_execute: _executor.AutoExecuteSettings = dataclasses.field(
+        default_factory=_executor.AutoExecuteSettings
+    )
     """``autoExecute``."""
 
-    guards: _executor.Guards = dataclasses.field(default_factory=_executor.Guards)
+    guards: _executor.GuardsSettings = dataclasses.field(default_factory=_executor.GuardsSettings)
     """The executor's guards."""
 
-    observability: _operator.Observability = dataclasses.field(default_factory=_operator.Observability)
+    observability: _operator.ObservabilitySettings = dataclasses.field(
+        default_factory=_operator.ObservabilitySettings
+    )
     """Logs, metrics and health."""
 
-    mcp: _operator.Mcp = dataclasses.field(default_factory=_operator.Mcp)
+    mcp: _operator.McpSettings = dataclasses.field(default_factory=_operator.McpSettings)
     """The MCP server."""

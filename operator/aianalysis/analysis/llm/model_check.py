@@ -20,7 +20,7 @@ _REFUSED = frozenset({401, 403})
 def judge_failure(provider: str, model: str, *, status: int | None, failure: errors.ProviderError) -> str:
     """The warning to print when ``failure`` is transient; raises ``ConfigError`` otherwise."""
     detail = " ".join(str(failure).split())  # one line, whatever the platform's message looks like
-    setting = settings.Llm.env_name("model")
+    setting = settings.LlmSettings.env_name("model")
     if failure.retryable:
         return f"could not verify model {model!r} with provider {provider!r} ({detail}); starting anyway"
     if status in _REFUSED:

@@ -86,7 +86,7 @@ class OpenAIProvider(sdk_loop.ClientOwner[retry_after.OpenAI]):
         listed = ", ".join(sorted(served)[:10]) or "none"
         raise errors.ConfigError(
             f"model {self.model!r} is not served by provider 'openai' at {self._client.base_url} "
-            f"(it serves: {listed}); set {settings.Llm.env_name('model')} to one of them"
+            f"(it serves: {listed}); set {settings.LlmSettings.env_name('model')} to one of them"
         )
 
     async def create(

@@ -19,6 +19,6 @@ How it reads, from the top:
 from __future__ import annotations
 
 from aianalysis.analysis.offline.provider import MODEL_NAME, OfflineConversation, OfflineProvider
-from aianalysis.analysis.offline.rules import RULES, analyze, documented
+from aianalysis.analysis.offline.rules import RULES, documented, findings
 
-__all__ = ["MODEL_NAME", "RULES", "OfflineConversation", "OfflineProvider", "analyze", "documented"]
+__all__ = ["MODEL_NAME", "RULES", "OfflineConversation", "OfflineProvider", "documented", "findings"]

@@ -57,19 +57,19 @@ def build_answer(
     if finding is not None:
         rationale = (
             f"{finding.explanation} Evidence: {'; '.join(finding.facts)}. Chosen '{name}' for "
-            f"{rule.describe(target)} (analyzer {finding.rule}; action type {finding.action_type or 'n/a'})."
+            f"{rule.ref_text(target)} (analyzer {finding.rule}; action type {finding.action_type or 'n/a'})."
         )
     elif seen is not None and seen.cluster:
         rationale = (
             f"'{name}' is the best catalog match for signal {spec.signal.type} eligible for "
-            f"{rule.describe(target)}. "
+            f"{rule.ref_text(target)}. "
             "The cluster was read but no analyzer recognised the failure, so the choice rests on the alert."
         )
         warnings.append("Offline provider: no analyzer matched the evidence; review before executing.")
     else:
         rationale = (
             f"'{name}' is the best catalog match for signal {spec.signal.type} eligible for "
-            f"{rule.describe(target)}; "
+            f"{rule.ref_text(target)}; "
             "no cluster could be read, so nothing was investigated."
         )
         warnings.append(
@@ -154,7 +154,7 @@ def _common(
         finding = findings[0]
         common |= {
             "analysis_summary": (
-                f"Offline analysis of {signal.type} on {rule.describe(spec.resource)}: {finding.explanation}"
+                f"Offline analysis of {signal.type} on {rule.ref_text(spec.resource)}: {finding.explanation}"
             ),
             "root_cause_assessment": f"{finding.explanation} ({'; '.join(finding.facts)})",
             "contributing_factors": [*finding.facts, *(f.explanation for f in findings[1:3])],
@@ -165,7 +165,7 @@ def _common(
     evidence_text = signal.error_message or signal.description or signal.alert_name or "no details given"
     return common | {
         "analysis_summary": (
-            f"Offline analysis of {signal.type} on {rule.describe(spec.resource)}: no analyzer recognised "
+            f"Offline analysis of {signal.type} on {rule.ref_text(spec.resource)}: no analyzer recognised "
             "the failure; the catalog was ranked for the signal."
         ),
         "root_cause_assessment": (

@@ -107,7 +107,11 @@ class Investigation:
             certificates=tuple(await listings.certificates(found, owner_obj or incident, namespace)),
             gitops=tuple(
                 synced
-                + ([workload.describe(owner_obj)] if owner_obj and workload.gitops_managed(owner_obj) else [])
+                + (
+                    [workload.kind_and_name(owner_obj)]
+                    if owner_obj and workload.gitops_managed(owner_obj)
+                    else []
+                )
             ),
             logs=await self._crash_logs(pods, namespace),
             service_account=account,
@@ -259,8 +263,8 @@ class Investigation:
         if not namespace:
             return [], [], []
         wanted: list[tuple[str, str]] = []
-        for spec in [workload.pod_template(owner) or {}, *((p.get("spec") or {}) for p in pods)]:
-            wanted += [ref for ref in workload.references(spec) if ref not in wanted]
+        for spec in [workload.pod_spec(owner) or {}, *((p.get("spec") or {}) for p in pods)]:
+            wanted += [ref for ref in workload.needed_sources(spec) if ref not in wanted]
         missing: list[tuple[str, str]] = []
         present: list[tuple[str, str]] = []
         synced: list[str] = []

@@ -53,7 +53,7 @@ async def certificates(
 ) -> list[evidence.Certificate]:
     """cert-manager Certificates whose Secret the workload mounts, with their issuers (the Secrets
     themselves are never read)."""
-    template = workload.pod_template(owner) if owner.get("kind") != "Pod" else owner.get("spec")
+    template = workload.pod_spec(owner) if owner.get("kind") != "Pod" else owner.get("spec")
     mounted = {
         str((v.get("secret") or {}).get("secretName"))
         for v in (template or {}).get("volumes") or ()

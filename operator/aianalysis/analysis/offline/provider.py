@@ -138,7 +138,7 @@ class OfflineConversation:
         reading = investigation.Investigation(self._tool, tool_names=names, spec=self._spec)
         self._seen = await reading.gather()
         self._chain = _chain_with(reading.chain, self._seen)
-        self._findings = rules.analyze(self._seen, self._rules) if self._seen.cluster else []
+        self._findings = rules.findings(self._seen, self._rules) if self._seen.cluster else []
 
     async def _submit_next(self) -> conversation.Submission:
         chosen = await self._choose()

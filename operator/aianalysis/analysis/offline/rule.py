@@ -87,7 +87,7 @@ class Rule:
         found = self.match(seen)
         if found is None:
             return None
-        detail = {"workload": describe(seen.workload or seen.incident), **found.detail}
+        detail = {"workload": ref_text(seen.workload or seen.incident), **found.detail}
         return Finding(
             rule=self.name,
             signal_type=self.signal_type,
@@ -145,14 +145,14 @@ def quantity_bytes(text: str) -> int | None:
     return int(float(match.group(1)) * _UNITS.get(match.group(2) or "", 1))
 
 
-def describe(ref: resources.ResourceRef | None) -> str:
+def ref_text(ref: resources.ResourceRef | None) -> str:
     """``Kind namespace/name`` for the explanation and the facts."""
     if ref is None:
         return "the workload"
     return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
 
 
-def clip(text: str, limit: int = 160) -> str:
+def shorten(text: str, limit: int = 160) -> str:
     """Untrusted text quoted in a fact: one line, at most ``limit`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,7 +29,7 @@ GITOPS_LABELS = (
 )
 
 
-def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+def pod_spec(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """The pod spec a workload runs (a CronJob's through its job template)."""
     spec = obj.get("spec") or {}
     if obj.get("kind") == "CronJob":
@@ -38,7 +38,7 @@ def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return template if isinstance(template, dict) else None
 
 
-def references(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+def needed_sources(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """ConfigMaps and PVCs a pod spec needs to start (optional references left out). Secrets are
     never read, so they are not checked here (their absence shows in the container's state)."""
     found: list[tuple[str, str]] = []
@@ -95,14 +95,14 @@ def controller_of(obj: Any, *, namespace: str | None) -> resources.ResourceRef |
 
 def service_account(obj: Mapping[str, Any]) -> str | None:
     """The ServiceAccount a workload's Pods (or a Pod) run as."""
-    spec = pod_template(obj) if obj.get("kind") != "Pod" else obj.get("spec")
+    spec = pod_spec(obj) if obj.get("kind") != "Pod" else obj.get("spec")
     name = (spec or {}).get("serviceAccountName")
     return name if isinstance(name, str) and name else None
 
 
 def runs_java(obj: Mapping[str, Any]) -> bool:
     """Whether the workload's pod template says JVM (image name, JAVA_* or -Xmx in its env)."""
-    template = pod_template(obj) or {}
+    template = pod_spec(obj) or {}
     return any(
         condense.container_facts({**c, "env": c.get("env") or ()}, {}).java
         for c in template.get("containers") or ()
@@ -176,7 +176,7 @@ def ref_of(obj: Mapping[str, Any], namespace: str | None) -> resources.ResourceR
     )
 
 
-def describe(obj: Mapping[str, Any]) -> str:
+def kind_and_name(obj: Mapping[str, Any]) -> str:
     """``Kind name``."""
     return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}"
 

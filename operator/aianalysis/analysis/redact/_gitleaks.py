@@ -59,7 +59,7 @@ class Allowlist:
 
 
 @dataclasses.dataclass(frozen=True)
-class Rule:
+class GitleaksRule:
     id: str
     regex: str
     keywords: tuple[str, ...]
@@ -74,7 +74,7 @@ class Rule:
 
 @dataclasses.dataclass(frozen=True)
 class RuleSet:
-    rules: tuple[Rule, ...]
+    rules: tuple[GitleaksRule, ...]
     allowlist: Allowlist
     keywords: tuple[str, ...]
     """Every rule's keywords, once each (the index of one is its position in the RE2 set)."""
@@ -88,13 +88,13 @@ class RuleSet:
         return found
 
     @functools.cached_property
-    def _by_keyword(self) -> dict[str, tuple[Rule, ...]]:
+    def _by_keyword(self) -> dict[str, tuple[GitleaksRule, ...]]:
         return {k: tuple(r for r in self.rules if k in r.keywords) for k in self.keywords}
 
-    def candidates(self, text: str) -> list[Rule]:
+    def candidates(self, text: str) -> list[GitleaksRule]:
         """The rules one of whose keywords the text contains (gitleaks' prefilter)."""
         hits = self._prefilter.Match(text.lower()) or ()
-        seen: dict[str, Rule] = {}
+        seen: dict[str, GitleaksRule] = {}
         for index in hits:
             for rule in self._by_keyword[self.keywords[index]]:
                 seen.setdefault(rule.id, rule)
@@ -152,11 +152,11 @@ def _allowlist(raw: dict[str, Any]) -> Allowlist:
     )
 
 
-def parse(data: bytes) -> RuleSet:
+def parse_rules(data: bytes) -> RuleSet:
     """The rule set of a gitleaks configuration (rules with a regex; path-only rules match files)."""
     config = tomllib.loads(data.decode())
     rules = tuple(
-        Rule(
+        GitleaksRule(
             id=str(raw["id"]),
             regex=str(raw["regex"]),
             keywords=tuple(str(k).lower() for k in raw.get("keywords") or ()),
@@ -174,7 +174,7 @@ def parse(data: bytes) -> RuleSet:
     return RuleSet(rules=rules, allowlist=_allowlist(config.get("allowlist") or {}), keywords=keywords)
 
 
-def read(name: str) -> bytes:
+def read_packaged(name: str) -> bytes:
     """A file vendored beside this module (the rules, their source, their license)."""
     return importlib.resources.files(__package__).joinpath(name).read_bytes()
 
@@ -182,16 +182,16 @@ def read(name: str) -> bytes:
 @functools.cache
 def rules() -> RuleSet:
     """The vendored rule set, parsed once per process (on first use)."""
-    return parse(read(RULES_FILE))
+    return parse_rules(read_packaged(RULES_FILE))
 
 
 def source() -> dict[str, str]:
     """``gitleaks.source``: where the vendored rules come from (repository, commit, sha256)."""
-    pairs = (line.split("=", 1) for line in read(SOURCE_FILE).decode().splitlines() if "=" in line)
+    pairs = (line.split("=", 1) for line in read_packaged(SOURCE_FILE).decode().splitlines() if "=" in line)
     return {key.strip(): value.strip() for key, value in pairs}
 
 
-def merge(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_spans(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Overlapping or touching spans as one."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):

@@ -139,7 +139,7 @@ def _blocks(text: str) -> str:
 
 
 def _shapes(text: str) -> str:
-    spans = _gitleaks.merge(list(_gitleaks.rules().spans(text)))
+    spans = _gitleaks.merge_spans(list(_gitleaks.rules().spans(text)))
     if not spans:
         return text
     parts, last = [], 0

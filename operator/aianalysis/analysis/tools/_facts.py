@@ -136,7 +136,7 @@ class Subject:
         return self._applications
 
 
-Rule = Callable[[Subject], Awaitable[bool | str | None]]
+FactRule = Callable[[Subject], Awaitable[bool | str | None]]
 
 
 async def _helm(subject: Subject) -> bool | None:
@@ -263,7 +263,7 @@ async def _mesh(subject: Subject) -> str | None:
 
 
 #: The one table: ``TargetFacts`` field → rule.
-RULES: dict[str, Rule] = {
+RULES: dict[str, FactRule] = {
     "helm_managed": _helm,
     "gitops_tool": _gitops_tool,
     "hpa_enabled": _hpa,

@@ -80,7 +80,7 @@ RULES: tuple[rule.Rule, ...] = (
 """The rules in priority order (the first match is the finding)."""
 
 
-def analyze(seen: evidence.Evidence, rules: Sequence[rule.Rule] = RULES) -> list[rule.Finding]:
+def findings(seen: evidence.Evidence, rules: Sequence[rule.Rule] = RULES) -> list[rule.Finding]:
     """Every finding, in rule order (the first is the analysis' conclusion)."""
     return [finding for r in rules if (finding := r.apply(seen)) is not None]
 

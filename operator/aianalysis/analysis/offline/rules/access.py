@@ -36,7 +36,7 @@ def crash_on_rbac_denial(seen: evidence.Evidence) -> rule.Match | None:
     named = _DENIED_ACCOUNT.search(said)
     if named and named.group(1) == seen.incident.namespace:
         account = account or named.group(2)
-    facts = [f"the API server denies the workload's calls: {rule.clip(said)}"]
+    facts = [f"the API server denies the workload's calls: {rule.shorten(said)}"]
     crashing = rule.crashing(seen)
     if crashing:
         facts.append(f"container {crashing[0][1].name} crash-loops ({crashing[0][1].restarts} restarts)")

@@ -50,7 +50,7 @@ def crash_on_configuration(seen: evidence.Evidence) -> rule.Match | None:
     facts = [
         f"container {container.name} crash-loops ({container.restarts} restarts, last exit "
         f"{container.last_reason or 'an error'})",
-        f"its last run logged a configuration error: {rule.clip(said)}",
+        f"its last run logged a configuration error: {rule.shorten(said)}",
         f"the Pods read ConfigMap {config_map}",
     ]
     if seen.rollout is not None and seen.rollout.revision and seen.rollout.revision > 1:

@@ -35,7 +35,7 @@ def crash_after_rollout(seen: evidence.Evidence) -> rule.Match | None:
         f"{len({p.name for p, _ in crashing})} Pod(s) crash-loop (container {container.name} last exited "
         f"{container.last_reason or 'with an error'}, exit code {container.last_exit_code}, "
         f"{container.restarts} restarts)",
-        f"only revision {rollout.revision} of {rule.describe(seen.workload)} fails, the newest",
+        f"only revision {rollout.revision} of {rule.ref_text(seen.workload)} fails, the newest",
     ]
     if rollout.healthy_revisions:
         older = ", ".join(str(r) for r in sorted(rollout.healthy_revisions))
@@ -82,7 +82,7 @@ def crash_on_connection(seen: evidence.Evidence) -> rule.Match | None:
             f"{len({p.name for p, _ in crashing})} Pod(s) crash-loop (container {container.name} last exited "
             f"{container.last_reason or 'with an error'}, exit code {container.last_exit_code}, "
             f"{container.restarts} restarts)",
-            f"its log says it cannot connect to a dependency: {rule.clip(said)}",
+            f"its log says it cannot connect to a dependency: {rule.shorten(said)}",
             "the failing Pods are not those of a new revision",
         ),
         target=seen.workload,

@@ -29,7 +29,7 @@ def healthy_despite_alert(seen: evidence.Evidence) -> rule.Match | None:
         return None
     return rule.Match(
         facts=(
-            f"all {len(seen.pods)} Pod(s) of {rule.describe(seen.workload or seen.incident)} "
+            f"all {len(seen.pods)} Pod(s) of {rule.ref_text(seen.workload or seen.incident)} "
             "are Running and Ready",
             f"no container reports {seen.signal_type}",
         ),
@@ -68,7 +68,7 @@ def healthy_unchanged_unsaturated(seen: evidence.Evidence) -> rule.Match | None:
         return None
     return rule.Match(
         facts=(
-            f"all {len(seen.pods)} Pod(s) of {rule.describe(seen.workload)} are Running and Ready, "
+            f"all {len(seen.pods)} Pod(s) of {rule.ref_text(seen.workload)} are Running and Ready, "
             "without restarts",
             f"their CPU use is at most {max(seen.cpu_of_requests)}% of their requests",
             f"the current revision was rolled out {rollout.age_hours / 24:.1f} days before the alert",

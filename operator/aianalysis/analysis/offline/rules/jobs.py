@@ -22,7 +22,7 @@ def cronjob_keeps_failing(seen: evidence.Evidence) -> rule.Match | None:
     reasons = sorted(set(seen.failed_runs))
     return rule.Match(
         facts=(
-            f"{len(seen.failed_runs)} Jobs of {rule.describe(workload)} failed ({', '.join(reasons)})",
+            f"{len(seen.failed_runs)} Jobs of {rule.ref_text(workload)} failed ({', '.join(reasons)})",
             "every recent run fails: another run would fail the same way",
         ),
         target=workload,

@@ -38,7 +38,7 @@ def network_isolated(seen: evidence.Evidence) -> rule.Match | None:
     return rule.Match(
         facts=(
             f"{len(unready)} Pod(s) run but are not Ready",
-            f"their readiness probe cannot reach its peer: {rule.clip(said)}",
+            f"their readiness probe cannot reach its peer: {rule.shorten(said)}",
             f"NetworkPolicy {policy.name} selects every Pod of the namespace and allows no {denied}",
         ),
         target=resources.ResourceRef(
@@ -75,12 +75,12 @@ def certificate_not_ready(seen: evidence.Evidence) -> rule.Match | None:
     if not failing:
         return None
     cert = failing[0]
-    facts = [f"Certificate {cert.name} is not Ready: {rule.clip(cert.message or 'no reason given')}"]
+    facts = [f"Certificate {cert.name} is not Ready: {rule.shorten(cert.message or 'no reason given')}"]
     if cert.issuer_ready is False:
         facts.append(
-            f"its {cert.issuer_kind} {cert.issuer_name} is not Ready: {rule.clip(cert.issuer_message)}"
+            f"its {cert.issuer_kind} {cert.issuer_name} is not Ready: {rule.shorten(cert.issuer_message)}"
         )
-    facts.append(f"{rule.describe(seen.workload or seen.incident)} mounts the Certificate's Secret")
+    facts.append(f"{rule.ref_text(seen.workload or seen.incident)} mounts the Certificate's Secret")
     values = {"ISSUER_NAME": cert.issuer_name, "ISSUER_KIND": cert.issuer_kind} if cert.issuer_name else {}
     return rule.Match(
         facts=tuple(facts),

@@ -75,7 +75,7 @@ def cpu_saturated(seen: evidence.Evidence) -> rule.Match | None:
     low, high = min(seen.cpu_of_requests), max(seen.cpu_of_requests)
     return rule.Match(
         facts=(
-            f"all {len(seen.pods)} Pod(s) of {rule.describe(seen.workload)} are healthy and use "
+            f"all {len(seen.pods)} Pod(s) of {rule.ref_text(seen.workload)} are healthy and use "
             f"{low}-{high}% of their CPU requests",
             "no HorizontalPodAutoscaler scales the workload",
         ),

@@ -55,7 +55,7 @@ def volume_on_gone_node(seen: evidence.Evidence) -> rule.Match | None:
     target = seen.incident if seen.incident.kind == "Pod" else seen.workload
     return rule.Match(
         facts=(
-            f"the Pod's volume cannot be attached: {rule.clip(said)}",
+            f"the Pod's volume cannot be attached: {rule.shorten(said)}",
             f"a VolumeAttachment binds PersistentVolume {volume} to node {nodes}"
             + (" (attached)" if any(a.attached for a in elsewhere) else ""),
             f"the API server has no Node {nodes}: its machine is gone and cannot write to the volume",
@@ -91,7 +91,7 @@ def volume_attached_elsewhere(seen: evidence.Evidence) -> rule.Match | None:
     said = _multi_attach(seen)
     if said is None:
         return None
-    facts = [f"the Pod's volume cannot be attached: {rule.clip(said)}"]
+    facts = [f"the Pod's volume cannot be attached: {rule.shorten(said)}"]
     alive = [a for a in seen.attachments if a.node_exists is not False]
     why = "the cluster's objects do not show whether that node is gone"
     if alive:
