@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except (errors.CatalogError, errors.ConfigError) as exc:
         print(f"aianalysis: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    except (errors.ClusterError, errors.ClusterRejectedError) as exc:  # e.g. RBAC: not allowed to read
+        print(f"aianalysis: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_executor(commands)
     _add_show(commands)
     _add_approve(commands)
+    _add_reject(commands)
     return parser
 
 
@@ -497,7 +501,7 @@ def show_analysis(args: argparse.Namespace) -> int:
 
     namespace = args.namespace or kube.current_namespace()
     with kube.api_client() as api:
-        proposal = asyncio.run(submit.review(api, namespace=namespace, name=args.name))
+        proposal = asyncio.run(submit.proposal(api, namespace=namespace, name=args.name))
     if isinstance(proposal, approval.Refuse):
         print(f"aianalysis: {proposal.message}", file=sys.stderr)
         return 1
@@ -580,6 +584,48 @@ def approve_analysis(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_reject(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reject = commands.add_parser(
+        "reject",
+        help="reject an analysis' selected workflow, with a reason: nothing runs",
+        description="Record that you reject the analysis' status.selectedWorkflow, and why: a "
+        "WorkflowRejection in your name (the API server admits it only from a user who may approve, the "
+        "verb 'approve' on workflowexecutions, in their own name). Nothing runs; the operator shows it on "
+        "the analysis (status.rejection) and the next analysis of the same target sees it, as it sees an "
+        "ineffective verdict. Bound to what you reviewed, as approve is (--uid/--digest, or confirm on a "
+        "terminal).",
+    )
+    reject.add_argument("name", help="the AIAnalysis")
+    _namespace_flag(reject)
+    reject.add_argument(
+        "--reason", required=True, metavar="TEXT", help="why (your team and the next analysis read it)"
+    )
+    _binding_flags(reject, verb="reject")
+    reject.set_defaults(handler=reject_analysis)
+
+
+def reject_analysis(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+    from aianalysis.executor import submit  # noqa: PLC0415
+
+    if not args.reason.strip():
+        print("aianalysis: error: --reason must say why", file=sys.stderr)
+        return USAGE_ERROR
+    namespace = args.namespace or kube.current_namespace()
+    with kube.api_client() as api:
+        decided = _bound(api, args, namespace=namespace, verb="reject")
+        if isinstance(decided, int):
+            return decided
+        result = asyncio.run(
+            submit.reject(api, namespace=namespace, name=args.name, bound=decided, reason=args.reason)
+        )
+    if result.created is None:
+        print(f"aianalysis: refused: {result.message}", file=sys.stderr)
+        return 1
+    print(result.message)
+    return 0
+
+
 def _bound(api: Any, args: argparse.Namespace, *, namespace: str, verb: str) -> approval.Binding | int:
     """What the person reviewed (an ``approval.Binding``), or an exit code: the proposal is shown
     first; ``--uid``/``--digest`` bind to what they saw elsewhere, a terminal asks; anything else is
@@ -592,7 +638,7 @@ def _bound(api: Any, args: argparse.Namespace, *, namespace: str, verb: str) -> 
             file=sys.stderr,
         )
         return USAGE_ERROR
-    proposal = asyncio.run(submit.review(api, namespace=namespace, name=args.name))
+    proposal = asyncio.run(submit.proposal(api, namespace=namespace, name=args.name))
     if isinstance(proposal, approval.Refuse):
         print(f"aianalysis: refused: {proposal.message}", file=sys.stderr)
         return 1

@@ -1,5 +1,7 @@
 """A person's decisions on an analysis, end to end on the real control plane with the chart's RBAC
-and approval policy: ``aianalysis approve`` is bound to what the approver reviewed (issue 31 #3).
+and approval policy: ``aianalysis approve`` is bound to what the approver reviewed (issue 31 #3);
+``aianalysis reject`` is bound the same way, admitted only from an approver in their own name, shown on
+the analysis by the operator and seen by the next analysis of the target (issue 33 #3).
 
 alice may approve (the chart's approver ClusterRole); mallory may create, read and delete
 AIAnalyses and WorkflowExecutions in the namespace, not approve.
@@ -14,12 +16,15 @@ import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from aianalysis.executor import approval
 from aianalysis_dev import devcluster
 from tests.e2e import test_executor as executor_e2e
-from tests.e2e.conftest import ROOT, get
+from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
 from tests.e2e.test_executor import ALICE, IMAGE, MALLORY, analysed, items, patch_status, workflow
 
 # The executor module's control plane (kube-controller-manager, the chart's RBAC and policy).
@@ -261,3 +266,164 @@ def test_on_a_terminal_approve_shows_the_selection_asks_and_binds_to_what_it_sho
     term.type("y")
     assert term.finish() == 0, term.seen
     assert executions_of_uid(cluster, ns, replacement) == ["api-oom-exec-1"]
+
+
+# ---- reject (issue 33 #3) ---------------------------------------------------------------------------
+
+
+def may_write_rejections(cluster: devcluster.DevCluster, namespace: str, user: str) -> None:
+    """RBAC alone lets ``user`` create WorkflowRejections: only the admission policy stands between
+    them and a rejection in another's name, or one from someone who may not decide."""
+    cluster.kubectl(
+        "create", "role", "wfr-writer", "-n", namespace, "--verb=create,get,list",
+        "--resource=workflowrejections.kubernaut.io",
+    )  # fmt: skip
+    cluster.kubectl(
+        "create", "rolebinding", "wfr-writers", "-n", namespace, "--role=wfr-writer", f"--user={user}"
+    )
+
+
+def rejection(namespace: str, seen: approval.Proposal, *, by: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubernaut.io/v1alpha1", "kind": "WorkflowRejection",
+        "metadata": {"name": f"forged-{by}", "namespace": namespace},
+        "spec": {
+            "analysisRef": seen.name, "analysisUID": seen.uid, "selectionDigest": seen.digest,
+            "workflowRef": seen.workflow.wire(), "parameters": dict(seen.parameters),
+            "targetResource": seen.target.wire(), "rejectedBy": by, "reason": "no",
+        },
+    }  # fmt: skip
+
+
+def test_reject_is_bound_recorded_in_the_rejecters_name_and_only_an_approver_may(
+    jobs_cluster: devcluster.DevCluster, ns: str
+) -> None:
+    cluster = jobs_cluster
+    may_delete_analyses(cluster, ns, MALLORY)
+    wf = workflow(cluster)
+    analysed(cluster, ns, wf)
+    read = proposal(cluster, ns, "api-oom")
+
+    # mallory (no approve verb): the CLI is refused by RBAC, and with create on the kind, by the policy,
+    # in her own name or in alice's
+    denied = aianalysis(
+        cluster, MALLORY, "reject", "api-oom", "-n", ns, "--uid", read.uid, "--digest", read.digest,
+        "--reason", "not today",
+    )  # fmt: skip
+    assert denied.returncode == 1 and "forbidden" in denied.stderr.lower(), denied.stderr
+    may_write_rejections(cluster, ns, MALLORY)
+    for by in (ALICE, MALLORY):
+        forged = cluster.kubectl(
+            "create", "-f", "-", input=json.dumps(rejection(ns, read, by=by)), user=MALLORY, check=False
+        )
+        assert forged.returncode != 0, forged.stdout
+        expected = "must be the user creating" if by == ALICE else "only a user allowed to approve"
+        assert expected in forged.stderr, forged.stderr
+    assert items(cluster, "wfr", ns) == []
+
+    # no reason, or no binding from a script: refused
+    no_reason = aianalysis(cluster, ALICE, "reject", "api-oom", "-n", ns, "--reason", "  ")
+    assert no_reason.returncode == 2 and "--reason" in no_reason.stderr, no_reason.stderr
+    unbound = aianalysis(cluster, ALICE, "reject", "api-oom", "-n", ns, "--reason", "too big")
+    assert unbound.returncode == 2 and f"aianalysis show api-oom -n {ns}" in unbound.stderr, unbound.stderr
+
+    # the analysis alice read is replaced: her rejection does not move to the new one
+    replacement = swapped(cluster, ns, wf)
+    moved = aianalysis(
+        cluster, ALICE, "reject", "api-oom", "-n", ns, "--uid", read.uid, "--digest", read.digest,
+        "--reason", "too big",
+    )  # fmt: skip
+    assert moved.returncode == 1 and "not the analysis you reviewed" in moved.stderr, moved.stderr
+    assert items(cluster, "wfr", ns) == []
+
+    # bound to what she saw: recorded in her name, with her reason; nothing runs
+    seen = proposal(cluster, ns, "api-oom")
+    done = aianalysis(
+        cluster, ALICE, "reject", "api-oom", "-n", ns, "--uid", seen.uid, "--digest", seen.digest,
+        "--reason", "64Gi for payments-db is not a fix; the leak is",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [record] = items(cluster, "wfr", ns)
+    assert record["spec"]["rejectedBy"] == ALICE and record["spec"]["analysisUID"] == replacement
+    assert record["spec"]["selectionDigest"] == seen.digest
+    assert record["spec"]["reason"] == "64Gi for payments-db is not a fix; the leak is"
+    assert record["metadata"]["ownerReferences"][0]["uid"] == replacement
+    assert items(cluster, "wfe", ns) == []
+
+    # once rejected: not approved, not rejected again
+    bound = ["-n", ns, "--uid", seen.uid, "--digest", seen.digest]
+    approved = aianalysis(cluster, ALICE, "approve", "api-oom", *bound)
+    assert approved.returncode == 1 and "was rejected" in approved.stderr and ALICE in approved.stderr
+    again = aianalysis(cluster, ALICE, "reject", "api-oom", *bound, "--reason", "twice")
+    assert again.returncode == 1 and "rejected already" in again.stderr, again.stderr
+    assert items(cluster, "wfe", ns) == [] and len(items(cluster, "wfr", ns)) == 1
+
+
+def test_an_approved_analysis_is_not_rejected(jobs_cluster: devcluster.DevCluster, ns: str) -> None:
+    cluster = jobs_cluster
+    analysed(cluster, ns, workflow(cluster))
+    seen = proposal(cluster, ns, "api-oom")
+    bound = ["-n", ns, "--uid", seen.uid, "--digest", seen.digest]
+    assert aianalysis(cluster, ALICE, "approve", "api-oom", *bound).returncode == 0
+    late = aianalysis(cluster, ALICE, "reject", "api-oom", *bound, "--reason", "late")
+    assert late.returncode == 1 and "approved already (api-oom-exec-1)" in late.stderr, late.stderr
+    assert items(cluster, "wfr", ns) == []
+
+
+def test_the_operator_shows_a_rejection_and_the_next_analysis_of_the_target_sees_it(
+    jobs_cluster: devcluster.DevCluster, ns: str, tmp_path: Path
+) -> None:
+    """The offline provider analyses a crash loop (rollback-deployment); alice rejects it; the
+    operator records it on the analysis; the same incident again is not proposed without saying so."""
+    cluster = jobs_cluster
+    operator = OperatorProcess(
+        kubeconfig=cluster.kubeconfig, log_dir=tmp_path, env={"AIANALYSIS_PROVIDER": "offline"},
+        argv=[sys.executable, "-m", "aianalysis", "run", "--namespace", ns],
+    )  # fmt: skip
+    operator.start()
+    try:
+        incident = yaml.safe_load((ROOT / "examples" / "incidents" / "orders-api-crashloop.yaml").read_text())
+        incident["metadata"] = {"name": "crash-1", "namespace": ns}
+        incident["spec"]["resource"]["namespace"] = ns
+        incident["spec"]["signal"]["labels"]["namespace"] = ns
+        cluster.kubectl("create", "-f", "-", input=json.dumps(incident))
+        first = wait_for(lambda: done(cluster, ns, "crash-1"), what="crash-1 analysed", logs=operator.logs)
+        assert first["status"].get("selectedWorkflow"), first["status"]
+        chosen = first["status"]["selectedWorkflow"]["workflowId"]
+        seen = proposal(cluster, ns, "crash-1")
+        reason = "rolling back loses the schema migration; fix forward"
+        rejected = aianalysis(
+            cluster, ALICE, "reject", "crash-1", "-n", ns, "--uid", seen.uid, "--digest", seen.digest,
+            "--reason", reason,
+        )  # fmt: skip
+        assert rejected.returncode == 0, rejected.stderr
+
+        def shown() -> dict[str, Any] | None:
+            found = get(cluster, "aianalyses", "crash-1", ns)
+            return (found or {}).get("status", {}).get("rejection")
+
+        record = wait_for(shown, what="the rejection on the analysis", logs=operator.logs)
+        assert record["rejectedBy"] == ALICE and record["reason"] == reason
+        assert record["selectionDigest"] == seen.digest and record["workflowRejection"].startswith(
+            "crash-1-rejected-"
+        )
+        events = json.loads(cluster.kubectl("get", "events", "-n", ns, "-o", "json").stdout)["items"]
+        assert any(e["reason"] == "Rejected" and ALICE in e["message"] for e in events), events
+        wide = cluster.kubectl("get", "aia", "crash-1", "-n", ns, "-o", "wide").stdout
+        assert ALICE in wide, wide
+
+        incident["metadata"]["name"] = "crash-2"
+        cluster.kubectl("create", "-f", "-", input=json.dumps(incident))
+        second = wait_for(lambda: done(cluster, ns, "crash-2"), what="crash-2 analysed", logs=operator.logs)
+        st = second["status"]
+        assert st["needsHumanReview"] is True and st["humanReviewReason"] == "previously_rejected", st
+        assert st["selectedWorkflow"]["workflowId"] == chosen  # shown to a person, saying why
+        assert any(ALICE in w and reason in w for w in st.get("warnings") or []), st.get("warnings")
+        assert items(cluster, "wfe", ns) == []
+    finally:
+        operator.stop()
+
+
+def done(cluster: devcluster.DevCluster, ns: str, name: str) -> dict[str, Any] | None:
+    found = get(cluster, "aianalyses", name, ns)
+    return found if (found or {}).get("status", {}).get("phase") in ("Completed", "Failed") else None

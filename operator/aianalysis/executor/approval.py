@@ -19,6 +19,12 @@ selection digest. An approval bound to another uid (the analysis was deleted and
 same name) or another digest (the selection is not the one shown) is refused, and so is an override of
 a review reason other than the current one.
 
+**A person may say no.** :func:`reject_manually` is the WorkflowRejection of the selection the person
+reviewed, bound as an approval is; it starts nothing. The shipped ValidatingAdmissionPolicy admits it
+only from an approver in their own name; the operator copies it onto the analysis
+(``status.rejection``) and the next analysis of the same target sees it. An analysis rejected is not
+approved afterwards, and one approved (an execution exists) is not rejected.
+
 The name ``<analysis>-exec-<n>`` is the idempotency key: the first execution of an analysis is
 always ``-exec-1``, so a person approving and the policy deciding at the same moment (or a
 restarted executor deciding twice) create one object, never two. Another execution of the same
@@ -29,8 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -146,7 +150,7 @@ def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
     name = meta["name"]
     try:
         status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
-        target = analysis_target(analysis, status)
+        target = resources.analysis_target(analysis, status)
     except pydantic.ValidationError:
         return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to decide on")
     if status.phase != "Completed":
@@ -172,7 +176,93 @@ def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
         confidence=chosen.confidence,
         rationale=chosen.rationale,
         review_reason=(status.human_review_reason or "inconclusive") if status.needs_human_review else None,
-        digest=selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target),
+        digest=resources.selection_digest(
+            analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+        ),
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NewRejection:
+    name: str
+    body: dict[str, Any]
+
+
+def rejection_name(analysis: str, uid: str) -> str:
+    """``<analysis>-rejected-<uid prefix>``: one rejection per analysis (the name is the idempotency key;
+    an analysis created again under the same name has another uid, so another name)."""
+    suffix = f"-rejected-{uid[:8]}"
+    return analysis[: MAX_NAME - len(suffix)] + suffix
+
+
+def rejections_of(uid: str, rejections: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The WorkflowRejections of the analysis ``uid`` (a rejection is bound to the uid, not the name)."""
+    return [r for r in rejections if (r.get("spec") or {}).get("analysisUID") == uid]
+
+
+def reject_manually(
+    analysis: Mapping[str, Any],
+    *,
+    executions: Sequence[Mapping[str, Any]],
+    rejections: Sequence[Mapping[str, Any]],
+    bound: Binding,
+    reason: str,
+    rejecter: str,
+) -> NewRejection | Refuse:
+    """``aianalysis reject`` and the console's Reject: the WorkflowRejection of the selection the person
+    reviewed (``bound``), with their reason, or why not. Nothing runs."""
+    proposal = proposal_of(analysis)
+    if isinstance(proposal, Refuse):
+        return proposal
+    mismatch = unbound(proposal, bound)
+    if mismatch is not None:
+        return Refuse(message=mismatch)
+    why = " ".join(reason.split())
+    if not why:
+        return Refuse(
+            message="a rejection needs a reason (--reason TEXT): the next analysis and your team read it"
+        )
+    if len(why) > resources.MAX_REASON:
+        return Refuse(message=f"the reason is {len(why)} characters; at most {resources.MAX_REASON}")
+    earlier = rejections_of(proposal.uid, rejections)
+    if earlier:
+        return Refuse(message=f"aianalysis/{proposal.name} was rejected already ({_rejected_by(earlier[0])})")
+    mine = [e["metadata"]["name"] for e in executions_of(proposal.name, executions) if _counts(e, analysis)]
+    if mine:
+        return Refuse(
+            message=f"aianalysis/{proposal.name} was approved already ({', '.join(sorted(mine))}); "
+            "nothing left to reject"
+        )
+    name = rejection_name(proposal.name, proposal.uid)
+    spec = resources.WorkflowRejectionSpec(
+        analysis_ref=proposal.name,
+        analysis_uid=proposal.uid,
+        selection_digest=proposal.digest,
+        workflow_ref=proposal.workflow,
+        parameters=dict(proposal.parameters),
+        target_resource=proposal.target,
+        rejected_by=rejecter,
+        reason=why,
+        review_reason=proposal.review_reason,
+    )
+    body = {
+        "apiVersion": resources.API_VERSION,
+        "kind": "WorkflowRejection",
+        "metadata": {
+            "name": name,
+            "namespace": proposal.namespace,
+            "labels": {LABEL_ANALYSIS: proposal.name[:63].rstrip("-.")},
+            "ownerReferences": [_owner(proposal.name, proposal.uid)],
+        },
+        "spec": spec.wire(),
+    }
+    return NewRejection(name=name, body=body)
+
+
+def _rejected_by(rejection: Mapping[str, Any]) -> str:
+    spec = rejection.get("spec") or {}
+    return (
+        f"workflowrejection/{rejection['metadata']['name']} by {spec.get('rejectedBy')}: {spec.get('reason')}"
     )
 
 
@@ -196,6 +286,7 @@ def approve_manually(
     analysis: Mapping[str, Any],
     *,
     executions: Sequence[Mapping[str, Any]],
+    rejections: Sequence[Mapping[str, Any]] = (),
     bound: Binding,
     override_review: str | None = None,
     again: bool = False,
@@ -213,6 +304,9 @@ def approve_manually(
     overridden = _override_refusal(proposal, override_review)
     if overridden is not None:
         return Refuse(message=overridden)
+    earlier = rejections_of(proposal.uid, rejections)
+    if earlier:
+        return Refuse(message=f"aianalysis/{name} was rejected ({_rejected_by(earlier[0])}); it is not run")
     status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
     every = executions_of(name, executions)
     mine = [e for e in every if _counts(e, analysis)]
@@ -331,36 +425,6 @@ class _Approval:
     """The review reason the approver overrode (None: none was asked for)."""
 
 
-def selection_digest(
-    *,
-    analysis_uid: str,
-    workflow: resources.WorkflowRef,
-    parameters: Mapping[str, str],
-    target: resources.ResourceRef | None,
-) -> str:
-    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
-    spec digest), the canonical parameter values and the target."""
-    approved = {
-        "analysisUID": analysis_uid,
-        "workflowId": workflow.workflow_id,
-        "version": workflow.version,
-        "specDigest": workflow.spec_digest or "",
-        "parameters": dict(sorted(parameters.items())),
-        "target": target.wire() if target is not None else None,
-    }
-    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
-    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
-    selection), else the incident's resource."""
-    affected = status.root_cause.affected_resource if status.root_cause else None
-    if affected is not None:
-        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
-    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
-
-
 def execution_body(
     analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: _Approval
 ) -> dict[str, Any]:
@@ -376,8 +440,10 @@ def execution_body(
         spec_digest=chosen.spec_digest,
     )
     parameters = dict(chosen.parameters or {})
-    target = analysis_target(analysis, status)
-    digest = selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target)
+    target = resources.analysis_target(analysis, status)
+    digest = resources.selection_digest(
+        analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+    )
     spec = resources.WorkflowExecutionSpec(
         analysis_ref=meta["name"],
         analysis_uid=meta["uid"],
@@ -399,18 +465,21 @@ def execution_body(
             "name": name,
             "namespace": meta["namespace"],
             "labels": {LABEL_ANALYSIS: meta["name"][:63].rstrip("-."), LABEL_APPROVAL: approval.mode},
-            "ownerReferences": [
-                {
-                    "apiVersion": resources.API_VERSION,
-                    "kind": "AIAnalysis",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": False,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [_owner(meta["name"], meta["uid"])],
         },
         "spec": spec.wire(),
+    }
+
+
+def _owner(name: str, uid: str) -> dict[str, Any]:
+    """The analysis as a (non-controller) owner: deleting it deletes its executions and rejections."""
+    return {
+        "apiVersion": resources.API_VERSION,
+        "kind": "AIAnalysis",
+        "name": name,
+        "uid": uid,
+        "controller": False,
+        "blockOwnerDeletion": False,
     }
 
 

@@ -1,4 +1,5 @@
-"""Creating WorkflowExecutions: ``aianalysis approve`` (a person) and ``autoExecute`` (the policy).
+"""Creating WorkflowExecutions: ``aianalysis approve`` (a person) and ``autoExecute`` (the policy);
+creating WorkflowRejections: ``aianalysis reject`` (a person). The console calls the same functions.
 The Kubernetes calls go through :mod:`aianalysis.kube`; the decisions themselves are in the pure
 ``approval`` module."""
 
@@ -22,7 +23,7 @@ class Submitted:
     message: str
 
 
-async def review(api: kube.ApiClient, *, namespace: str, name: str) -> approval.Proposal | approval.Refuse:
+async def proposal(api: kube.ApiClient, *, namespace: str, name: str) -> approval.Proposal | approval.Refuse:
     """The analysis' selection as a person reviews it (``aianalysis show``, the console)."""
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
@@ -47,12 +48,14 @@ async def approve(
     analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
     if analysis is None:
         return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
-    executions = await objects.list_objects(
-        api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace
+    executions, rejections = await asyncio.gather(
+        objects.list_objects(api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace),
+        objects.list_objects(api, plural=resources.WORKFLOWREJECTION_PLURAL, namespace=namespace),
     )
     decided = approval.approve_manually(
         analysis,
         executions=executions,
+        rejections=rejections,
         bound=bound,
         override_review=override_review,
         again=again,
@@ -67,6 +70,36 @@ async def approve(
     if not fresh:
         return Submitted(created=None, message=f"workflowexecution/{decided.name} exists already")
     return Submitted(created=decided.name, message=f"workflowexecution/{decided.name} created")
+
+
+async def reject(
+    api: kube.ApiClient, *, namespace: str, name: str, bound: approval.Binding, reason: str
+) -> Submitted:
+    """Reject the selection the person reviewed (``bound``), read again here, with their reason: a
+    WorkflowRejection in their name (the API server's admission policy checks it is theirs and that
+    they may approve). Nothing runs; the operator records it on the analysis."""
+    rejecter = await asyncio.to_thread(server_facts.whoami, api)
+    analysis = await objects.get(api, namespace, resources.AIANALYSIS_PLURAL, name)
+    if analysis is None:
+        return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
+    executions, rejections = await asyncio.gather(
+        objects.list_objects(api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace),
+        objects.list_objects(api, plural=resources.WORKFLOWREJECTION_PLURAL, namespace=namespace),
+    )
+    decided = approval.reject_manually(
+        analysis, executions=executions, rejections=rejections, bound=bound, reason=reason, rejecter=rejecter
+    )
+    if isinstance(decided, approval.Refuse):
+        return Submitted(created=None, message=decided.message)
+    try:
+        fresh = await objects.create(api, decided.body, plural=resources.WORKFLOWREJECTION_PLURAL)
+    except errors.ClusterRejectedError as exc:  # the admission policy (or RBAC, or the schema) said no
+        return Submitted(created=None, message=f"the API server refused the rejection: {exc}")
+    if fresh is None:
+        return Submitted(created=None, message=f"workflowrejection/{decided.name} exists already")
+    return Submitted(
+        created=decided.name, message=f"workflowrejection/{decided.name} created: aianalysis/{name} rejected"
+    )
 
 
 async def auto_execute(

@@ -1,7 +1,8 @@
-"""The ground floor: pydantic views of the three custom resources (group ``kubernaut.io/v1alpha1``),
+"""The ground floor: pydantic views of the four custom resources (group ``kubernaut.io/v1alpha1``),
 their conditions, and the one clock and timestamp format everything writes.
 
-One module per CRD — ``aianalysis``, ``workflowexecution``, ``remediationworkflow`` — on ``base``
+One module per CRD — ``aianalysis``, ``workflowexecution``, ``remediationworkflow``,
+``workflowrejection`` — and ``selection`` (the digest approvals and rejections are bound to) on ``base``
 (the API group, the base model, the shared field types), with ``conditions`` (one condition shape,
 one merge) and ``clock`` (``now``, one formatter, one parser). These models are the single in-code
 description of the CRDs in ``crds/``; a test walks both and proves they agree field by field.
@@ -35,6 +36,7 @@ from aianalysis.resources.aianalysis import (
     RecoverySpec,
     RecoveryStatus,
     RecoveryStrategy,
+    Rejection,
     RootCause,
     SelectedWorkflow,
     Signal,
@@ -80,6 +82,7 @@ from aianalysis.resources.remediationworkflow import (
     WorkflowLabels,
     WorkflowParameter,
 )
+from aianalysis.resources.selection import analysis_target, selection_digest
 from aianalysis.resources.workflowexecution import (
     CANONICAL_REASON_CODES,
     EXECUTION_TERMINAL_PHASES,
@@ -99,6 +102,11 @@ from aianalysis.resources.workflowexecution import (
     WorkflowRef,
     never_ran,
 )
+from aianalysis.resources.workflowrejection import (
+    MAX_REASON,
+    WORKFLOWREJECTION_PLURAL,
+    WorkflowRejectionSpec,
+)
 
 __all__ = [
     "AIANALYSIS_PLURAL",
@@ -108,6 +116,7 @@ __all__ = [
     "GROUP",
     "MAX_AUDIT_ARGUMENT_CHARS",
     "MAX_AUDIT_RECORDS",
+    "MAX_REASON",
     "NOT_STARTED_REASONS",
     "READY",
     "REMEDIATIONWORKFLOW_PLURAL",
@@ -117,6 +126,7 @@ __all__ = [
     "TERMINAL_PHASES",
     "VERSION",
     "WORKFLOWEXECUTION_PLURAL",
+    "WORKFLOWREJECTION_PLURAL",
     "AIAnalysisSpec",
     "AIAnalysisStatus",
     "AffectedResource",
@@ -153,6 +163,7 @@ __all__ = [
     "RecoverySpec",
     "RecoveryStatus",
     "RecoveryStrategy",
+    "Rejection",
     "RemediationWorkflowSpec",
     "RemediationWorkflowStatus",
     "ResourceRef",
@@ -170,10 +181,13 @@ __all__ = [
     "WorkflowLabels",
     "WorkflowParameter",
     "WorkflowRef",
+    "WorkflowRejectionSpec",
+    "analysis_target",
     "condition",
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "selection_digest",
     "set_condition",
     "timestamp",
     "utcnow",

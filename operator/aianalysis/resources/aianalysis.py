@@ -225,9 +225,23 @@ class IntakeStatus(Model):
     """When every alert of the incident was reported resolved after the analysis ended."""
 
 
+class Rejection(Model):
+    """A person rejected the selection (copied by the operator from the WorkflowRejection, which the
+    API server admitted only from that person, an approver, in their own name)."""
+
+    rejected_by: str
+    reason: Text
+    at: str
+    """When it was rejected (the WorkflowRejection's creation, a time the API server set)."""
+    workflow_rejection: Short
+    """The WorkflowRejection this is copied from (``kubectl get wfr NAME``): the record itself."""
+    selection_digest: Annotated[str, Field(max_length=80)]
+
+
 class AIAnalysisStatus(Model):
-    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake"})
-    """``intake`` is the Alertmanager intake's: the reconciler's patches leave it alone."""
+    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake", "rejection"})
+    """``intake`` is the Alertmanager intake's, ``rejection`` the rejection record's (copied from a
+    WorkflowRejection): the reconciler's patches leave them alone."""
 
     phase: AnalysisPhase = "Pending"
     reason: str | None = None
@@ -248,6 +262,7 @@ class AIAnalysisStatus(Model):
     investigation: InvestigationAudit | None = None
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
+    rejection: Rejection | None = None
 
 
 def new_aianalysis(
