@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_show(commands)
     _add_approve(commands)
     _add_reject(commands)
+    _add_console(commands)
     return parser
 
 
@@ -623,6 +624,46 @@ def reject_analysis(args: argparse.Namespace) -> int:
         print(f"aianalysis: refused: {result.message}", file=sys.stderr)
         return 1
     print(result.message)
+    return 0
+
+
+def _add_console(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    console = commands.add_parser(
+        "console",
+        help="a local web page to review, approve and reject analyses, as you (your kubeconfig)",
+        description="Serve the review console on 127.0.0.1: incidents with their evidence, investigation "
+        "audit, selection, alternatives, executions, verdicts and cost. Approve and Reject act as you, with "
+        "your kubeconfig's credentials, through the same code as `aianalysis approve` and `reject`; the "
+        "cluster sees no new identity. Open the URL it prints (it carries the session token).",
+    )
+    console.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=None,
+        help="namespaces to list (repeat; default: the context's)",
+    )
+    console.add_argument(
+        "--address", default="127.0.0.1", help="listen address (default 127.0.0.1: this machine only)"
+    )
+    console.add_argument("--port", type=int, default=8765, help="listen port (0: any free one)")
+    console.set_defaults(handler=console_serve)
+
+
+def console_serve(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+
+    try:
+        from aianalysis import console  # noqa: PLC0415  # jinja2: the `console` extra
+    except ModuleNotFoundError as exc:
+        print(
+            f"aianalysis: error: {exc}: install the console extra (aianalysis-operator[console])",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    namespaces = args.namespace or [kube.current_namespace()]
+    with kube.api_client() as api:
+        console.run_console(api, namespaces=namespaces, address=args.address, port=args.port)
     return 0
 
 

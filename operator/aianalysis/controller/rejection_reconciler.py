@@ -41,7 +41,7 @@ async def record(runtime: process.Runtime, body: Mapping[str, Any]) -> kit.Trans
     rejection = resources.Rejection(
         rejected_by=spec.rejected_by,
         reason=spec.reason,
-        at=str(meta.get("creationTimestamp") or resources.timestamp()),
+        at=str(meta.get("creationTimestamp") or resources.timestamp(resources.utcnow())),
         workflow_rejection=str(meta.get("name")),
         selection_digest=spec.selection_digest,
     )
