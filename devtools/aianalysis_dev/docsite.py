@@ -94,7 +94,13 @@ def _constraints(schema: Mapping[str, Any]) -> str:
 
 
 def crds() -> list[Mapping[str, Any]]:
-    return [yaml.safe_load(path.read_text()) for path in sorted(CRDS.glob("*.yaml"))]
+    """The CRDs of ``crds/`` (its files also hold what ships with them: admission policies)."""
+    return [
+        doc
+        for path in sorted(CRDS.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "CustomResourceDefinition"
+    ]
 
 
 def crd_page() -> str:
