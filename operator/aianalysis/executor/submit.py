@@ -13,7 +13,7 @@ from typing import Any
 
 from aianalysis import errors, kube, resources
 from aianalysis.executor import approval, server_facts
-from aianalysis.kube import objects
+from aianalysis.kube import calls, objects
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -50,7 +50,7 @@ async def approve(
         return Submitted(created=None, message=f"aianalysis/{name} not found in namespace {namespace}")
     executions, rejections = await asyncio.gather(
         objects.list_objects(api, plural=resources.WORKFLOWEXECUTION_PLURAL, namespace=namespace),
-        objects.list_objects(api, plural=resources.WORKFLOWREJECTION_PLURAL, namespace=namespace),
+        _rejections_if_readable(api, namespace=namespace),
     )
     decided = approval.approve_manually(
         analysis,
@@ -70,6 +70,18 @@ async def approve(
     if not fresh:
         return Submitted(created=None, message=f"workflowexecution/{decided.name} exists already")
     return Submitted(created=decided.name, message=f"workflowexecution/{decided.name} created")
+
+
+async def _rejections_if_readable(api: kube.ApiClient, *, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's WorkflowRejections, or none when this user may not list them (or the kind is not
+    installed). Refusing an approval after a rejection spares the approver a mistake; it is not what
+    stops a non-approver — the admission policy is, at creation, and it says so."""
+    try:
+        return await objects.list_objects(api, plural=resources.WORKFLOWREJECTION_PLURAL, namespace=namespace)
+    except errors.ClusterRejectedError as exc:
+        if exc.status not in (calls.FORBIDDEN, calls.NOT_FOUND):
+            raise
+        return []
 
 
 async def reject(
