@@ -512,7 +512,7 @@ def test_default_printer_columns(kind: Kind) -> None:
     assert default_view == EXPECTED_COLUMNS[kind.kind]
 
 
-def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_and_rejecter() -> None:
+def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_cost_and_rejecter() -> None:
     columns = only_version(load_crd(KINDS[0]))["additionalPrinterColumns"]
     wide = {c["name"]: c["jsonPath"] for c in columns if c.get("priority", 0) == 1}
     assert wide == {
@@ -520,6 +520,7 @@ def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_
         "Attempt": ".spec.recovery.attemptNumber",
         "Occurrences": ".status.intake.occurrences",
         "Last Seen": ".status.intake.lastSeenAt",
+        "Cost": ".status.llm.cost.amount",
         "Rejected By": ".status.rejection.rejectedBy",
     }
 

@@ -1,12 +1,12 @@
 """The console's web side: one aiohttp application on 127.0.0.1, server-rendered pages, no script.
 
 Who may use it: whoever opens the URL printed at start, which carries a random login token (the
-machine's other users reach 127.0.0.1 too). The login sets a session cookie (HttpOnly,
-SameSite=Strict); each session has its own CSRF token, which every form carries and every POST must
-return; a POST must also come from this origin (``Origin``), and every request must name this server
-as its ``Host`` (a DNS-rebinding page cannot). Responses forbid framing, scripts and caching. What the
-pages show is escaped by the templates (jinja2 autoescape); the kubeconfig's credentials never reach
-a page.
+machine's other users reach 127.0.0.1 too). The login sets a session cookie (HttpOnly, SameSite=Lax:
+a link from a notification opens with it, a POST from another site carries none); each session has
+its own CSRF token, which every form carries and every POST must return; a POST must also come from
+this origin (``Origin``), and every request must name this server as its ``Host`` (a DNS-rebinding
+page cannot). Responses forbid framing, scripts and caching. What the pages show is escaped by the
+templates (jinja2 autoescape); the kubeconfig's credentials never reach a page.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class Console:
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = Session(csrf=secrets.token_urlsafe(32))
         response = _see(f"/ns/{self.namespaces[0]}")
-        response.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
+        response.set_cookie(COOKIE, sid, httponly=True, samesite="Lax", path="/")
         return response
 
     async def home(self, request: web.Request) -> web.StreamResponse:

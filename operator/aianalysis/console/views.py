@@ -147,8 +147,9 @@ def _cost(body: Mapping[str, Any]) -> str | None:
     cost = ((body.get("status") or {}).get("llm") or {}).get("cost")
     if cost is None:
         return None
-    if isinstance(cost, Mapping):
-        return " ".join(f"{k}: {v}" for k, v in cost.items())
+    if isinstance(cost, Mapping) and "amount" in cost:
+        dated = f" (prices of {cost['priceTableDate']})" if cost.get("priceTableDate") else ""
+        return f"{cost['amount']} {cost.get('currency', '')}{dated}"
     return str(cost)
 
 

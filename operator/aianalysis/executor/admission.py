@@ -84,7 +84,7 @@ def refusal_for(facts: Facts) -> Refusal | None:
             reason=SELECTION_MISMATCH,
             problems=[f"aianalysis/{spec.analysis_ref} has no validated selection now ({status.phase})"],
         )
-    target = resources.analysis_target(analysis, status)
+    target = resources.remediation_target(analysis, status)
     return (
         _mismatch(facts.spec, selected, target)
         or _namespace(namespace, target, facts.cross_namespace)

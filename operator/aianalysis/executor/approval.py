@@ -150,7 +150,7 @@ def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
     name = meta["name"]
     try:
         status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
-        target = resources.analysis_target(analysis, status)
+        target = resources.remediation_target(analysis, status)
     except pydantic.ValidationError:
         return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to decide on")
     if status.phase != "Completed":
@@ -440,7 +440,7 @@ def execution_body(
         spec_digest=chosen.spec_digest,
     )
     parameters = dict(chosen.parameters or {})
-    target = resources.analysis_target(analysis, status)
+    target = resources.remediation_target(analysis, status)
     digest = resources.selection_digest(
         analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
     )

@@ -2,7 +2,7 @@
 their conditions, and the one clock and timestamp format everything writes.
 
 One module per CRD — ``aianalysis``, ``workflowexecution``, ``remediationworkflow``,
-``workflowrejection`` — and ``selection`` (the digest approvals and rejections are bound to) on ``base``
+``workflowrejection`` — on ``base``
 (the API group, the base model, the shared field types), with ``conditions`` (one condition shape,
 one merge) and ``clock`` (``now``, one formatter, one parser). These models are the single in-code
 description of the CRDs in ``crds/``; a test walks both and proves they agree field by field.
@@ -27,6 +27,7 @@ from aianalysis.resources.aianalysis import (
     ExecutionFailure,
     IntakeStatus,
     InvestigationAudit,
+    LLMCost,
     LLMUsage,
     OriginalRCA,
     PreviousAttemptAssessment,
@@ -43,6 +44,7 @@ from aianalysis.resources.aianalysis import (
     ToolCallRecord,
     ValidationAttempt,
     new_aianalysis,
+    remediation_target,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -82,7 +84,6 @@ from aianalysis.resources.remediationworkflow import (
     WorkflowLabels,
     WorkflowParameter,
 )
-from aianalysis.resources.selection import analysis_target, selection_digest
 from aianalysis.resources.workflowexecution import (
     CANONICAL_REASON_CODES,
     EXECUTION_TERMINAL_PHASES,
@@ -101,6 +102,7 @@ from aianalysis.resources.workflowexecution import (
     WorkflowExecutionStatus,
     WorkflowRef,
     never_ran,
+    selection_digest,
 )
 from aianalysis.resources.workflowrejection import (
     MAX_REASON,
@@ -151,6 +153,7 @@ __all__ = [
     "HumanReviewReason",
     "IntakeStatus",
     "InvestigationAudit",
+    "LLMCost",
     "LLMUsage",
     "Model",
     "Name",
@@ -182,11 +185,11 @@ __all__ = [
     "WorkflowParameter",
     "WorkflowRef",
     "WorkflowRejectionSpec",
-    "analysis_target",
     "condition",
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "remediation_target",
     "selection_digest",
     "set_condition",
     "timestamp",
