@@ -44,10 +44,14 @@ EVIL = '<script>document.title="owned"</script><img src=x onerror=alert(1)>'
 class Console:
     """``aianalysis console`` as ``user`` runs it on their machine; ``url`` is the login URL it prints."""
 
-    def __init__(self, cluster: devcluster.DevCluster, user: str, namespace: str) -> None:
-        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_for(user))}
+    def __init__(
+        self, cluster: devcluster.Cluster, user: str | None, namespace: str, *, port: int = 0
+    ) -> None:
+        """As ``user`` (None: the cluster's admin kubeconfig)."""
+        kubeconfig = cluster.kubeconfig_for(user) if user is not None else cluster.kubeconfig
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aianalysis", "console", "-n", namespace, "--port", "0"],
+            [sys.executable, "-m", "aianalysis", "console", "-n", namespace, "--port", str(port)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()

@@ -252,6 +252,7 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
             cache_read_tokens=4096,
             cache_write_tokens=2048,
             tool_calls=6,
+            cost=resources.LLMCost(amount=0.028731, currency="USD", price_table_date="2026-11-27"),
         ),
         investigation=resources.InvestigationAudit(
             calls=[
