@@ -126,7 +126,7 @@ def test_default_rendering_is_accepted_by_the_apiserver(
     kinds = sorted(name.split("/")[0].split(".")[0] for name in applied)
     assert kinds == sorted(
         ["customresourcedefinition"] * 4
-        + ["validatingadmissionpolicy", "validatingadmissionpolicybinding"]  # the rejection policy, always
+        + ["validatingadmissionpolicy", "validatingadmissionpolicybinding"] * 2  # approval, rejection: always
         + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment", "networkpolicy"]
         + ["role", "rolebinding"]  # the LLM budget's record
     )
@@ -460,7 +460,7 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
         "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
-    assert len(applied) == len(kustomized) == 15
+    assert len(applied) == len(kustomized) == 17
 
 
 def test_more_than_one_replica_elects_a_leader_with_rights_on_one_lease_only(
