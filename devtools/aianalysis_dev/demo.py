@@ -206,14 +206,18 @@ def _approve(
     step: Callable[[str], None],
     out: Callable[[str], None],
 ) -> str:
-    """``aianalysis approve`` as a person runs it (a selection flagged for review would need
-    ``--override-review``: a person reads it first)."""
+    """``aianalysis approve`` as a person runs it after reading ``aianalysis show``: bound to the
+    analysis' uid and selection digest (and, for a selection flagged for review, overriding that
+    very reason: a person reads it first)."""
     name = analysis["metadata"]["name"]
-    review = (analysis.get("status") or {}).get("needsHumanReview")
-    argv = [sys.executable, "-m", "aianalysis", "approve", name, "-n", NAMESPACE]
-    argv += ["--override-review"] if review else []
-    shown = " ".join(["aianalysis", *argv[3:]])
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    show = [sys.executable, "-m", "aianalysis", "show", name, "-n", NAMESPACE, "-o", "json"]
+    seen = subprocess.run(show, capture_output=True, text=True, env=env, timeout=60, check=False)
+    if seen.returncode != 0:
+        raise errors.AIAnalysisError(f"aianalysis show {name} failed: {seen.stderr.strip()}")
+    command = json.loads(seen.stdout)["commands"]["approve"].split()
+    argv = [sys.executable, "-m", *command]
+    shown = " ".join(command)
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     if result.returncode != 0:
         raise errors.AIAnalysisError(f"{shown} failed: {result.stderr.strip()}")
