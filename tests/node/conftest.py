@@ -5,15 +5,19 @@ the scheduler and the controllers do."""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from aianalysis_dev import devcluster, oci
-from tests.support import nodes
+from tests.e2e.conftest import ROOT, OperatorProcess
+from tests.support import nodes, programs
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -76,3 +80,45 @@ def node_namespace(node_cluster: devcluster.NodeCluster) -> Iterator[str]:
     )
     yield name
     node_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@dataclasses.dataclass
+class NodeOperator:
+    """The operator (offline provider, intake on) watching every namespace of the node's cluster,
+    with the CRDs and the example catalog applied."""
+
+    process: OperatorProcess
+    intake: str
+    token: str
+
+    def post(self, payload: dict[str, Any]) -> None:
+        """Post an Alertmanager webhook payload to the intake, as Alertmanager does."""
+        answer = httpx.post(
+            self.intake, json=payload, headers={"Authorization": f"Bearer {self.token}"}, timeout=10
+        )
+        assert answer.status_code == 200, (answer.status_code, answer.text)
+
+
+@pytest.fixture(scope="package")
+def node_operator(
+    node_cluster: devcluster.NodeCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[NodeOperator]:
+    devcluster.apply_crds(node_cluster, ROOT / "crds")
+    node_cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
+    port, token = programs.free_port(), secrets.token_hex(16)
+    process = OperatorProcess(
+        kubeconfig=node_cluster.kubeconfig,
+        log_dir=tmp_path_factory.mktemp("operator"),
+        env={
+            "AIANALYSIS_PROVIDER": "offline",
+            "AIANALYSIS_INTAKE_PORT": str(port),
+            "AIANALYSIS_INTAKE_TOKEN": token,
+        },
+    )
+    process.start()
+    try:
+        yield NodeOperator(
+            process=process, intake=f"http://127.0.0.1:{port}/api/v1/alertmanager", token=token
+        )
+    finally:
+        process.stop()

@@ -66,6 +66,27 @@ def test_a_crash_after_the_execution_counts_even_on_an_old_pod() -> None:
     assert health.score == 0.0 and "terminated: OOMKilled" in health.describe()
 
 
+def test_a_crash_loop_between_restarts_is_failing_now_as_a_real_kubelet_shows_it() -> None:
+    """kubelet 1.36 shows ``CrashLoopBackOff`` only just before each restart; the rest of the
+    back-off the container is ``terminated`` (Error, or OOMKilled with exit code 0 when a child was
+    killed): that is a Pod failing now, not one merely restarted once."""
+    crashed = pod(created=AFTER_END, restarts=3, ready=False)
+    crashed["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"reason": "Error", "exitCode": 1, "finishedAt": AFTER_END}
+    }
+    child = pod(created=AFTER_END, restarts=1, ready=False)
+    child["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"reason": "OOMKilled", "exitCode": 0, "finishedAt": AFTER_END}
+    }
+    health = podhealth.of_pods([crashed, child, pod()], since=ENDED)
+    assert health.waiting == ("Error", "OOMKilled") and health.score == 0.0
+    verdict = judge.judge(judge.Observed(health=health, alert="unknown"))
+    assert (verdict.verdict, verdict.reason) == ("ineffective", "StillFailing")
+    done = pod(created=AFTER_END, ready=False)
+    done["status"]["containerStatuses"][0]["state"] = {"terminated": {"reason": "Completed", "exitCode": 0}}
+    assert podhealth.failing_now(done["status"]["containerStatuses"][0]) is None
+
+
 def test_new_pods_count_all_their_restarts_and_ended_pods_are_not_members() -> None:
     health = podhealth.of_pods(
         [pod(created=AFTER_END, restarts=2), pod(phase="Succeeded"), pod(phase="Failed")], since=ENDED

@@ -168,6 +168,23 @@ def test_deadline_exceeded_while_running() -> None:
     assert "longer than specified deadline" in failed.message
 
 
+@pytest.mark.parametrize("code", [137, 143])
+def test_the_deadline_kill_of_a_running_pod_is_not_its_own_failure(code: int) -> None:
+    """At the deadline the Job controller deletes the Pods still running; until they are gone the
+    kubelet reports them ``terminated: Error`` with the signal's exit code — which is not why the
+    Job failed. A failure before the kill (``lastState``) still is."""
+    stopped = pod(phase="Running", state={"terminated": {"reason": "Error", "exitCode": code}})
+    stopped["metadata"]["deletionTimestamp"] = "2026-11-20T10:10:00Z"
+    deadline = job(reason="DeadlineExceeded", message="Job was active longer than specified deadline")
+    assert reasons.failure_of(job=deadline, pods=[stopped]).reason == "DeadlineExceeded"
+    stopped["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"reason": "OOMKilled", "exitCode": 137}
+    }
+    assert reasons.failure_of(job=deadline, pods=[stopped]).reason == "OOMKilled"
+    alive = pod(phase="Running", state={"terminated": {"reason": "Error", "exitCode": code}})
+    assert reasons.failure_of(job=deadline, pods=[alive]).reason == "Error"
+
+
 @pytest.mark.parametrize("waiting", ["ImagePullBackOff", "InvalidImageName"])
 def test_image_problems_end_the_execution_before_the_job_does(waiting: str) -> None:
     pulling = pod(

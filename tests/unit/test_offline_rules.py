@@ -299,6 +299,37 @@ CASES: dict[str, tuple[evidence.Evidence, str | None, tuple[str, ...], dict[str,
         ("pull secret",),
         {"PULL_SECRET_NAME": "registry-pull"},
     ),
+    "image-unpullable-after-rollout": (
+        seen(
+            "ContainerWaiting",
+            pods=(
+                pod(
+                    "api-2",
+                    crash(
+                        restarts=0,
+                        last_reason=None,
+                        last_exit_code=None,
+                        waiting="ErrImagePull",
+                        image="registry.example/api:2.0",
+                        waiting_message='failed to pull and unpack image "registry.example/api:2.0": '
+                        'failed to resolve image: failed to do request: Head "https://registry.example/v2/'
+                        'api/manifests/2.0": dial tcp 10.0.0.9:443: connect: connection refused',
+                    ),
+                    phase="Pending",
+                ),
+                pod("api-1", running()),
+            ),
+            rollout=evidence.Rollout(
+                revision=2,
+                failing_revisions=frozenset({2}),
+                healthy_revisions=frozenset({1}),
+                changed=("image of api",),
+            ),
+        ),
+        "RollbackDeployment",
+        ("registry.example/api:2.0", "revision 2", "previous image"),
+        {"CONTAINER_NAME": "api"},
+    ),
     "pending-untolerated-taint": (
         seen(
             "FailedScheduling",
@@ -330,6 +361,29 @@ CASES: dict[str, tuple[evidence.Evidence, str | None, tuple[str, ...], dict[str,
         "UncordonNode",
         ("n2", "cordoned"),
         {"NODE_NAME": "n2"},
+    ),
+    "request-exceeds-every-node": (
+        seen(
+            "Unhealthy",
+            pods=(
+                pod(
+                    "api-1",
+                    running(ready=False, requests={"cpu": "64", "memory": "256Mi"}),
+                    phase="Pending",
+                    unschedulable="0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+                    "available: 2 No preemption victims found for incoming pod.",
+                ),
+            ),
+            nodes=(
+                evidence.Node(name="n1", conditions=NODE_READY, allocatable={"cpu": "4", "memory": "16Gi"}),
+                evidence.Node(
+                    name="n2", conditions=NODE_READY, allocatable={"cpu": "3800m", "memory": "16Gi"}
+                ),
+            ),
+        ),
+        "LowerResourceRequests",
+        ("64 cpu", "the largest node: 4", "adding nodes would not help"),
+        {"CPU_REQUEST_NEW": "2"},
     ),
     "pdb-blocks-drain": (
         seen(
@@ -379,6 +433,26 @@ CASES: dict[str, tuple[evidence.Evidence, str | None, tuple[str, ...], dict[str,
         "ProvisionNode",
         ("cpu",),
         {},
+    ),
+    "readiness-probe-times-out": (
+        seen(
+            "Unhealthy",
+            pods=(pod("api-1", running(ready=False, probe_timeouts={"readiness": 1})),),
+            events=(
+                evidence.Event(
+                    kind="Pod",
+                    name="api-1",
+                    reason="Unhealthy",
+                    type="Warning",
+                    count=12,
+                    message='Readiness probe failed: Get "http://10.244.0.9:8080/ready": context deadline '
+                    "exceeded (Client.Timeout exceeded while awaiting headers)",
+                ),
+            ),
+        ),
+        "RelaxProbe",
+        ("times out after 1s", "5s"),
+        {"PROBE": "readiness", "TIMEOUT_SECONDS": "5", "CONTAINER_NAME": "api"},
     ),
     "node-not-ready": (
         seen("NodeNotReady", nodes=(evidence.Node(name="n4", conditions={"Ready": "False"}),)),
@@ -462,14 +536,34 @@ CASES: dict[str, tuple[evidence.Evidence, str | None, tuple[str, ...], dict[str,
         ("3 runs", "suspending", "BackoffLimitExceeded"),
         {},
     ),
-    "job-failed": (
+    "job-past-deadline": (
         seen(
             "BackoffLimitExceeded",
             incident=resources.ResourceRef(kind="Job", name="export", namespace=NS),
             job_failure="DeadlineExceeded",
+            job_deadline=600,
+            events=(
+                evidence.Event(
+                    kind="Job",
+                    name="export",
+                    reason="DeadlineExceeded",
+                    type="Warning",
+                    message="Job was active longer than specified deadline",
+                ),
+            ),
+        ),
+        "RerunJob",
+        ("deadline of 600s", "1200s"),
+        {"ACTIVE_DEADLINE_SECONDS": "1200"},
+    ),
+    "job-failed": (
+        seen(
+            "BackoffLimitExceeded",
+            incident=resources.ResourceRef(kind="Job", name="export", namespace=NS),
+            job_failure="BackoffLimitExceeded",
         ),
         None,
-        ("DeadlineExceeded",),
+        ("BackoffLimitExceeded",),
         {},
     ),
 }

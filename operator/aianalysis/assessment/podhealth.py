@@ -17,8 +17,17 @@ from typing import Any
 from aianalysis import resources
 
 CRASH_REASONS = frozenset(
-    {"CrashLoopBackOff", "CreateContainerConfigError", "ImagePullBackOff", "ErrImagePull"}
+    {
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "RunContainerError",
+        "CreateContainerError",
+    }
 )
+"""Waiting reasons of a container that cannot run."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -30,7 +39,9 @@ class PodHealth:
     terminations: tuple[str, ...]
     """Reasons of container terminations after the reference time (``OOMKilled``, ``Error``...)."""
     waiting: tuple[str, ...]
-    """Containers waiting now for a bad reason (``CrashLoopBackOff``...)."""
+    """Containers that cannot run now: waiting for a bad reason (``CrashLoopBackOff``...), or ended
+    by a failure and waiting for their restart (``Error``, ``OOMKilled``: a real kubelet shows a
+    crash loop so between restarts, ``CrashLoopBackOff`` only in the moment before each)."""
     pending: int
 
     @property
@@ -72,9 +83,8 @@ def of_pods(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> P
             count = int(container.get("restartCount") or 0)
             restarts += count if young else min(count, 1 if recent else 0)
             terminations.extend(str(t.get("reason") or "Terminated") for t in recent)
-            reason = ((container.get("state") or {}).get("waiting") or {}).get("reason")
-            if reason in CRASH_REASONS:
-                waiting.append(str(reason))
+            if (reason := failing_now(container)) is not None:
+                waiting.append(reason)
     return PodHealth(
         pods=len(members),
         ready=ready,
@@ -83,6 +93,21 @@ def of_pods(pods: Sequence[Mapping[str, Any]], *, since: datetime.datetime) -> P
         waiting=tuple(waiting),
         pending=pending,
     )
+
+
+def failing_now(container: Mapping[str, Any]) -> str | None:
+    """Why a container of a running Pod cannot run now, or None: a bad waiting reason, or a current
+    ``terminated`` state other than a clean exit (the kubelet restarts it after a back-off)."""
+    state = container.get("state") or {}
+    reason = (state.get("waiting") or {}).get("reason")
+    if reason in CRASH_REASONS:
+        return str(reason)
+    ended = state.get("terminated")
+    if isinstance(ended, Mapping) and (
+        ended.get("reason") != "Completed" or ended.get("exitCode") not in (0, None)
+    ):
+        return str(ended.get("reason") or "Error")
+    return None
 
 
 def _member(pod: Mapping[str, Any]) -> bool:

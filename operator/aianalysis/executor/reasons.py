@@ -25,7 +25,8 @@ FailedMount,             Warning Events on the Pod
 FailedAttachVolume,
 NetworkNotReady
 DeadlineExceeded         Job condition ``Failed``/``FailureTarget`` reason ``DeadlineExceeded``
-                         with nothing more specific on the Pod
+                         with nothing more specific on the Pod (the kill of a Pod the Job
+                         controller stops at the deadline is not its own failure)
 BackoffLimitExceeded     Job condition reason ``BackoffLimitExceeded`` after retries
                          (``backoffLimit`` > 0), or when no Pod is left to explain it
 =======================  ===================================================================
@@ -97,6 +98,8 @@ def failure_of(
     """The reason code of a Job that failed (``job_finished(job) == "Failed"``). ``events`` are the
     Events about the Job and its Pods; ``nodes`` the Nodes its Pods ran on, by name."""
     job_reason, job_message = _job_failure(job)
+    if job_reason == "DeadlineExceeded":
+        pods = [_without_the_deadline_kill(pod) for pod in pods]
     for rule in (_terminated, _evicted, _node, _waiting, _scheduling, _pod_events):
         found = rule(pods, events, nodes or {})
         if found is not None:
@@ -224,6 +227,30 @@ def _pod_events(pods: Sequence[_Obj], events: Sequence[_Obj], nodes: Mapping[str
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
+
+KILL_EXIT_CODES = (137, 143)
+"""SIGKILL and SIGTERM: how a container ends that was stopped, not one that failed."""
+
+
+def _without_the_deadline_kill(pod: _Obj) -> _Obj:
+    """The Pod without the end the Job controller gave it at the deadline: it deletes the Pods
+    still running, and the kubelet reports their containers ``terminated: Error`` with exit code
+    143 or 137 while the Pod is being deleted — the deadline's doing, not a failure of their own
+    (an earlier one, in ``lastState``, stays)."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return pod
+
+    def unkilled(status: _Obj) -> _Obj:
+        ended = (status.get("state") or {}).get("terminated") or {}
+        killed = ended.get("reason") in (None, "Error") and ended.get("exitCode") in KILL_EXIT_CODES
+        return {**status, "state": {}} if killed else status
+
+    status = pod.get("status") or {}
+    kept = {
+        key: [unkilled(s) for s in status.get(key) or []]
+        for key in ("initContainerStatuses", "containerStatuses")
+    }
+    return {**pod, "status": {**status, **kept}}
 
 
 def _retried(found: Failure, *, job: _Obj, job_reason: str | None) -> Failure:

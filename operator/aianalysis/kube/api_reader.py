@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from aianalysis import errors
@@ -26,6 +27,15 @@ from aianalysis.kube import calls, kind_table, readers, rest
 
 MAX_LIST_ITEMS = 500
 MAX_LOG_BYTES = 512_000
+_KUBELET_NOTICE = re.compile(r"unable to retrieve container logs for [a-z0-9]+://[0-9a-f]+")
+
+
+def kubelet_notice(text: str) -> bool:
+    """Whether a log request's answer is the kubelet saying it has no log, not the process' output:
+    when the container of the requested run was removed (a crash loop's previous run while the
+    last one shows ``terminated``), the API server answers 200 with ``unable to retrieve container
+    logs for containerd://<id>`` as the body."""
+    return _KUBELET_NOTICE.fullmatch(text.strip()) is not None
 
 
 class KubernetesReader:
@@ -60,7 +70,14 @@ class KubernetesReader:
         }
         what = f"the logs of Pod {namespace}/{name}"
         raw = await self._raw(what, _object_path(_POD, name, namespace) + "/log", options)
-        return raw.decode("utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace")
+        if kubelet_notice(text):
+            run = "the previous run" if previous else "this run"
+            raise readers.Unavailable(
+                f"{what}: the log of {run} is gone (the kubelet answered {text.strip()!r} instead of a log: "
+                "the container was removed)" + (", read the current run's instead" if previous else "")
+            )
+        return text
 
     async def list_pods_of_owner(self, *, kind: str, name: str, namespace: str) -> list[readers.JSONObject]:
         owner = await self.get_object(kind=kind, name=name, namespace=namespace)

@@ -57,6 +57,16 @@ def pod_facts(pod: Mapping[str, Any]) -> evidence.Pod:
             for ref in spec.get("imagePullSecrets") or ()
             if isinstance(ref, dict) and ref.get("name")
         ),
+        tolerations=tuple(
+            evidence.Toleration(
+                key=str(t.get("key") or ""),
+                operator=str(t.get("operator") or "Equal"),
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+            )
+            for t in spec.get("tolerations") or ()
+            if isinstance(t, dict)
+        ),
     )
 
 
@@ -78,9 +88,19 @@ def container_facts(container: Mapping[str, Any], status: Mapping[str, Any]) -> 
         last_reason=terminated.get("reason"),
         last_exit_code=integer(terminated.get("exitCode")),
         memory_limit=str(limits["memory"]) if limits.get("memory") is not None else None,
+        requests={
+            str(k): str(v)
+            for k, v in ((container.get("resources") or {}).get("requests") or {}).items()
+            if k in ("cpu", "memory") and v is not None
+        },
         image=image,
         java=bool(re.search(r"java|jdk|jre|jvm|temurin|corretto|Xmx|JAVA_", f"{image} {env}", re.IGNORECASE)),
         heap_percent=_heap_percent(" ".join([env, *map(str, container.get("args") or ())])),
+        probe_timeouts={
+            kind: integer(probe.get("timeoutSeconds")) or 1
+            for kind in ("readiness", "liveness", "startup")
+            if isinstance(probe := container.get(f"{kind}Probe"), dict)
+        },
     )
 
 
@@ -102,6 +122,9 @@ def node_facts(node: Mapping[str, Any]) -> evidence.Node:
         },
         unschedulable=bool(spec.get("unschedulable")),
         pool=next((str(labels[k]) for k in POOL_LABELS if labels.get(k)), None),
+        allocatable={
+            str(k): str(v) for k, v in (status.get("allocatable") or {}).items() if k in ("cpu", "memory")
+        },
         taints=tuple(
             evidence.Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=t.get("value"))
             for t in spec.get("taints") or ()

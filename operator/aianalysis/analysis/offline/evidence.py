@@ -36,11 +36,16 @@ class Container:
     """``lastState.terminated.reason`` (or the current terminated state): OOMKilled, Error..."""
     last_exit_code: int | None = None
     memory_limit: str | None = None
+    requests: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """``resources.requests`` as written (``cpu: 500m``, ``memory: 1Gi``)."""
     image: str = ""
     java: bool = False
     """The image or the environment says this is a JVM."""
     heap_percent: float | None = None
     """The JVM's ``-XX:MaxRAMPercentage`` (share of the container limit given to the heap)."""
+    probe_timeouts: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Probe kind (``readiness``, ``liveness``, ``startup``) → its ``timeoutSeconds`` (the API
+    default, 1, when unset)."""
 
     @property
     def restarted_after_failure(self) -> bool:
@@ -51,6 +56,23 @@ class Container:
     def crashing(self) -> bool:
         """Waiting to restart after crashes, or restarted after a failure."""
         return self.waiting in CRASH_WAITING or self.restarted_after_failure
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Toleration:
+    key: str = ""
+    """Empty with ``Exists``: every taint."""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    """Empty: every effect."""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == (taint.value or "")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -68,6 +90,7 @@ class Pod:
     containers: tuple[Container, ...] = ()
     pull_secrets: tuple[str, ...] = ()
     """``spec.imagePullSecrets`` names (the Secrets are never read)."""
+    tolerations: tuple[Toleration, ...] = ()
 
     @property
     def failing(self) -> bool:
@@ -131,6 +154,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     pool: str | None = None
     """The node pool / group the cloud's node label names (``condense.POOL_LABELS``)."""
+    allocatable: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """``status.allocatable`` as written (``cpu: "2"``, ``memory: 8039848Ki``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -235,6 +260,8 @@ class Evidence:
     """The workload's pod template runs a JVM."""
     job_failure: str | None = None
     """The reason of a Job's ``Failed`` condition (DeadlineExceeded, BackoffLimitExceeded)."""
+    job_deadline: int | None = None
+    """The failed Job's ``activeDeadlineSeconds``."""
     cpu_of_requests: tuple[int, ...] = ()
     """CPU use of each healthy Pod of the workload, % of its CPU requests (metrics API; empty: unknown)."""
     claim_capacity: str | None = None

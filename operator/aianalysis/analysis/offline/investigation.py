@@ -117,6 +117,7 @@ class Investigation:
             service_account=account,
             account_bound=await listings.account_bound(found, account, pods, namespace),
             job_failure=workload.job_failure(owner_obj) or workload.job_failure(incident),
+            job_deadline=workload.job_deadline(owner_obj) or workload.job_deadline(incident),
             claim_capacity=workload.claim_capacity(incident),
             cpu_of_requests=await listings.cpu_of_requests(found, pods, namespace),
             failed_runs=await listings.failed_runs(found, owner_obj, namespace)

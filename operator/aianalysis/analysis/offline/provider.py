@@ -181,6 +181,8 @@ class OfflineConversation:
             hits = await self._hits({"action_type": finding.action_type, "query": query})
             if hits:
                 return hits
+        if finding.action_only:
+            return []
         hits = await self._hits({"signal_type": finding.signal_type, "query": query})
         if hits or finding.signal_type == signal.type or not finding.alert_remedies:
             return hits

@@ -52,6 +52,9 @@ class Finding:
     """Whether the workflows for the alert's own signal type may serve when the catalog has none for
     the refined signal or action type. False when the finding rules them out (a configuration
     error: neither a rollback nor a restart of the template fixes it)."""
+    action_only: bool = False
+    """Only a workflow of the finding's action type fixes it: no search by signal type, whose
+    workflows treat the signal's other causes (a taint is not lifted by lowering requests)."""
 
     @property
     def strength(self) -> float:
@@ -77,6 +80,8 @@ class Rule:
     decline: str | None = None
     alert_remedies: bool = True
     """See :attr:`Finding.alert_remedies`."""
+    action_only: bool = False
+    """See :attr:`Finding.action_only`."""
 
     @property
     def doc(self) -> str:
@@ -99,6 +104,7 @@ class Rule:
             values=dict(found.values),
             decline=self.decline,
             alert_remedies=self.alert_remedies,
+            action_only=self.action_only,
         )
 
 
@@ -143,6 +149,14 @@ def quantity_bytes(text: str) -> int | None:
     if match is None:
         return None
     return int(float(match.group(1)) * _UNITS.get(match.group(2) or "", 1))
+
+
+def quantity_millicores(text: str) -> int | None:
+    """A CPU quantity in millicores (``500m`` → 500, ``2`` → 2000, ``1.5`` → 1500), or None."""
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(m?)", text.strip())
+    if match is None:
+        return None
+    return round(float(match.group(1)) * (1 if match.group(2) else 1000))
 
 
 def ref_text(ref: resources.ResourceRef | None) -> str:

@@ -135,6 +135,13 @@ def job_failure(obj: Mapping[str, Any] | None) -> str | None:
     return str(failed.get("reason") or "Failed") if failed else None
 
 
+def job_deadline(obj: Mapping[str, Any] | None) -> int | None:
+    """A Job's ``activeDeadlineSeconds``."""
+    if not obj or obj.get("kind") != "Job":
+        return None
+    return condense.integer((obj.get("spec") or {}).get("activeDeadlineSeconds"))
+
+
 def claim_capacity(obj: Mapping[str, Any]) -> str | None:
     """The provisioned size of a Bound PersistentVolumeClaim (``status.capacity.storage``)."""
     if obj.get("kind") != "PersistentVolumeClaim":

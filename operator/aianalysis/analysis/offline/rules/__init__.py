@@ -27,6 +27,7 @@ from aianalysis.analysis.offline.rules import (
     memory,
     network,
     nodes,
+    probes,
     scaling,
     scheduling,
     storage,
@@ -56,14 +57,18 @@ RULES: tuple[rule.Rule, ...] = (
     configuration.MISSING_REFERENCE,
     images.IMAGE_TAG_MISSING,
     images.IMAGE_PULL_DENIED,
+    images.IMAGE_UNPULLABLE_AFTER_ROLLOUT,
     # Pods that cannot be placed or moved: a taint or a cordon to lift, a budget that blocks a
     # drain; load an autoscaler or more replicas would take; only then more capacity.
     scheduling.PENDING_UNTOLERATED_TAINT,
     scheduling.PENDING_CORDONED_NODE,
+    scheduling.REQUEST_EXCEEDS_EVERY_NODE,
     nodes.PDB_BLOCKS_DRAIN,
     scaling.HPA_MAXED_CPU,
     scaling.CPU_SATURATED_SCALE_OUT,
     scheduling.PENDING_INSUFFICIENT_RESOURCES,
+    # Probes that time out while the process runs.
+    probes.READINESS_PROBE_TIMES_OUT,
     # Nodes.
     nodes.NODE_NOT_READY,
     nodes.NODE_UNREACHABLE,
@@ -75,6 +80,7 @@ RULES: tuple[rule.Rule, ...] = (
     storage.PVC_FILLING_UP,
     # Jobs: a pattern of failed runs before one failed Job.
     jobs.CRONJOB_RUNS_KEEP_FAILING,
+    jobs.JOB_PAST_DEADLINE,
     jobs.JOB_FAILED,
 )
 """The rules in priority order (the first match is the finding)."""

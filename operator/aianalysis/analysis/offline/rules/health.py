@@ -17,7 +17,8 @@ SETTLED_HOURS = 24
 def healthy_despite_alert(seen: evidence.Evidence) -> rule.Match | None:
     """The alert reports a failure of the Pods themselves (CrashLoopBackOff, OOMKilled, an image or a
     configuration error), but every Pod of the workload is Running and Ready and no container
-    restarted for the alert's reason.
+    restarted for the alert's reason (for a crash loop: after any failure — a crash-looping
+    container is Running, even Ready, for the moments between its restarts).
 
     Needs: the workload's Pods. Declines (a red herring): the cluster contradicts the alert; nothing
     to remediate automatically, a person should check the alert rule."""
@@ -25,7 +26,7 @@ def healthy_despite_alert(seen: evidence.Evidence) -> rule.Match | None:
         return None
     if not all(p.healthy for p in seen.pods):
         return None
-    if any(c.restarts > 0 and c.last_reason == seen.signal_type for _, c in seen.containers):
+    if any(_reports(seen.signal_type, c) for _, c in seen.containers):
         return None
     return rule.Match(
         facts=(
@@ -36,6 +37,18 @@ def healthy_despite_alert(seen: evidence.Evidence) -> rule.Match | None:
         target=seen.workload,
         detail={"alert": seen.signal_type},
     )
+
+
+def _reports(signal_type: str, container: evidence.Container) -> bool:
+    """Whether the container shows what the alert says: a crash loop is any restart after a failure
+    (its last run ended Error, OOMKilled...), anything else its own reason."""
+    if signal_type in CRASH_SIGNALS:
+        return container.restarted_after_failure
+    return container.restarts > 0 and container.last_reason == signal_type
+
+
+#: Alerts that say a container keeps failing, whatever ended its runs.
+CRASH_SIGNALS = frozenset({"CrashLoopBackOff", "Error"})
 
 
 HEALTHY_DESPITE_ALERT = rule.Rule(

@@ -1,5 +1,5 @@
-"""Images a container cannot pull: a reference the registry does not have, or credentials it
-refuses.
+"""Images a container cannot pull: a reference the registry does not have, credentials it
+refuses, or a new image that cannot be pulled at all while the previous one runs.
 """
 
 from __future__ import annotations
@@ -90,4 +90,53 @@ IMAGE_PULL_DENIED = rule.Rule(
         "must be fixed."
     ),
     match=image_pull_denied,
+)
+
+
+def image_unpullable_after_rollout(seen: evidence.Evidence) -> rule.Match | None:
+    """A container cannot pull the image the Deployment's newest revision introduced, for a reason
+    other than refused credentials — the registry does not answer (connection refused, a timeout,
+    a name that does not resolve), a tag not pushed yet — while Pods of an older revision run.
+
+    Needs: the Pods' waiting states and messages, the pull events, and the rollout (which revisions
+    fail and which are healthy, what changed in the newest template). Selects RollbackDeployment
+    on the workload with CONTAINER_NAME: the previous image is on the nodes and ran, so going back
+    restores the workload whatever keeps the new one from being pulled; the release can be retried
+    once the image is there. It comes after ``image-tag-missing`` and ``image-pull-denied``."""
+    pulling = [(p, c) for p, c in seen.containers if c.waiting in evidence.PULL_WAITING]
+    rollout = seen.rollout
+    if not pulling or rollout is None or not rollout.failing_since_last_change:
+        return None
+    _, container = pulling[0]
+    if not rollout.healthy_revisions or f"image of {container.name}" not in rollout.changed:
+        return None
+    texts = [c.waiting_message for _, c in pulling] + seen.event_messages("Failed", "ErrImagePull")
+    if any(_AUTH_PULL.search(t) for t in texts):
+        return None
+    said = next((t for t in texts if "pull" in t.lower() and ":" in t), None)
+    older = ", ".join(str(r) for r in sorted(rollout.healthy_revisions))
+    facts = [
+        f"container {container.name} cannot pull image {container.image}: {container.waiting}",
+        *([rule.clip(said)] if said else []),
+        f"the image changed in revision {rollout.revision}; Pods of revision {older} run the previous one",
+    ]
+    return rule.Match(
+        facts=tuple(facts),
+        target=seen.workload,
+        values={"CONTAINER_NAME": container.name},
+        detail={"image": container.image, "revision": str(rollout.revision)},
+    )
+
+
+IMAGE_UNPULLABLE_AFTER_ROLLOUT = rule.Rule(
+    name="image-unpullable-after-rollout",
+    signal_type="ImagePullBackOff",
+    action_type="RollbackDeployment",
+    query="ImagePullBackOff image cannot be pulled rollback previous image",
+    explanation=(
+        "{workload} cannot pull {image}, the image revision {revision} introduced, while the previous "
+        "image runs: going back to it restores the workload; the release can be retried once the new "
+        "image can be pulled."
+    ),
+    match=image_unpullable_after_rollout,
 )

@@ -43,6 +43,52 @@ CRONJOB_RUNS_KEEP_FAILING = rule.Rule(
 )
 
 
+#: A Job that ran out of time gets this many times its deadline.
+DEADLINE_FACTOR = 2
+
+
+def job_past_deadline(seen: evidence.Evidence) -> rule.Match | None:
+    """A Job failed with DeadlineExceeded: its Pods were still at work when its
+    ``activeDeadlineSeconds`` ran out, and the Job controller stopped them.
+
+    Needs: the Job (its Failed condition and deadline) and its events. Selects RerunJob on the Job
+    with ACTIVE_DEADLINE_SECONDS ``DEADLINE_FACTOR`` times the deadline: the work takes longer
+    than it was given, and a Pod that failed on its own would have ended the Job otherwise
+    (BackoffLimitExceeded)."""
+    if seen.job_failure != "DeadlineExceeded" or seen.job_deadline is None:
+        return None
+    workload = seen.workload or seen.incident
+    facts = [
+        f"the Job failed with DeadlineExceeded after its activeDeadlineSeconds of {seen.job_deadline}",
+    ]
+    said = next(iter(seen.event_messages("DeadlineExceeded")), None)
+    if said:
+        facts.append(f"the Job controller says: {rule.clip(said)}")
+    if seen.event_messages("SuccessfulDelete"):
+        facts.append("the Job controller deleted its running Pods at the deadline")
+    raised = str(seen.job_deadline * DEADLINE_FACTOR)
+    return rule.Match(
+        facts=tuple(facts),
+        target=workload,
+        values={"ACTIVE_DEADLINE_SECONDS": raised},
+        detail={"deadline": str(seen.job_deadline), "raised": raised},
+    )
+
+
+JOB_PAST_DEADLINE = rule.Rule(
+    name="job-past-deadline",
+    signal_type="DeadlineExceeded",
+    action_type="RerunJob",
+    query="Job deadline exceeded rerun longer activeDeadlineSeconds",
+    explanation=(
+        "{workload} was still running when its deadline of {deadline}s ran out, so the Job controller "
+        "stopped it: the work takes longer than it was given. Running it again with a deadline of "
+        "{raised}s lets it finish."
+    ),
+    match=job_past_deadline,
+)
+
+
 def job_failed(seen: evidence.Evidence) -> rule.Match | None:
     """A Job's Failed condition is true (BackoffLimitExceeded, DeadlineExceeded).
 

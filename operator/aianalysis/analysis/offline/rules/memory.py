@@ -112,11 +112,7 @@ def oom_at_limit(seen: evidence.Evidence) -> rule.Match | None:
     if not killed:
         return None
     pod, container = max(killed, key=lambda pc: pc[1].restarts)
-    facts = [
-        f"container {container.name} of Pod {pod.name} was OOMKilled (exit code "
-        f"{container.last_exit_code if container.last_exit_code is not None else SIGKILL_EXIT}), "
-        f"{container.restarts} restarts"
-    ]
+    facts = [_killed(pod, container)]
     values: dict[str, str] = {"CONTAINER_NAME": container.name}
     detail = {"container": container.name, "limit": container.memory_limit or "unknown"}
     if container.memory_limit:
@@ -150,6 +146,20 @@ OOMKILLED_AT_LIMIT = rule.Rule(
     ),
     match=oom_at_limit,
 )
+
+
+def _killed(pod: evidence.Pod, container: evidence.Container) -> str:
+    """The OOM kill as a fact. Exit code 0 means the kernel killed a child process (the cgroup
+    counts the kill) and the main process went on and exited normally: the kubelet still reports
+    OOMKilled."""
+    where = f"container {container.name} of Pod {pod.name}"
+    if container.last_exit_code == 0:
+        return (
+            f"a process of {where} was OOMKilled (reason OOMKilled; the main process went on and "
+            f"exited 0), {container.restarts} restarts"
+        )
+    code = container.last_exit_code if container.last_exit_code is not None else SIGKILL_EXIT
+    return f"{where} was OOMKilled (exit code {code}), {container.restarts} restarts"
 
 
 def raise_quantity(text: str, *, factor: float) -> str | None:
