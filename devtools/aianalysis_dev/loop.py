@@ -153,21 +153,31 @@ def listed(cluster: devcluster.Cluster, plural: str, namespace: str, *selector: 
     return items
 
 
-def until(predicate: Callable[[], Any], *, what: str, timeout: float, describe: Callable[[], str] | None = None) -> Any:
+def until(
+    predicate: Callable[[], Any], *, what: str, timeout: float, describe: Callable[[], str] | None = None
+) -> Any:
     """The predicate's first truthy value, polled until ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():
             return value
         time.sleep(0.5)
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}" + (f"\n{describe()}" if describe else ""))
+    raise TimeoutError(
+        f"timed out after {timeout:.0f}s waiting for {what}" + (f"\n{describe()}" if describe else "")
+    )
 
 
-def ended_analysis(cluster: devcluster.Cluster, namespace: str, name: str | None = None, *, timeout: float = 120) -> dict[str, Any]:
+def ended_analysis(
+    cluster: devcluster.Cluster, namespace: str, name: str | None = None, *, timeout: float = 120
+) -> dict[str, Any]:
     """The analysis ``name`` (or the namespace's first one) once it is Completed or Failed."""
 
     def ended() -> dict[str, Any] | None:
-        found = [get(cluster, "aianalysis", name, namespace)] if name else listed(cluster, "aianalyses", namespace)
+        found = (
+            [get(cluster, "aianalysis", name, namespace)]
+            if name
+            else listed(cluster, "aianalyses", namespace)
+        )
         done = [a for a in found if a and (a.get("status") or {}).get("phase") in TERMINAL]
         return done[0] if done else None
 
@@ -186,7 +196,12 @@ def approve(cluster: devcluster.Cluster, analysis: Mapping[str, Any]) -> tuple[s
     review = (analysis.get("status") or {}).get("needsHumanReview")
     flags = ["--override-review"] if review else []
     shown = subprocess.run(
-        [*base, "show", *where, "-o", "json"], capture_output=True, text=True, timeout=60, check=False, env=env
+        [*base, "show", *where, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
     )
     if shown.returncode == 0:
         proposal = json.loads(shown.stdout)
@@ -200,7 +215,9 @@ def approve(cluster: devcluster.Cluster, analysis: Mapping[str, Any]) -> tuple[s
     return command, created
 
 
-def ended_execution(cluster: devcluster.Cluster, namespace: str, name: str, *, timeout: float = 300) -> dict[str, Any]:
+def ended_execution(
+    cluster: devcluster.Cluster, namespace: str, name: str, *, timeout: float = 300
+) -> dict[str, Any]:
     def ended() -> dict[str, Any] | None:
         found = get(cluster, "workflowexecution", name, namespace)
         return found if found and (found.get("status") or {}).get("phase") in TERMINAL else None
@@ -209,7 +226,9 @@ def ended_execution(cluster: devcluster.Cluster, namespace: str, name: str, *, t
     return execution
 
 
-def assessed(cluster: devcluster.Cluster, namespace: str, name: str, *, timeout: float = 180) -> dict[str, Any]:
+def assessed(
+    cluster: devcluster.Cluster, namespace: str, name: str, *, timeout: float = 180
+) -> dict[str, Any]:
     """The execution's ``status.assessment`` once it holds a verdict."""
 
     def verdict() -> dict[str, Any] | None:

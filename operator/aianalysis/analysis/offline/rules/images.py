@@ -117,7 +117,7 @@ def image_unpullable_after_rollout(seen: evidence.Evidence) -> rule.Match | None
     older = ", ".join(str(r) for r in sorted(rollout.healthy_revisions))
     facts = [
         f"container {container.name} cannot pull image {container.image}: {container.waiting}",
-        *([rule.clip(said)] if said else []),
+        *([rule.shorten(said)] if said else []),
         f"the image changed in revision {rollout.revision}; Pods of revision {older} run the previous one",
     ]
     return rule.Match(

@@ -63,7 +63,7 @@ def job_past_deadline(seen: evidence.Evidence) -> rule.Match | None:
     ]
     said = next(iter(seen.event_messages("DeadlineExceeded")), None)
     if said:
-        facts.append(f"the Job controller says: {rule.clip(said)}")
+        facts.append(f"the Job controller says: {rule.shorten(said)}")
     if seen.event_messages("SuccessfulDelete"):
         facts.append("the Job controller deleted its running Pods at the deadline")
     raised = str(seen.job_deadline * DEADLINE_FACTOR)

@@ -45,7 +45,7 @@ def readiness_probe_times_out(seen: evidence.Evidence) -> rule.Match | None:
         facts=(
             f"{len({p.name for p, _ in unready})} Pod(s) run without becoming Ready (container "
             f"{container.name} of Pod {pod.name}, {container.restarts} restarts)",
-            f"the readiness probe times out: {rule.clip(said)}",
+            f"the readiness probe times out: {rule.shorten(said)}",
             f"its timeoutSeconds is {current}",
         ),
         target=seen.workload,
