@@ -81,6 +81,8 @@ def node_namespace(node_cluster: devcluster.NodeCluster) -> Iterator[str]:
     yield name
     node_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
+ASSESSMENT_WINDOW_SECONDS = "20"
+
 
 @dataclasses.dataclass
 class NodeOperator:
@@ -113,6 +115,8 @@ def node_operator(
             "AIANALYSIS_PROVIDER": "offline",
             "AIANALYSIS_INTAKE_PORT": str(port),
             "AIANALYSIS_INTAKE_TOKEN": token,
+            # A fixed workflow's effect is judged this long after it ended (tests/node/test_loop.py).
+            "AIANALYSIS_ASSESSMENT_WINDOW_SECONDS": ASSESSMENT_WINDOW_SECONDS,
         },
     )
     process.start()
