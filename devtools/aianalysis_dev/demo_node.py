@@ -111,10 +111,10 @@ def _incidents(
         )
     loop.grant(cluster, "shop", workflows)
     loop.grant(cluster, "search", workflows)
-    loop.grant(cluster, "billing", workflows, without={"rollback-deployment": {"patch"}})
+    loop.grant(cluster, "billing", workflows, without={"kubernaut-workflow-rollout": {"patch"}})
     step(
         "namespaces shop, search, billing: the ServiceAccounts the catalog names, each bound to the Role "
-        "its workflow declares (in billing the rollback Role misses 'patch')"
+        "its workflow declares (in billing the rollout account's Roles miss 'patch')"
     )
     with concurrent.futures.ThreadPoolExecutor(len(makers)) as pool:
         futures = {ns: pool.submit(make, cluster, ns, image=image) for ns, make in makers.items()}

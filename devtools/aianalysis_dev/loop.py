@@ -5,7 +5,7 @@ the executor creates, as that ServiceAccount, and really changes the workload.
 
     workflows = loop.install_workflows(cluster, root=ROOT, dest=tmp)   # images, pinned catalog
     loop.grant(cluster, namespace, workflows)                          # ServiceAccounts + Roles
-    loop.grant(cluster, namespace, workflows, without={"rollback-deployment": {"patch"}})  # one verb short
+    loop.grant(cluster, namespace, workflows, without={"kubernaut-workflow-rollout": {"patch"}})
 
 Also the incidents whose fix is judged and that ``aianalysis_dev.incidents`` does not make: a
 service that needs more memory at start than its limit (a raise fixes it).
@@ -82,13 +82,14 @@ def grant(
     without: Mapping[str, Collection[str]] | None = None,
 ) -> None:
     """In ``namespace``: each ServiceAccount the catalog names, and for each workflow its Role bound
-    to that account. ``without``: workflowId → verbs left out of its Role (a forgotten permission)."""
+    to that account. ``without``: ServiceAccount → verbs left out of every Role bound to it (a
+    forgotten permission; several workflows may share an account)."""
     objects: list[dict[str, Any]] = []
     for account in sorted(set(workflows.accounts.values())):
         objects.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
     for wid, account in sorted(workflows.accounts.items()):
         role = json.loads(json.dumps(workflows.roles[wid]))
-        dropped = set((without or {}).get(wid, ()))
+        dropped = set((without or {}).get(account, ()))
         role["rules"] = [
             {**rule, "verbs": [v for v in rule["verbs"] if v not in dropped]}
             for rule in role["rules"]

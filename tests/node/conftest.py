@@ -81,6 +81,7 @@ def node_namespace(node_cluster: devcluster.NodeCluster) -> Iterator[str]:
     yield name
     node_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
+
 ASSESSMENT_WINDOW_SECONDS = "20"
 
 

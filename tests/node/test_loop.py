@@ -189,7 +189,7 @@ def test_a_rollback_the_release_pipeline_reapplies_is_judged_ineffective(
 
     def stabilizing() -> bool:
         found = loop.get(node_cluster, "workflowexecution", name, ns) or {}
-        return bool(((found.get("status") or {}).get("assessment") or {}).get("after"))
+        return bool(((found.get("status") or {}).get("assessment") or {}).get("afterSpecHash"))
 
     nodes.wait_for(stabilizing, what="the assessment to record the state after the rollback")
     patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": bad["command"]}]
@@ -207,7 +207,7 @@ def test_a_workflow_whose_serviceaccount_lacks_a_permission_fails_forbidden_and_
     executor: OperatorProcess,
 ) -> None:
     ns = business_namespace
-    loop.grant(node_cluster, ns, workflows, without={ROLLBACK: {"patch"}})
+    loop.grant(node_cluster, ns, workflows, without={workflows.accounts[ROLLBACK]: {"patch"}})
     incident = incidents.crashloop_after_rollout(node_cluster, ns, image=busybox)
     analysis, execution = approved(node_cluster, node_operator, incident, expect=ROLLBACK)
     status = execution["status"]
