@@ -153,7 +153,7 @@ def _close_the_loops(
         ran = f"job/{name} ran {spec['containers'][0]['image']} as {spec.get('serviceAccountName')}"
         if st["phase"] == "Failed":
             details = st["failureDetails"]
-            step(f"{namespace}: {ran} → Failed ({details['reason']}): {details['message'][:160]}")
+            step(f"{namespace}: {ran} → Failed ({details['reason']}): {_refusal(details['message'])}")
             original = execution["spec"]["analysisRef"]
             recovery = loop.ended_analysis(cluster, namespace, f"{original}-recovery-1", timeout=timeout)
             rst = recovery["status"]
@@ -181,6 +181,12 @@ def _close_the_loops(
         "  controllers; nothing wrote a status on their behalf.",
     ]
     return story
+
+
+def _refusal(message: str) -> str:
+    """The API server's words in a failed workflow's message (kubectl prints warnings first)."""
+    said = [line for line in message.splitlines() if "forbidden" in line.lower()]
+    return (said[-1] if said else message)[:240]
 
 
 def _has_default_account(cluster: devcluster.Cluster, namespace: str) -> Callable[[], bool]:
