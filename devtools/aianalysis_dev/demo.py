@@ -60,14 +60,15 @@ def run(
     choice = os.environ.get(WORLD_ENV, "auto")
     if choice not in ("auto", "node", "simulated"):
         raise errors.ConfigError(f"{WORLD_ENV} takes auto, node or simulated; got {choice!r}")
-    reason = devcluster.node_unavailable_reason() if choice != "simulated" else f"{WORLD_ENV}=simulated"
-    if reason is None:
+    reason = devcluster.node_unavailable_reason() if choice != "simulated" else None
+    if choice != "simulated" and reason is None:
         from aianalysis_dev import demo_node  # noqa: PLC0415 — the node's world only where it runs
 
         return demo_node.run(root=root, out=out, timeout_seconds=timeout_seconds)
     if choice == "node":
         raise errors.ConfigError(f"{WORLD_ENV}=node, but this machine cannot run a real node: {reason}")
-    out(f"world: SIMULATED — statuses written as a kubelet would (no real node here: {reason})")
+    why = f"this machine cannot run a real node: {reason}" if reason else f"chosen by {WORLD_ENV}=simulated"
+    out(f"world: SIMULATED ({why}) — Pod and Job statuses are written as a kubelet would")
     started = time.monotonic()
 
     def step(text: str) -> None:
