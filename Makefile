@@ -18,7 +18,7 @@ CONTAINERD_BIN = $(shell hack/build-containerd.sh)
 NODE_DEBS = $(shell hack/build-node-debs.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit test demo bench clean
+.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit docs test demo bench clean
 
 all: test
 
@@ -93,7 +93,10 @@ contracts: venv
 unit: venv
 	$(VENV)/bin/pytest tests/unit -q
 
-test: venv lint typecheck contracts deps
+docs: venv  ## the documentation site (mkdocs.yml, docs/ + generated reference pages) into build/site, warnings fail
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+test: venv lint typecheck contracts deps docs
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
