@@ -50,9 +50,11 @@ def run(*, root: Path, out: Callable[[str], None], timeout_seconds: float) -> in
 
     step("world: a REAL node — kubelet, containerd, runc, CNI and kube-proxy on this machine (no Docker)")
     with devcluster.NodeCluster() as cluster:
+        waited = cluster.timings.get("lock_wait", 0.0)
         step(
             f"control plane and node {cluster.node_name} Ready at {cluster.server} "
             f"(kubelet {devcluster.K8S_VERSION}, containerd {devcluster.CONTAINERD_VERSION})"
+            + (f"; {waited:.0f}s of it waiting for another run's node" if waited >= 1 else "")
         )
         work = Path(tempfile.mkdtemp(prefix="aianalysis-demo-"))
         busybox = _busybox(cluster, work)
