@@ -60,6 +60,9 @@ def run(
     choice = os.environ.get(WORLD_ENV, "auto")
     if choice not in ("auto", "node", "simulated"):
         raise errors.ConfigError(f"{WORLD_ENV} takes auto, node or simulated; got {choice!r}")
+    # A SIGTERM (``timeout``, a closed terminal) unwinds like Ctrl-C: the operator, the executor
+    # and the cluster are stopped by the ``with`` blocks, never left running.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     reason = devcluster.node_unavailable_reason() if choice != "simulated" else None
     if choice != "simulated" and reason is None:
         from aianalysis_dev import demo_node  # noqa: PLC0415 — the node's world only where it runs
@@ -109,6 +112,10 @@ def run(
         step("operator and executor stopped")
     step("control plane stopped; nothing left running")
     return 0
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _provider() -> str:
