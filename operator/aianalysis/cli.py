@@ -23,7 +23,7 @@ import yaml
 import aianalysis
 import aianalysis.catalog.importer
 from aianalysis import catalog, errors, evaluation, resources, settings
-from aianalysis.analysis import llm, pipeline
+from aianalysis.analysis import llm, pipeline, pricing
 
 USAGE_ERROR = 2
 
@@ -87,6 +87,7 @@ def _process_flags(run: argparse.ArgumentParser, *, verb: str) -> None:
 
 def operator_run(args: argparse.Namespace) -> int:
     config = settings.from_env()  # fail fast, before importing kopf, with a one-line message
+    pricing.price_table(config)  # a price table that cannot be read stops here too
     _check_model(config)
 
     from aianalysis.controller import handlers  # noqa: PLC0415  # imports kopf: only for this command

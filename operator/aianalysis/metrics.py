@@ -22,6 +22,26 @@ class _Decision(Protocol):
     def review_reason(self) -> str | None: ...
     @property
     def failed_rules(self) -> Sequence[str]: ...
+    @property
+    def llm(self) -> _Usage: ...
+
+
+class _Cost(Protocol):
+    """What :func:`record_decision` reads of a cost (``resources.LLMCost``)."""
+
+    @property
+    def amount(self) -> float: ...
+    @property
+    def currency(self) -> str: ...
+
+
+class _Usage(Protocol):
+    """What :func:`record_decision` reads of the conversation's usage (``resources.LLMUsage``)."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def cost(self) -> _Cost | None: ...
 
 
 class _Request(Protocol):
@@ -77,6 +97,13 @@ LLM_TOKENS = prom.Counter(
     "Tokens billed by LLM API responses (also of analyses that later fail), by provider and kind "
     "(input|output|cache_read|cache_write).",
     ["provider", "kind"],
+    registry=REGISTRY,
+)
+LLM_COST = prom.Counter(
+    "aianalysis_llm_cost_total",
+    "What the LLM conversations of analyses that reached a decision cost (status.llm.cost: tokens "
+    "at the price table), by namespace, provider, model and currency (the price table's, e.g. USD).",
+    ["namespace", "provider", "model", "currency"],
     registry=REGISTRY,
 )
 VALIDATION_FAILURES = prom.Counter(
@@ -150,9 +177,10 @@ BUILD_INFO = prom.Info("aianalysis_build", "Version of the running operator.", r
 BUILD_INFO.info({"version": __version__})
 
 
-def record_decision(decision: _Decision, *, provider: str, seconds: float) -> None:
-    """One terminal analysis: outcome, validation failures, duration. (Its tokens were counted per
-    API response, see :func:`record_llm_request`.)"""
+def record_decision(decision: _Decision, *, provider: str, seconds: float, namespace: str) -> None:
+    """One terminal analysis: outcome, validation failures, duration, and what its conversation cost
+    in ``namespace`` (the same amount as its status). (Its tokens were counted per API response, see
+    :func:`record_llm_request`.)"""
     outcome = (
         "selected" if decision.selected is not None and decision.review_reason is None else "human_review"
     )
@@ -160,6 +188,17 @@ def record_decision(decision: _Decision, *, provider: str, seconds: float) -> No
     ANALYSIS_SECONDS.labels(provider=provider).observe(seconds)
     for rule in decision.failed_rules:
         VALIDATION_FAILURES.labels(rule=rule).inc()
+    usage = decision.llm
+    if usage.cost is not None:
+        # The model as priced: one of the few the process is configured with (bounded).
+        model = (usage.model or "unknown")[:100]
+        labels = {
+            "namespace": namespace,
+            "provider": provider,
+            "model": model,
+            "currency": usage.cost.currency,
+        }
+        LLM_COST.labels(**labels).inc(usage.cost.amount)
 
 
 def record_failure(review_reason: resources.HumanReviewReason | None) -> None:
@@ -263,6 +302,24 @@ ASSESSMENT_SCORE = prom.Histogram(
     "aianalysis_assessment_score",
     "Effectiveness score (0..1) of assessed executions that had data.",
     buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 1.0),
+    registry=REGISTRY,
+)
+NOTIFICATION_POSTS = prom.Counter(
+    "aianalysis_notification_posts_total",
+    "Posts of alerts to Alertmanager (one per request, per Alertmanager), by outcome (sent|rejected|"
+    "failed: no answer or 5xx after every attempt|error: the pass could not derive its alerts).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+NOTIFICATION_LAST_PASS = prom.Gauge(
+    "aianalysis_notification_last_pass_timestamp_seconds",
+    "When the leader last derived the alerts from the cluster and posted them (alert when it falls behind).",
+    registry=REGISTRY,
+)
+NOTIFICATIONS_FIRING = prom.Gauge(
+    "aianalysis_notifications_firing",
+    "Alerts the operator holds firing in Alertmanager at its last pass, by alertname.",
+    ["alertname"],
     registry=REGISTRY,
 )
 GUARD_BLOCKS = prom.Counter(

@@ -51,6 +51,14 @@ EVERYTHING: dict[str, Any] = {
         "tokenSecret": {"name": "prometheus-reader", "key": "token"},
         "caConfigMap": {"name": "prometheus-ca"},
     },
+    "notifications": {
+        "alertmanagerUrls": ["http://alertmanager-0.monitoring.svc:9093", "http://alertmanager-1.monitoring.svc:9093"],
+        "consoleUrl": "https://aianalysis.example.com",
+        "kinds": ["awaiting_approval", "human_review"],
+        "intervalSeconds": 30, "pendingSeconds": 0, "maxAge": "7d", "timeoutSeconds": 5, "attempts": 2,
+        "cluster": "eu-1", "tokenSecret": {"name": "alertmanager-token"},
+        "caConfigMap": {"name": "alertmanager-ca"},
+    },
     "replicaCount": 2,
     "leaderElection": {"enabled": True, "leaseDurationSeconds": 20},
     "llmBudget": {"conversationsPerHour": None, "tokensPerDay": 1000000},
@@ -79,6 +87,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "model": "eu.anthropic.claude-sonnet-4-6",
         "bedrock": {"region": "eu-west-1", "baseUrl": "https://vpce-1.bedrock-runtime.eu-west-1.vpce.amazonaws.com"},
         "prometheus": {"url": "http://prometheus.monitoring.svc:9090", "serviceAccountToken": True},
+        "notifications": {"alertmanagerUrls": ["https://alertmanager.example.com"],
+                          "serviceAccountToken": True},
     },
     "vertex": {"provider": "vertex", "vertex": {"region": "europe-west1", "projectId": "incidents",
                                                 "baseUrl": "https://europe-west1-aiplatform.p.googleapis.com"}},
@@ -148,6 +158,12 @@ def test_every_variable_the_chart_sets_is_a_setting_and_its_value_passes_the_mod
         assert executor.auto_execute.enabled and executor.auto_execute.max_risk == "medium"
         assert executor.guards.managed_label == "example.com/managed" and executor.guards.max_per_hour == 3
         assert operator.safety.dry_run and executor.safety.dry_run, "dry run on both processes"
+        assert operator.notify.alertmanager_urls == (
+            "http://alertmanager-0.monitoring.svc:9093",
+            "http://alertmanager-1.monitoring.svc:9093",
+        )
+        assert operator.notify.token_file == "/etc/aianalysis/alertmanager-token/token"
+        assert operator.notify.max_age == 7 * 86400 and not executor.notify.alertmanager_urls
 
 
 #: Variables the chart renders from the release, not from a value, the same as the setting's default

@@ -1,10 +1,13 @@
 """A real Alertmanager (built from Go modules by hack/build-alertmanager.sh) on loopback only: the
 web API on a random 127.0.0.1 port, clustering (gossip) off, its webhook receivers pointed at the
-operator's intake on 127.0.0.1."""
+operator's intake on 127.0.0.1, or at a :class:`Receiver` that records what Alertmanager delivers."""
 
 from __future__ import annotations
 
 import datetime
+import http.server
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +102,59 @@ def alert(labels: dict[str, str], *, resolved: bool = False, **annotations: str)
     if resolved:
         body["endsAt"] = now.isoformat()
     return body
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that records every notification Alertmanager delivers (the
+    webhook payload: ``status``, ``groupLabels``, ``alerts`` ...), as Slack or PagerDuty would get them."""
+
+    def __init__(self) -> None:
+        self.notifications: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        received, lock = self.notifications, self._lock
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with lock:
+                    received.append(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:  # quiet
+                return
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/notify"
+
+    def received(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.notifications)
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+def receiver_config(url: str) -> dict[str, Any]:
+    """Everything to one webhook receiver, one group per alertname and object, notified at once,
+    changes within a second, never repeated within the test (a repeat would be a duplicate)."""
+    return {
+        "route": {
+            "receiver": "people",
+            "group_by": ["alertname", "namespace", "aianalysis", "workflowexecution"],
+            "group_wait": "0s",
+            "group_interval": "1s",
+            "repeat_interval": "1h",
+        },
+        "receivers": [{"name": "people", "webhook_configs": [{"url": url, "send_resolved": True}]}],
+    }

@@ -498,7 +498,7 @@ def test_default_printer_columns(kind: Kind) -> None:
     assert default_view == EXPECTED_COLUMNS[kind.kind]
 
 
-def test_wide_aianalysis_columns_show_reason_recovery_attempt_and_alert_occurrences() -> None:
+def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_and_cost() -> None:
     columns = only_version(load_crd(KINDS[0]))["additionalPrinterColumns"]
     wide = {c["name"]: c["jsonPath"] for c in columns if c.get("priority", 0) == 1}
     assert wide == {
@@ -506,6 +506,7 @@ def test_wide_aianalysis_columns_show_reason_recovery_attempt_and_alert_occurren
         "Attempt": ".spec.recovery.attemptNumber",
         "Occurrences": ".status.intake.occurrences",
         "Last Seen": ".status.intake.lastSeenAt",
+        "Cost": ".status.llm.cost.amount",
     }
 
 

@@ -93,7 +93,7 @@ def test_a_selection_counts_one_analysis_and_its_duration_but_not_its_tokens() -
         ("aianalysis_analysis_duration_seconds_bucket", {"provider": "anthropic", "le": "2.5"}),
     )
 
-    metrics.record_decision(decision(usage=usage), provider="anthropic", seconds=3.0)
+    metrics.record_decision(decision(usage=usage), provider="anthropic", seconds=3.0, namespace="shop")
 
     assert delta() == [1, 0, 0, 0, 0, 1, 3.0, 1, 0]
 
@@ -112,7 +112,7 @@ def test_human_review_outcomes_carry_their_reason(made: status.Decision, outcome
         ("aianalysis_analyses_total", {"outcome": "selected", "review_reason": "none"}),
     )
 
-    metrics.record_decision(made, provider="offline", seconds=0.1)
+    metrics.record_decision(made, provider="offline", seconds=0.1, namespace="shop")
 
     assert delta() == [1, 0]
 
@@ -120,9 +120,28 @@ def test_human_review_outcomes_carry_their_reason(made: status.Decision, outcome
 def test_offline_analyses_bill_no_tokens() -> None:
     delta = Delta(("aianalysis_llm_tokens_total", {"provider": "offline", "kind": "input"}))
 
-    metrics.record_decision(decision(), provider="offline", seconds=0.01)
+    metrics.record_decision(decision(), provider="offline", seconds=0.01, namespace="shop")
 
     assert delta() == [0]
+
+
+def test_what_a_decision_cost_is_summed_per_namespace_and_model() -> None:
+    def priced(amount: float) -> resources.LLMUsage:
+        cost = resources.LLMCost(amount=amount, currency="USD", price_table_date="2026-11-27")
+        return resources.LLMUsage(provider="anthropic", model="claude-sonnet-4-6", cost=cost)
+
+    labels = {"provider": "anthropic", "model": "claude-sonnet-4-6", "currency": "USD"}
+    delta = Delta(
+        ("aianalysis_llm_cost_total", {"namespace": "shop", **labels}),
+        ("aianalysis_llm_cost_total", {"namespace": "ledger", **labels}),
+    )
+
+    metrics.record_decision(decision(usage=priced(0.0125)), provider="anthropic", seconds=1, namespace="shop")
+    metrics.record_decision(decision(usage=priced(0.5)), provider="anthropic", seconds=1, namespace="shop")
+    metrics.record_decision(decision(usage=priced(0.25)), provider="anthropic", seconds=1, namespace="ledger")
+    metrics.record_decision(decision(), provider="anthropic", seconds=1, namespace="ledger")  # unpriced
+
+    assert delta() == pytest.approx([0.5125, 0.25])
 
 
 def test_each_rejected_answer_counts_once_per_failed_rule() -> None:
@@ -136,6 +155,7 @@ def test_each_rejected_answer_counts_once_per_failed_rule() -> None:
         decision(failed_rules=["missing_parameter", "parameters", "missing_parameter"]),
         provider="anthropic",
         seconds=1.0,
+        namespace="shop",
     )
 
     assert delta() == [2, 1, 0]
@@ -289,12 +309,17 @@ def test_exposition_names_follow_prometheus_conventions() -> None:
         "aianalysis_assessments",
         "aianalysis_assessment_score",
         "aianalysis_execution_guard_blocks",
+        "aianalysis_llm_cost",
+        "aianalysis_notification_posts",
+        "aianalysis_notifications_firing",
+        "aianalysis_notification_last_pass_timestamp_seconds",
     }
     durations = {
         name for name in ours if name.endswith("_seconds") and not name.endswith("_timestamp_seconds")
     }
     assert {families[name].type for name in durations} == {"histogram"}
     assert families["aianalysis_catalog_sync_last_success_timestamp_seconds"].type == "gauge"
+    assert families["aianalysis_notification_last_pass_timestamp_seconds"].type == "gauge"
     assert all(families[name].documentation for name in ours)
     text = prom.generate_latest(metrics.REGISTRY).decode()
     assert f'aianalysis_build_info{{version="{__version__}"}} 1.0' in text

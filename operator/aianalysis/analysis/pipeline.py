@@ -15,7 +15,7 @@ import aianalysis.assessment.history
 import aianalysis.catalog
 import aianalysis.settings
 from aianalysis import errors, prometheus, resources
-from aianalysis.analysis import answer, llm, prompts, scope, status, tools, validation
+from aianalysis.analysis import answer, llm, pricing, prompts, scope, status, tools, validation
 
 
 async def analyze(
@@ -103,6 +103,7 @@ async def analyze(
             "cluster_read_failures": toolbox.cluster_read_failures,
         }
     )
+    usage = pricing.priced(usage, pricing.price_table(settings))
     floor = settings.analysis.confidence_floor
     decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
     decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history_read)

@@ -376,7 +376,12 @@ class _Run:
 
     def _finished_transition(self, finished: _Finished) -> kit.Transition:
         decision = finished.decision
-        metrics.record_decision(decision, provider=self.runtime.provider.name, seconds=finished.seconds)
+        metrics.record_decision(
+            decision,
+            provider=self.runtime.provider.name,
+            seconds=finished.seconds,
+            namespace=self.ref.namespace,
+        )
         kind = "Normal" if decision.review_reason is None else "Warning"
         final = finished.final
         return kit.Transition(type=kind, reason=final.reason or "Completed", message=final.message or "")

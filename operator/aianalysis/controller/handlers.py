@@ -27,7 +27,7 @@ from typing import Any
 import kopf
 
 import aianalysis.settings
-from aianalysis import intake, kit, kube, metrics, resources
+from aianalysis import intake, kit, kube, metrics, notify, resources
 from aianalysis.controller import analysis_reconciler, assessment_reconciler, execution_reconciler, process
 from aianalysis.kube import objects
 
@@ -99,6 +99,13 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     if config.intake.port and getattr(memo, "intake", None) is None:
         memo.intake = intake.Intake.create(config, runtime.api, on_cancelled=runtime.budget.withdraw)
         await memo.intake.start(config.intake.port)
+    if getattr(memo, "notifier", None) is None:
+        # Only the leader gets here: only it posts to Alertmanager.
+        memo.notifier = notify.Notifier.create(
+            config, runtime.api, namespaces=getattr(memo, "namespaces", ())
+        )
+        if memo.notifier is not None:
+            memo.notifier.start()
     log.info(
         "aianalysis operator starting: provider=%s model=%s concurrency=%d",
         config.llm.provider,
@@ -113,6 +120,9 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     receiver: intake.Intake | None = getattr(memo, "intake", None)
     if receiver is not None:
         await receiver.stop()
+    notifier: notify.Notifier | None = getattr(memo, "notifier", None)
+    if notifier is not None:
+        await notifier.aclose()
     runtime: process.Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         await runtime.aclose()

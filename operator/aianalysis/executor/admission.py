@@ -84,7 +84,7 @@ def refusal_for(facts: Facts) -> Refusal | None:
             reason=SELECTION_MISMATCH,
             problems=[f"aianalysis/{spec.analysis_ref} has no validated selection now ({status.phase})"],
         )
-    target = approval.analysis_target(analysis, status)
+    target = resources.remediation_target(analysis, status)
     return (
         _mismatch(facts.spec, selected, target)
         or _namespace(namespace, target, facts.cross_namespace)
@@ -188,7 +188,7 @@ def _approval(
             reason=NOT_APPROVED,
             problems=[f"approvals cannot be verified: {facts.approval_policy_problem}"],
         )
-    digest = approval.selection_digest(
+    digest = resources.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,
         parameters=spec.parameters,

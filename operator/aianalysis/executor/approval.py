@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -209,36 +207,6 @@ class _Approval:
     override_review: bool
 
 
-def selection_digest(
-    *,
-    analysis_uid: str,
-    workflow: resources.WorkflowRef,
-    parameters: Mapping[str, str],
-    target: resources.ResourceRef | None,
-) -> str:
-    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
-    spec digest), the canonical parameter values and the target."""
-    approved = {
-        "analysisUID": analysis_uid,
-        "workflowId": workflow.workflow_id,
-        "version": workflow.version,
-        "specDigest": workflow.spec_digest or "",
-        "parameters": dict(sorted(parameters.items())),
-        "target": target.wire() if target is not None else None,
-    }
-    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def analysis_target(analysis: Mapping[str, Any], status: resources.AIAnalysisStatus) -> resources.ResourceRef:
-    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
-    selection), else the incident's resource."""
-    affected = status.root_cause.affected_resource if status.root_cause else None
-    if affected is not None:
-        return resources.ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
-    return resources.ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
-
-
 def execution_body(
     analysis: Mapping[str, Any], status: resources.AIAnalysisStatus, *, name: str, approval: _Approval
 ) -> dict[str, Any]:
@@ -254,8 +222,10 @@ def execution_body(
         spec_digest=chosen.spec_digest,
     )
     parameters = dict(chosen.parameters or {})
-    target = analysis_target(analysis, status)
-    digest = selection_digest(analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target)
+    target = resources.remediation_target(analysis, status)
+    digest = resources.selection_digest(
+        analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+    )
     spec = resources.WorkflowExecutionSpec(
         analysis_ref=meta["name"],
         analysis_uid=meta["uid"],

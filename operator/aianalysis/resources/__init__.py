@@ -26,6 +26,7 @@ from aianalysis.resources.aianalysis import (
     ExecutionFailure,
     IntakeStatus,
     InvestigationAudit,
+    LLMCost,
     LLMUsage,
     OriginalRCA,
     PreviousAttemptAssessment,
@@ -41,6 +42,7 @@ from aianalysis.resources.aianalysis import (
     ToolCallRecord,
     ValidationAttempt,
     new_aianalysis,
+    remediation_target,
 )
 from aianalysis.resources.base import (
     API_VERSION,
@@ -98,6 +100,7 @@ from aianalysis.resources.workflowexecution import (
     WorkflowExecutionStatus,
     WorkflowRef,
     never_ran,
+    selection_digest,
 )
 
 __all__ = [
@@ -141,6 +144,7 @@ __all__ = [
     "HumanReviewReason",
     "IntakeStatus",
     "InvestigationAudit",
+    "LLMCost",
     "LLMUsage",
     "Model",
     "Name",
@@ -174,6 +178,8 @@ __all__ = [
     "never_ran",
     "new_aianalysis",
     "parse_timestamp",
+    "remediation_target",
+    "selection_digest",
     "set_condition",
     "timestamp",
     "utcnow",

@@ -174,6 +174,16 @@ MAX_AUDIT_RECORDS = 100
 MAX_AUDIT_ARGUMENT_CHARS = 300
 
 
+class LLMCost(Model):
+    """What the conversation's billed tokens cost at the operator's price table (``analysis.pricing``)."""
+
+    amount: Annotated[float, Field(ge=0)]
+    """Input, output, cache-read and cache-write tokens, each at its own price; rounded to 6 decimals."""
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    price_table_date: Annotated[str, Field(max_length=32)]
+    """The date of the prices used (the table's, e.g. ``2026-11-27``): prices change, amounts do not."""
+
+
 class LLMUsage(Model):
     provider: str
     model: str | None = None
@@ -186,6 +196,8 @@ class LLMUsage(Model):
     tool_errors: int = 0
     cluster_reads: int = 0
     cluster_read_failures: int = 0
+    cost: LLMCost | None = None
+    """None: the model is not in the price table (the tokens are still counted)."""
 
 
 class ToolCallRecord(Model):
@@ -248,6 +260,15 @@ class AIAnalysisStatus(Model):
     investigation: InvestigationAudit | None = None
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
+
+
+def remediation_target(analysis: Mapping[str, Any], status: AIAnalysisStatus) -> ResourceRef:
+    """The remediation target the analysis validated: its ``affectedResource`` (always written with a
+    selection), else the incident's resource."""
+    affected = status.root_cause.affected_resource if status.root_cause else None
+    if affected is not None:
+        return ResourceRef(kind=affected.kind, name=affected.name, namespace=affected.namespace)
+    return ResourceRef.model_validate((analysis.get("spec") or {}).get("resource") or {})
 
 
 def new_aianalysis(

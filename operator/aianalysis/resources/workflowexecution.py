@@ -3,6 +3,8 @@ what became of it (status) and whether it worked (``status.assessment``)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -81,6 +83,28 @@ class Approval(Model):
     approved_by: Annotated[str, Field(max_length=253)]
     selection_digest: Annotated[str, Field(max_length=80)]
     override_review: bool = False
+
+
+def selection_digest(
+    *,
+    analysis_uid: str,
+    workflow: WorkflowRef,
+    parameters: Mapping[str, str],
+    target: ResourceRef | None,
+) -> str:
+    """``sha256:<hex>`` of exactly what is approved: the analysis (uid), the workflow (id, version,
+    spec digest), the canonical parameter values and the target. An approval is bound to it, and the
+    operator's notifications print it in the approve command they carry."""
+    approved = {
+        "analysisUID": analysis_uid,
+        "workflowId": workflow.workflow_id,
+        "version": workflow.version,
+        "specDigest": workflow.spec_digest or "",
+        "parameters": dict(sorted(parameters.items())),
+        "target": target.wire() if target is not None else None,
+    }
+    text = json.dumps(approved, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 class WorkflowExecutionSpec(Model):

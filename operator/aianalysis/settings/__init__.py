@@ -11,6 +11,7 @@ variable to fix; :func:`reference` lists them for the configuration reference::
 
 from __future__ import annotations
 
+from aianalysis.settings._cost import CostSettings
 from aianalysis.settings._env import from_env, groups
 from aianalysis.settings._executor import (
     AutoExecuteSettings,
@@ -32,6 +33,7 @@ from aianalysis.settings._llm import (
     ProviderName,
     RetriesSettings,
 )
+from aianalysis.settings._notify import NOTIFICATION_KINDS, NotificationSettings
 from aianalysis.settings._operator import (
     ApiSettings,
     AssessmentSettings,
@@ -46,6 +48,7 @@ from aianalysis.settings._root import Settings
 
 __all__ = [
     "DEFAULT_CUSTOM_GROUPS",
+    "NOTIFICATION_KINDS",
     "PROVIDERS",
     "AnalysisSettings",
     "ApiSettings",
@@ -53,6 +56,7 @@ __all__ = [
     "AutoExecuteSettings",
     "BudgetSettings",
     "CatalogSettings",
+    "CostSettings",
     "ExecutorSettings",
     "Group",
     "GuardsSettings",
@@ -61,6 +65,7 @@ __all__ = [
     "LeadershipSettings",
     "LlmSettings",
     "McpSettings",
+    "NotificationSettings",
     "ObservabilitySettings",
     "PrometheusSettings",
     "ProviderName",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aianalysis.settings import _executor, _investigation, _llm, _operator
+from aianalysis.settings import _cost, _executor, _investigation, _llm, _notify, _operator
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -25,6 +25,9 @@ class Settings:
     budget: _llm.BudgetSettings = dataclasses.field(default_factory=_llm.BudgetSettings)
     """The LLM budget."""
 
+    cost: _cost.CostSettings = dataclasses.field(default_factory=_cost.CostSettings)
+    """The price of LLM tokens."""
+
     investigation: _investigation.InvestigationSettings = dataclasses.field(
         default_factory=_investigation.InvestigationSettings
     )
@@ -43,6 +46,9 @@ class Settings:
 
     intake: _operator.IntakeSettings = dataclasses.field(default_factory=_operator.IntakeSettings)
     """The Alertmanager intake."""
+
+    notify: _notify.NotificationSettings = dataclasses.field(default_factory=_notify.NotificationSettings)
+    """Notifications through Alertmanager."""
 
     api: _operator.ApiSettings = dataclasses.field(default_factory=_operator.ApiSettings)
     """The Kubernetes API calls."""
