@@ -80,9 +80,8 @@ def run(
     step("starting a local control plane (etcd + kube-apiserver + kube-controller-manager, no Docker)")
     with devcluster.DevCluster(controller_manager=True) as cluster:
         step(f"control plane ready at {cluster.server}")
-        devcluster.apply_crds(cluster, root / "crds")
-        cluster.kubectl("apply", "-f", str(root / "admission"))  # approvals are checked by the API server
-        step("CRDs installed and Established")
+        devcluster.apply_crds(cluster, root / "crds")  # and the approval policy: approvals are checked
+        step("CRDs and the approval policy installed")
         cluster.kubectl("apply", "-f", str(root / "examples" / "catalog"))
         count = len(_items(cluster, "remediationworkflows"))
         step(f"example catalog installed: {count} RemediationWorkflows")
@@ -133,6 +132,8 @@ def _operator(cluster: devcluster.DevCluster, root: Path, *, command: str = "run
         "AIANALYSIS_HEALTH_PORT": "0",
         # The example incidents name their own namespaces and are applied into the demo's one.
         "AIANALYSIS_CROSS_NAMESPACE": f"{NAMESPACE}=*",
+        # One local API server sees the approval policy at once: approvals count a second after it.
+        "AIANALYSIS_EXECUTOR_APPROVAL_POLICY_MARGIN_SECONDS": "1",
     }
     with log_file.open("w") as sink:
         proc = subprocess.Popen(  # the real entrypoint, as in the container

@@ -94,7 +94,9 @@ def _constraints(schema: Mapping[str, Any]) -> str:
 
 
 def crds() -> list[Mapping[str, Any]]:
-    return [yaml.safe_load(path.read_text()) for path in sorted(CRDS.glob("*.yaml"))]
+    """The CustomResourceDefinitions of ``crds/`` (which also holds the approval admission policy)."""
+    docs = (doc for path in sorted(CRDS.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()))
+    return [doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"]
 
 
 def crd_page() -> str:

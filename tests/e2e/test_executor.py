@@ -23,6 +23,7 @@ import yaml
 from aianalysis import catalog, resources
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
+from tests.support import approval_policy
 
 CHART = ROOT / "helm" / "aianalysis-operator"
 RELEASE, INSTALL_NAMESPACE = "aianalysis-operator", "aianalysis-system"
@@ -34,6 +35,7 @@ PLACEHOLDER = "opted-in"
 """The chart is rendered for this namespace; each test's namespace gets the same RoleBinding."""
 """alice may approve (the chart's approver ClusterRole); mallory may only create WorkflowExecutions."""
 IMAGE = "registry.example/wf/fix@sha256:" + "a" * 64
+VAP = "validatingadmissionpolicies.admissionregistration.k8s.io"
 
 
 def helm_bin() -> Path:
@@ -52,15 +54,11 @@ def executor_rbac() -> list[dict[str, Any]]:
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    admission = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     return [
         d
         for d in docs
-        if (
-            d["kind"] in kinds
-            and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER_ROLE)
-        )
-        or d["kind"] in admission
+        if d["kind"] in kinds
+        and ("executor" in d["metadata"]["name"] or d["metadata"]["name"] == APPROVER_ROLE)
     ]
 
 
@@ -77,12 +75,11 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
     users = {EXECUTOR: groups, ALICE: [], MALLORY: []}
     cluster = devcluster.DevCluster(controller_manager=True, users=users).start()
     try:
-        devcluster.apply_crds(cluster, ROOT / "crds")
+        devcluster.apply_crds(cluster, ROOT / "crds")  # with the approval policy
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac()
         assert {o["kind"] for o in objects} == {
             "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         }  # fmt: skip
         # Everything but the per-namespace Job RoleBinding (applied by the ns fixture) up front.
         cluster_wide = [o for o in objects if not _job_binding(o)]
@@ -90,6 +87,7 @@ def jobs_cluster() -> Iterator[devcluster.DevCluster]:
             "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_wide})
         )
         cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catalog"))
+        approval_policy.wait_in_force(cluster)  # approvals made from now on count
         yield cluster
     finally:
         cluster.stop()
@@ -161,8 +159,16 @@ def start_executor(
 # ---- helpers ---------------------------------------------------------------------------------------
 
 
-def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: str = "job") -> dict[str, Any]:
-    """A catalog entry of our own (cluster-scoped: a unique id per test)."""
+def workflow(
+    cluster: devcluster.DevCluster,
+    *,
+    estimated: str = "5m",
+    engine: str = "job",
+    labels: dict[str, Any] | None = None,
+    detected: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A catalog entry of our own (cluster-scoped: a unique id per test); ``labels`` added to its
+    labels, ``detected`` its detectedLabels."""
     wid = f"fix-{secrets.token_hex(3)}"
     body = {
         "apiVersion": "kubernaut.io/v1alpha1",
@@ -179,6 +185,9 @@ def workflow(cluster: devcluster.DevCluster, *, estimated: str = "5m", engine: s
             "estimatedDuration": estimated,
         },
     }  # fmt: skip
+    body["spec"]["labels"].update(labels or {})
+    if detected is not None:
+        body["spec"]["detectedLabels"] = detected
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
     return body
 
@@ -189,10 +198,11 @@ def analysed(
     wf: dict[str, Any],
     *,
     name: str = "api-oom",
-    environment: str = "production",
+    environment: str | None = "production",
     completed_at: str = "2026-11-20T10:00:00Z",
 ) -> dict[str, Any]:
-    """An AIAnalysis whose status (written through /status, as the operator would) selected ``wf``."""
+    """An AIAnalysis whose status (written through /status, as the operator would) selected ``wf``
+    (``environment`` None: the spec states none, the namespace's labels may)."""
     body = {
         "apiVersion": "kubernaut.io/v1alpha1",
         "kind": "AIAnalysis",
@@ -200,7 +210,7 @@ def analysed(
         "spec": {
             "signal": {"type": "OOMKilled", "severity": "high"},
             "resource": {"kind": "Deployment", "name": "api", "namespace": ns},
-            "businessContext": {"environment": environment},
+            "businessContext": {"environment": environment} if environment else {},
         },
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
@@ -473,6 +483,56 @@ def test_a_selection_whose_workflow_changed_after_approval_is_refused_not_failed
     assert items(cluster, "jobs", ns) == []
 
 
+def deployment(cluster: devcluster.DevCluster, ns: str, *, annotations: dict[str, str]) -> None:
+    """Deployment ``api`` (the analyses' incident), with ``annotations``."""
+    labels = {"app": "api"}
+    body = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "api", "namespace": ns, "annotations": annotations},
+        "spec": {
+            "replicas": 0, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "api", "image": "registry.example/api:1"}]}},
+        },
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+
+
+ARGO_TRACKED = {"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:{ns}/api"}
+
+
+@pytest.mark.parametrize("shown", ["argocd-managed", "unmanaged"])
+def test_a_selection_of_a_workflow_requiring_detected_facts_is_revalidated_with_the_clusters_facts(
+    jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess], shown: str
+) -> None:
+    """A workflow that requires detected facts (detectedLabels: GitOps-managed by Argo CD) and an
+    environment the analysis' spec does not state (its namespace's label says production): the
+    analysis validated the selection with what it read from the cluster, and so does the executor —
+    an approved execution runs. Its facts are read again, never taken from the analysis' status: the
+    same status written for a Deployment the cluster shows unmanaged is refused."""
+    cluster = jobs_cluster
+    cluster.kubectl("label", "namespace", ns, "kubernaut.io/environment=production")
+    managed = {k: v.format(ns=ns) for k, v in ARGO_TRACKED.items()} if shown == "argocd-managed" else {}
+    deployment(cluster, ns, annotations=managed)
+    wf = workflow(
+        cluster,
+        labels={"environment": ["production"]},
+        detected={"gitOpsManaged": True, "gitOpsTool": "argocd"},
+    )
+    analysed(cluster, ns, wf, environment=None)
+    executor = start_executor()
+    assert approve(cluster, ns, "api-oom").returncode == 0
+    if shown == "argocd-managed":
+        wait_for(lambda: get(cluster, "jobs", "api-oom-exec-1", ns), what="the Job", logs=executor.logs)
+        return
+    done = wait_for(lambda: refused(cluster, ns, "api-oom-exec-1"), what="the refusal", logs=executor.logs)
+    condition = executed_condition(done)
+    assert condition["reason"] == "SelectionInvalid", condition
+    assert "detectedLabels.gitOpsManaged requires True but the target's is False" in condition["message"]
+    assert "environment" not in condition["message"]  # the namespace's label was read: production
+    assert items(cluster, "jobs", ns) == []
+
+
 def test_a_hand_written_execution_is_refused_and_only_an_approver_can_approve(
     jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
 ) -> None:
@@ -557,7 +617,8 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         ("create pods -n {ns}", False),
         ("create workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
         ("approve workflowexecutions.kubernaut.io -n {ns}", False),  # only with autoExecute
-        ("get validatingadmissionpolicies.admissionregistration.k8s.io", True),
+        (f"get {VAP}/workflowexecution-approval.kubernaut.io", True),
+        (f"get {VAP}/another-policy", False),  # that one policy only
         ("patch aianalyses.kubernaut.io --subresource=status -n {ns}", False),
         ("create jobs.batch -n {ns}", True),
         ("create jobs.batch -n kube-system", False),  # a namespace it was not opted in to
@@ -688,19 +749,6 @@ def test_auto_execute_runs_fresh_selections_in_opted_in_namespaces_once(
         assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["in-prod-2-exec-1"]
     finally:
         executor.stop()
-
-
-def test_the_static_approval_policy_is_the_charts() -> None:
-    """``admission/`` (demo, kustomize installs) and the chart carry one approval policy."""
-    static = [
-        d
-        for d in yaml.safe_load_all((ROOT / "admission" / "workflowexecution-approval.yaml").read_text())
-        if d
-    ]
-    charted = [d for d in executor_rbac() if d["kind"].startswith("ValidatingAdmissionPolicy")]
-    assert [(d["kind"], d["metadata"]["name"], d["spec"]) for d in static] == [
-        (d["kind"], d["metadata"]["name"], d["spec"]) for d in charted
-    ]
 
 
 def test_an_event_forged_for_the_pods_name_does_not_choose_the_failure_reason(

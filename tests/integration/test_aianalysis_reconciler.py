@@ -267,12 +267,22 @@ async def test_a_conversation_that_billed_nothing_does_not_count_against_the_cap
     assert st["humanReviewReason"] == "provider_unavailable"
 
 
+@pytest.mark.parametrize(
+    "resource",
+    [
+        {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"},
+        {"kind": "Namespace", "name": "kube-system"},  # a Namespace is in itself (issue 31)
+        {"kind": "Namespace", "name": "kube-system", "namespace": "<own>"},  # as the intake fills it
+    ],
+    ids=["deployment", "namespace", "namespace-filled"],
+)
 async def test_an_analysis_naming_another_namespace_is_refused_without_a_conversation(
-    runtime: process.Runtime, namespace: str
+    runtime: process.Runtime, namespace: str, resource: dict[str, str]
 ) -> None:
     """A user who may create AIAnalyses in one namespace cannot make the operator investigate
-    kube-system with its own rights (confused deputy): Failed, NamespaceNotAllowed, no LLM call."""
-    resource = {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"}
+    kube-system with its own rights (confused deputy), nor its approvers act there: Failed,
+    NamespaceNotAllowed, no LLM call."""
+    resource = {k: namespace if v == "<own>" else v for k, v in resource.items()}
     created = create(runtime, namespace, "elsewhere", resource=resource)
     started = metrics.CONVERSATIONS_RESTARTED._value.get()
 

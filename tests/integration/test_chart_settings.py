@@ -166,11 +166,6 @@ def test_every_variable_the_chart_sets_is_a_setting_and_its_value_passes_the_mod
         assert operator.notify.max_age == 7 * 86400 and not executor.notify.alertmanager_urls
 
 
-#: Variables the chart renders from the release, not from a value, the same as the setting's default
-#: for this release name.
-UNCHANGED_BY_DESIGN = {"AIANALYSIS_EXECUTOR_APPROVAL_POLICY"}  # the release's name + "-executor-approval"
-
-
 def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Path, tmp_path: Path) -> None:
     """With every value away from the settings' defaults, every variable differs from its default:
     no template renders a fixed text where a value should go, or a value to the wrong variable."""
@@ -180,7 +175,7 @@ def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Pat
         for item in env:
             entry = SETTING[item["name"]]
             value = getattr(getattr(defaults, entry.group), entry.field)
-            if "value" in item and item["name"] not in UNCHANGED_BY_DESIGN:
+            if "value" in item:
                 assert read_alone(entry, item["value"]) != value, (
                     f"{deployment}: {item['name']} left at its default"
                 )

@@ -81,7 +81,9 @@ def test_every_crd_field_is_in_the_crd_reference() -> None:
     page = PAGES["reference/crds.md"]
     count = 0
     for path in sorted((ROOT / "crds").glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = next(yaml.safe_load_all(path.read_text()))
+        if crd.get("kind") != "CustomResourceDefinition":
+            continue  # the approval admission policy ships beside the CRDs
         for version in crd["spec"]["versions"]:
             heading = f"## {crd['spec']['names']['kind']} ({crd['spec']['group']}/{version['name']})\n"
             assert heading in page

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+import aianalysis.analysis.facts
 from aianalysis import catalog, resources
 from aianalysis.analysis import validation
-from aianalysis.executor import admission, approval
+from aianalysis.executor import admission, approval, proof
 
 NOW = datetime.datetime(2026, 11, 20, 10, 5, 0, tzinfo=datetime.UTC)
 
@@ -43,6 +44,8 @@ def workflow(image: str = "registry.example/wf/restart:1", risk: str = "medium")
 
 
 WORKFLOW = workflow()
+IN_FORCE = proof.InForce(since=datetime.datetime(2026, 11, 20, 10, 0, 10, tzinfo=datetime.UTC))
+"""The shipped approval policy's last change plus its margin."""
 VALIDATED = {"TARGET_NAMESPACE": "prod", "REPLICAS": "2", "STRATEGY": "rolling"}  # defaults filled
 
 
@@ -77,7 +80,8 @@ def approved(subject: dict[str, Any], **options: Any) -> dict[str, Any]:
     decided = approval.approve_manually(subject, executions=[], approver="alice", **options)
     assert isinstance(decided, approval.NewExecution), decided
     body = decided.body
-    body["metadata"]["uid"] = "wfe-uid"
+    # as the API server writes them: created after the approval policy came into force, unchanged since
+    body["metadata"].update(uid="wfe-uid", generation=1, creationTimestamp="2026-11-20T10:04:30Z")
     return body
 
 
@@ -87,7 +91,7 @@ def facts(execution: dict[str, Any], subject: dict[str, Any] | None, **changes: 
         "spec": resources.WorkflowExecutionSpec.model_validate(execution["spec"]),
         "analysis": subject,
         "workflow": WORKFLOW,
-        "approval_policy_problem": None,
+        "approval_policy": IN_FORCE,
         "auto": approval.AutoPolicy(),
     }
     return admission.Facts(**{**values, **changes})
@@ -136,10 +140,26 @@ def test_an_approval_for_another_selection_is_not_approved() -> None:
 
 def test_approvals_are_not_trusted_when_the_admission_policy_is_missing() -> None:
     subject = analysis()
-    why = refused(
-        approved(subject), subject, approval_policy_problem="ValidatingAdmissionPolicy x is not installed"
-    )
+    why = refused(approved(subject), subject, approval_policy="ValidatingAdmissionPolicy x is not installed")
     assert why.reason == admission.NOT_APPROVED and "cannot be verified" in why.message
+
+
+@pytest.mark.parametrize(
+    ("meta", "said"),
+    [
+        ({"creationTimestamp": "2026-11-20T09:00:00Z"}, "before the approval policy was certainly in force"),
+        ({"creationTimestamp": "2026-11-20T10:00:10Z"}, "before the approval policy was certainly in force"),
+        ({"generation": 2}, "its spec changed after it was created"),
+    ],
+)
+def test_an_approval_the_policy_cannot_have_checked_is_not_trusted(meta: dict[str, Any], said: str) -> None:
+    """Created before the policy (with the shipped content) was in force — its margin included — or
+    changed since: whatever its approval says, nothing proves the API server checked it."""
+    subject = analysis()
+    execution = approved(subject)
+    execution["metadata"].update(meta)
+    why = refused(execution, subject)
+    assert why.reason == admission.NOT_APPROVED and said in why.message, why.message
 
 
 def test_an_execution_bound_to_an_earlier_analysis_of_the_same_name_is_refused() -> None:
@@ -172,6 +192,69 @@ def test_the_executor_refuses_what_the_analysis_would_refuse() -> None:
     assert why.reason == admission.SELECTION_INVALID and "[policy]" in why.message
 
 
+GITOPS = {"gitOpsManaged": True, "gitOpsTool": "argocd"}
+
+
+def gitops_workflow() -> catalog.Workflow:
+    spec = WORKFLOW.spec.model_dump(by_alias=True, exclude_none=True)
+    return catalog.Workflow(
+        name="restart-v1",
+        spec=resources.RemediationWorkflowSpec.model_validate({**spec, "detectedLabels": GITOPS}),
+    )
+
+
+def seen(environment: str | None, **detected: Any) -> aianalysis.analysis.facts.AsAnalysed:
+    """What the executor read from the cluster: the namespace's business context, the target's facts."""
+    return aianalysis.analysis.facts.AsAnalysed(
+        business=resources.BusinessContext(environment=environment, risk_tolerance="medium"),
+        target=catalog.TargetFacts(**detected),
+        warnings=[],
+    )
+
+
+def test_a_workflow_requiring_detected_facts_is_revalidated_with_the_facts_read_from_the_cluster() -> None:
+    """The analysis validated it with the target's facts (an Argo CD-managed Deployment) and its
+    namespace's environment; the executor re-validates with the same facts, read again — never with
+    none (every requirement unmet) nor with the analysis' status."""
+    gitops = gitops_workflow()
+    subject = analysis(
+        selectedWorkflow={**analysis()["status"]["selectedWorkflow"], "specDigest": gitops.digest}
+    )
+    del subject["spec"]["businessContext"]["environment"]  # the namespace's label says production
+    execution = approved(subject)
+    wanted = admission.to_read(subject, gitops, namespace="prod")
+    assert wanted is not None and wanted.target is not None
+    assert (wanted.target.kind, wanted.target.name, wanted.target.api_version) == (
+        "Deployment",
+        "orders",
+        "apps/v1",
+    )
+    managed = seen("production", gitops_managed=True, gitops_tool="argocd")
+    assert admission.refusal_for(facts(execution, subject, workflow=gitops, as_analysed=managed)) is None
+    unread = refused(execution, subject, workflow=gitops)
+    assert unread.reason == admission.SELECTION_INVALID
+    assert "detectedLabels.gitOpsManaged requires True but the target's is unknown" in unread.message
+    assert "environment" in unread.message
+    unmanaged = refused(
+        execution, subject, workflow=gitops, as_analysed=seen("production", gitops_managed=False)
+    )
+    assert unmanaged.reason == admission.SELECTION_INVALID and "is False" in unmanaged.message
+
+
+def test_the_executor_reads_facts_only_for_a_workflow_that_requires_them_and_only_in_its_namespace() -> None:
+    subject = analysis()
+    plain = admission.to_read(subject, WORKFLOW, namespace="prod")
+    assert plain is not None and plain.target is None  # the business context only
+    elsewhere = analysis(target_ns="shared")
+    assert admission.to_read(elsewhere, gitops_workflow(), namespace="prod") is None  # refused, never read
+    paired = admission.to_read(
+        elsewhere, gitops_workflow(), namespace="prod", cross_namespace={("prod", "shared")}
+    )
+    assert paired is not None and paired.target is not None and paired.target.namespace == "shared"
+    assert admission.to_read(analysis(phase="Failed"), WORKFLOW, namespace="prod") is None
+    assert admission.to_read(None, WORKFLOW, namespace="prod") is None
+
+
 def test_needs_review_runs_only_with_an_explicit_override() -> None:
     unsure = analysis(needsHumanReview=True, humanReviewReason="low_confidence")
     assert admission.refusal_for(facts(approved(unsure, override_review=True), unsure)) is None
@@ -191,6 +274,21 @@ def test_a_target_in_another_namespace_needs_an_allowed_pair() -> None:
     execution = approved(subject)
     assert refused(execution, subject).reason == admission.NAMESPACE_NOT_ALLOWED
     assert admission.refusal_for(facts(execution, subject, cross_namespace={("prod", "shared")})) is None
+
+
+def test_a_namespace_target_is_in_the_namespace_it_names_not_the_executions() -> None:
+    """An analysis in prod about Namespace kube-system (written by an operator that took it for its
+    own namespace): the executor refuses it unless (prod, kube-system) is an allowed pair."""
+    chosen = analysis()["status"]["selectedWorkflow"]
+    subject = analysis(selectedWorkflow={**chosen, "parameters": {"REPLICAS": "2", "STRATEGY": "rolling"}})
+    subject["status"]["rootCause"]["affectedResource"] = {"kind": "Namespace", "name": "kube-system"}
+    execution = approved(subject)
+    assert execution["spec"]["targetResource"] == {"kind": "Namespace", "name": "kube-system"}
+    why = refused(execution, subject)
+    assert why.reason == admission.NAMESPACE_NOT_ALLOWED and "in namespace kube-system" in why.message
+    assert admission.refusal_for(facts(execution, subject, cross_namespace={("prod", "kube-system")})) is None
+    subject["status"]["rootCause"]["affectedResource"]["name"] = "prod"  # its own namespace: runs
+    assert admission.refusal_for(facts(approved(subject), subject)) is None
 
 
 # ---- autoExecute: server-side facts only ---------------------------------------------------------
@@ -242,11 +340,32 @@ def test_the_specs_business_context_and_a_high_confidence_do_not_open_auto_execu
     assert isinstance(auto(subject, policy=envs, known=labelled), approval.NewExecution)
 
 
+@pytest.mark.parametrize(
+    ("affected", "where"),
+    [
+        ({"kind": "Namespace", "name": "kube-system"}, "belongs to namespace kube-system"),
+        ({"kind": "Node", "name": "worker-1"}, "belongs to the cluster"),
+        ({"kind": "Deployment", "name": "orders", "namespace": "shared"}, "belongs to namespace shared"),
+    ],
+)
+def test_auto_execute_acts_only_on_what_belongs_to_the_analysis_namespace(
+    affected: dict[str, str], where: str
+) -> None:
+    """Nobody is asked: never another namespace (pairs or not), nor a cluster-scoped object."""
+    subject = analysis()
+    subject["status"]["rootCause"]["affectedResource"] = affected
+    declined = auto(subject)
+    assert isinstance(declined, approval.Refuse) and where in declined.message, declined
+    subject["status"]["rootCause"]["affectedResource"] = {"kind": "Namespace", "name": "prod"}
+    assert isinstance(auto(subject), approval.NewExecution)  # its own Namespace
+
+
 def test_an_auto_approval_is_checked_again_before_the_job() -> None:
     subject = analysis()
     created = auto(subject)
     assert isinstance(created, approval.NewExecution)
-    execution = {**created.body, "metadata": {**created.body["metadata"], "uid": "wfe-uid"}}
+    server_set = {"uid": "wfe-uid", "generation": 1, "creationTimestamp": "2026-11-20T10:04:30Z"}
+    execution = {**created.body, "metadata": {**created.body["metadata"], **server_set}}
     assert admission.refusal_for(facts(execution, subject, auto=POLICY, auto_facts=OPTED_IN)) is None
     opted_out = approval.AutoFacts(namespace_labels={}, workflow=WORKFLOW)
     why = refused(execution, subject, auto=POLICY, auto_facts=opted_out)

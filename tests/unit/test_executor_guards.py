@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from aianalysis.executor import guards
+from aianalysis import resources
+from aianalysis.executor import guards, plan
 
 NOW = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
 
@@ -141,3 +142,19 @@ def test_executions_that_never_ran_are_not_failures_or_runs() -> None:
     refused = wfe("b-exec-1", phase="Failed", started=2, ended=1)
     refused["status"]["failureDetails"] = {"reason": "SelectionInvalid"}
     assert check(wfe("c-exec-1"), [blocked, refused], policy=policy) is None
+
+
+def test_a_refused_execution_never_ran_so_it_blocks_no_approval() -> None:
+    """Refused (not approved, not what was validated): nothing ran. Anyone who may create executions
+    could otherwise hold every target in cooldown, and fill the caps, with executions that never run.
+    The status is the one the executor writes."""
+    written = plan.next_status(
+        resources.WorkflowExecutionStatus(), phase="Refused", now=NOW - datetime.timedelta(minutes=1),
+        reason="NotApproved", message="not executed", generation=1,
+    )  # fmt: skip
+    assert written.started_at is None
+    forged = wfe("forged", phase="Refused")
+    forged["status"] = written.wire()
+    strict = guards.Policy(max_per_hour=1, max_concurrent=1, failure_threshold=1)
+    assert check(wfe("a-exec-1"), [forged], policy=strict) is None
+    assert resources.never_ran(forged["status"])

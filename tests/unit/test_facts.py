@@ -1,4 +1,4 @@
-"""Detected facts (``tools._facts``): one test per rule of the table, on the right object — the
+"""Detected facts (``analysis.facts``): one test per rule of the table, on the right object — the
 workload the incident concerns, and the PDB/HPA/NetworkPolicy itself when that is the target."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import aianalysis.analysis.facts
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, tools
 from aianalysis.evaluation.cluster import InMemoryCluster
@@ -220,3 +221,35 @@ async def test_a_namespace_target_is_judged_by_its_own_objects_and_markers() -> 
     namespace = {**NAMESPACE, "metadata": {"name": NS, "labels": {"istio-injection": "enabled"}}}
     found = await facts([namespace, DENY_ALL], ref("Namespace", NS, None))
     assert (found.network_isolated, found.service_mesh) == (True, "istio")
+
+
+@pytest.mark.parametrize(
+    ("incident", "target"),
+    [
+        (("Deployment", "web"), ("Deployment", "web")),
+        (("PodDisruptionBudget", "web-pdb"), ("PodDisruptionBudget", "web-pdb")),  # the workload it selects
+        (("Deployment", "web"), ("HorizontalPodAutoscaler", "web")),
+    ],
+)
+async def test_the_executor_reads_the_facts_the_analysis_read(
+    incident: tuple[str, str], target: tuple[str, str]
+) -> None:
+    """``facts.as_analysed`` (the executor's re-validation) finds what the analysis found: the
+    business context its namespace adds, and the target's facts with the incident's workload's."""
+    labelled = {**NAMESPACE, "metadata": {"name": NS, "labels": {"kubernaut.io/environment": "Production"}}}
+    world = [labelled, deployment(annotations={"argocd.argoproj.io/tracking-id": "x"}), PDB, HPA]
+    cluster = InMemoryCluster(world)
+    spec = resources.AIAnalysisSpec.model_validate(
+        {
+            "signal": {"type": "OOMKilled", "severity": "high"},
+            "resource": {"kind": incident[0], "name": incident[1]},
+        }
+    )
+    where = await tools.gather_scope(cluster, spec.resource.model_copy(update={"namespace": NS}))
+    analysed_spec, _ = await tools.with_business_context(cluster, spec, home=NS)
+    by_analysis = await tools.detect_facts(cluster, ref(*target), workload=where.workload)
+    again = await aianalysis.analysis.facts.as_analysed(cluster, spec, ref(*target), home=NS)
+    assert again.target == by_analysis and again.target.gitops_tool == "argocd"
+    assert again.business == analysed_spec.business_context and again.business.environment == "production"
+    unread = await aianalysis.analysis.facts.as_analysed(cluster, spec, None, home=NS)
+    assert unread.target == catalog.TargetFacts() and unread.business.environment == "production"

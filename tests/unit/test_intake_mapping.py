@@ -270,3 +270,28 @@ def test_an_alert_about_a_namespace_outside_the_allowlist_is_unmapped_with_the_r
         isinstance(outside, mapping.Unmapped)
         and "kube-system is not in the intake's namespace allowlist" in outside.reason
     )
+
+
+def test_an_alert_about_another_namespace_object_opens_no_analysis_unless_the_pair_is_allowed() -> None:
+    """``target_kind: Namespace, target_name: kube-system`` on an alert of team-a: the Namespace is
+    in kube-system, not team-a (the same rule as the operator's and the executor's)."""
+    hook = webhook(
+        alert("QuotaExhausted", namespace="team-a", target_kind="Namespace", target_name="kube-system")
+    )
+    [refused] = mapped(hook)
+    assert isinstance(refused, mapping.Unmapped)
+    assert (
+        "Namespace kube-system is in namespace kube-system, not the alert's namespace team-a"
+        in refused.reason
+    )
+    [paired] = [
+        mapping.map_alert(
+            a, common_labels={}, config=mapping.MappingConfig(), received=RECEIVED, allowed={("team-a", "*")}
+        )
+        for a in hook.alerts
+    ]
+    assert isinstance(paired, mapping.Mapped) and paired.target.name == "kube-system"
+    [own] = mapped(
+        webhook(alert("QuotaExhausted", namespace="team-a", target_kind="namespace", target_name="team-a"))
+    )
+    assert isinstance(own, mapping.Mapped) and own.analysis_namespace == "team-a"

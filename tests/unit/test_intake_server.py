@@ -21,7 +21,9 @@ TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def make_intake(queue_limit: int = 100) -> server.Intake:
+def make_intake(
+    queue_limit: int = 100, cross_namespace: frozenset[tuple[str, str]] = frozenset()
+) -> server.Intake:
     api = kube_rest.ApiClient(
         kube_config.Connection(server="http://127.0.0.1:9"), pool_size=1, timeouts=kube_client.timeouts()
     )
@@ -31,6 +33,7 @@ def make_intake(queue_limit: int = 100) -> server.Intake:
         resolver=resolve.Resolver(api),
         tracker=dedup.Tracker(api, cooldown_seconds=3600),
         queue_limit=queue_limit,
+        cross_namespace=cross_namespace,
     )
 
 
@@ -139,3 +142,23 @@ async def test_a_group_larger_than_the_whole_queue_is_413_not_an_endless_429(
     assert outcome("too_large") == before + 4
     fits = await http.post(server.PATH, json=body(alert("q")), headers=AUTH)
     assert fits.status == 200, "nothing of the refused payload was queued"
+
+
+@pytest.mark.parametrize(("pairs", "accepted"), [(frozenset(), 0), (frozenset({("shop", "kube-system")}), 1)])
+async def test_an_alert_about_another_namespace_is_unmapped_unless_the_operator_pairs_them(
+    pairs: frozenset[tuple[str, str]], accepted: int
+) -> None:
+    """The alert's labels are data: ``target_kind: Namespace, target_name: kube-system`` on an alert of
+    shop opens no analysis (issue 31), unless AIANALYSIS_CROSS_NAMESPACE pairs shop with kube-system."""
+    about = {
+        "status": "firing", "startsAt": "2026-11-22T09:58:00Z", "fingerprint": "fp-ns", "annotations": {},
+        "labels": {"alertname": "QuotaExhausted", "namespace": "shop", "target_kind": "Namespace",
+                   "target_name": "kube-system"},
+    }  # fmt: skip
+    async with TestClient(TestServer(make_intake(cross_namespace=pairs).app())) as client:
+        answer = await client.post(server.PATH, json=body(about), headers=AUTH)
+        said = await answer.json()
+    assert answer.status == 200 and said["accepted"] == accepted
+    if not accepted:
+        [unmapped] = said["unmapped"]
+        assert "is in namespace kube-system, not the alert's namespace shop" in unmapped["reason"]

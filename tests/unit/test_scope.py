@@ -387,6 +387,72 @@ def test_an_analysis_concerns_its_own_namespace_unless_a_pair_is_allowed() -> No
     )
 
 
+# ---- a Namespace belongs to itself (issue 31) -----------------------------------------------------
+
+
+def namespace_spec(name: str, namespace: str | None = None) -> resources.AIAnalysisSpec:
+    resource = {"kind": "Namespace", "name": name, **({"namespace": namespace} if namespace else {})}
+    return resources.AIAnalysisSpec.model_validate(
+        {"signal": {"type": "ResourceQuotaExceeded", "severity": "high"}, "resource": resource}
+    )
+
+
+@pytest.mark.parametrize("filled", [None, "team-a"])  # the intake fills the analysis' namespace in
+def test_an_analysis_about_another_namespace_object_is_refused_whatever_its_namespace_field_says(
+    filled: str | None,
+) -> None:
+    refused = scope.own_namespace(namespace_spec("kube-system", filled), namespace="team-a")
+    assert isinstance(refused, str) and "Namespace kube-system is in namespace 'kube-system'" in refused
+    own = scope.own_namespace(namespace_spec("team-a", filled), namespace="team-a")
+    assert not isinstance(own, str) and own.resource.namespace == "team-a"
+    paired = scope.own_namespace(
+        namespace_spec("shared", filled), namespace="team-a", allowed={("team-a", "shared")}
+    )
+    assert not isinstance(paired, str) and paired.resource.namespace == "shared", "its reads go there"
+
+
+def test_one_rule_says_which_namespace_an_object_belongs_to() -> None:
+    assert scope.namespace_of(kind="Deployment", name="api", namespace="shop") == "shop"
+    assert scope.namespace_of(kind="namespace", name="kube-system", namespace="shop") == "kube-system"
+    assert scope.namespace_of(kind="Node", name="worker-1", namespace=None) is None
+    assert (
+        scope.foreign_namespace("shop", kind="Namespace", name="kube-system", namespace="shop")
+        == "kube-system"
+    )
+    assert scope.foreign_namespace("shop", kind="Node", name="worker-1", namespace=None) is None
+    assert (
+        scope.foreign_namespace("a", kind="Namespace", name="b", namespace=None, allowed={("a", "*")}) is None
+    )
+
+
+def test_a_namespace_target_outside_the_incidents_namespace_is_out_of_scope_even_if_returned() -> None:
+    """Something in the namespace may name another Namespace (a reference the tools record): that
+    does not make the other namespace the incident's."""
+    where = scope.Scope.of(DEPLOYMENT, cluster=True, kinds=tools.target_kinds())
+    other = where.resolve(kind="Namespace", name="kube-system")
+    returned = {other.key, scope.reference_key("Namespace", "kube-system")}
+    why = where.violation(other, returned=returned)
+    assert why is not None and "outside the incident's namespace 'shop'" in why
+    incident = scope.Scope.of(
+        resources.ResourceRef(kind="Namespace", name="shop", namespace="shop"), cluster=True,
+        kinds=tools.target_kinds(),
+    )  # fmt: skip
+    assert incident.home == "shop" and incident.violation(incident.incident, returned=set()) is None
+
+
+def test_an_incident_about_a_node_has_the_analysis_namespace_as_its_home() -> None:
+    """Otherwise any namespace's objects the tools returned would be in scope (the executor refuses
+    them anyway: the validator says so first)."""
+    node = resources.ResourceRef(kind="Node", name="worker-1", namespace="shop")  # filled by own_namespace
+    where = scope.Scope.of(node, cluster=True, kinds=tools.target_kinds())
+    elsewhere = where.resolve(kind="Deployment", name="coredns", namespace="kube-system")
+    assert where.home == "shop"
+    why = where.violation(elsewhere, returned={elsewhere.key})
+    assert why is not None and "outside the incident's namespace 'shop'" in why
+    here = where.resolve(kind="Deployment", name="api")
+    assert here.namespace == "shop" and where.violation(here, returned={here.key}) is None
+
+
 # ---- the issuer of a workload's certificate ---------------------------------------------------------
 
 

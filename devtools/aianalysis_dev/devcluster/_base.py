@@ -58,12 +58,15 @@ def run_kubectl(
 
 
 def apply_crds(cluster: Cluster, crd_dir: Path) -> list[str]:
-    """Apply every CRD manifest in ``crd_dir`` and wait until each is Established (objects of a kind
-    created before that are rejected). Returns the applied names (``customresourcedefinition.../x``)."""
+    """Apply every manifest in ``crd_dir`` (the CRDs and what ships with them, such as the approval
+    admission policy) and wait until each CRD is Established (objects of a kind created before that
+    are rejected). Returns the applied names (``customresourcedefinition.../x``, ...)."""
     manifests = [p for p in crd_dir.glob("*") if p.suffix in {".yaml", ".yml", ".json"}]
     if not manifests:
         raise DevClusterError(f"no CRD manifests (*.yaml, *.yml, *.json) in {crd_dir}")
     applied = cluster.kubectl("apply", "--server-side", "--force-conflicts", "-o", "name", "-f", str(crd_dir))
     names = applied.stdout.split()
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    crds = [n for n in names if n.startswith("customresourcedefinition")]
+    if crds:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
     return names

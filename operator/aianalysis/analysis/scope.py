@@ -43,22 +43,49 @@ from collections.abc import Mapping, Set
 from aianalysis import resources
 
 
+def namespace_of(*, kind: str, name: str, namespace: str | None) -> str | None:
+    """The namespace an object belongs to, for every namespace gate (an analysis' own namespace,
+    the cross-namespace pairs, the executor, the intake, the approval policy): a namespaced object's
+    namespace, a Namespace itself — never "the analysis' own" because its ``namespace`` field says
+    so; None for any other cluster-scoped object (it belongs to the cluster)."""
+    if kind.strip().casefold() == "namespace":
+        return name
+    return namespace or None
+
+
+def foreign_namespace(
+    home: str, *, kind: str, name: str, namespace: str | None, allowed: Set[tuple[str, str]] = frozenset()
+) -> str | None:
+    """The other namespace an object concerns when something in ``home`` may not concern it: not
+    ``home`` and no allowed (home, other) pair (``AIANALYSIS_CROSS_NAMESPACE``). None when it may."""
+    other = namespace_of(kind=kind, name=name, namespace=namespace)
+    if other is None or other == home or (home, other) in allowed or (home, "*") in allowed:
+        return None
+    return other
+
+
 def own_namespace(
     spec: resources.AIAnalysisSpec, *, namespace: str, allowed: Set[tuple[str, str]] = frozenset()
 ) -> resources.AIAnalysisSpec | str:
     """The spec whose incident namespace is the AIAnalysis' own ``namespace`` (what a user who may
-    create an AIAnalysis there may already read), or why not: a ``spec.resource.namespace`` naming
-    another namespace would make the operator read it with its own, wider rights (a confused
-    deputy), unless the pair (own, other) is allowed by the operator's settings."""
-    named = spec.resource.namespace
-    if not named:
-        return spec.model_copy(update={"resource": spec.resource.model_copy(update={"namespace": namespace})})
-    if named == namespace or (namespace, named) in allowed or (namespace, "*") in allowed:
-        return spec
-    return (
-        f"spec.resource.namespace {named!r} is not this AIAnalysis' namespace {namespace!r}; an analysis "
-        "may only concern its own namespace (AIANALYSIS_CROSS_NAMESPACE can allow named pairs)"
+    create an AIAnalysis there may already read), or why not: a resource in (or a Namespace that is)
+    another namespace would make the operator read it with its own, wider rights (a confused deputy)
+    and its approvers act there, unless the pair (own, other) is allowed by the operator's settings.
+    A cluster-scoped resource (a Node) is analysed from the AIAnalysis' namespace."""
+    resource = spec.resource
+    if resource.kind.strip().casefold() != "namespace" and not resource.namespace:
+        return spec.model_copy(update={"resource": resource.model_copy(update={"namespace": namespace})})
+    other = foreign_namespace(
+        namespace, kind=resource.kind, name=resource.name, namespace=resource.namespace, allowed=allowed
     )
+    if other is not None:
+        return (
+            f"spec.resource {resource.kind} {resource.name} is in namespace {other!r}, not this AIAnalysis' "
+            f"namespace {namespace!r}; an analysis may only concern its own namespace "
+            "(AIANALYSIS_CROSS_NAMESPACE can allow named pairs)"
+        )
+    belongs = namespace_of(kind=resource.kind, name=resource.name, namespace=resource.namespace)
+    return spec.model_copy(update={"resource": resource.model_copy(update={"namespace": belongs})})
 
 
 #: (kind, namespace or "", name) — kinds compared case-insensitively.
@@ -145,6 +172,8 @@ class Scope:
     workload: ObjectRef | None = None
     """The workload the incident concerns (the top of its owner chain, or what the PDB/HPA/Service
     that is the incident selects); detected facts fall back to it for targets that run no Pods."""
+    analysis_namespace: str | None = None
+    """The AIAnalysis' own namespace: the home of an incident about a cluster-scoped object (a Node)."""
 
     @classmethod
     def of(
@@ -159,16 +188,18 @@ class Scope:
         bare = cls(incident=ObjectRef(kind=incident.kind, name=incident.name), cluster=cluster, kinds=kinds)
         resolved = bare.resolve(kind=incident.kind, name=incident.name, namespace=incident.namespace)
         return cls(
-            incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}), workload=workload
-        )
+            incident=resolved, cluster=cluster, kinds=kinds, related=dict(related or {}), workload=workload,
+            analysis_namespace=incident.namespace,
+        )  # fmt: skip
 
     @property
     def home(self) -> str | None:
-        """The incident's namespace: its resource's, or the Namespace itself when the incident is
-        about a namespace (an alert aggregated ``by (namespace)``)."""
-        if self.incident.kind == "Namespace":
-            return self.incident.name
-        return self.incident.namespace
+        """The incident's namespace: its resource's, the Namespace itself when the incident is about
+        a namespace (an alert aggregated ``by (namespace)``), else (a Node) the analysis' own."""
+        incident = self.incident
+        return namespace_of(kind=incident.kind, name=incident.name, namespace=incident.namespace) or (
+            self.analysis_namespace
+        )
 
     def kind_info(self, kind: str) -> KindInfo | None:
         return self.kinds.get(kind.strip().casefold())
@@ -209,7 +240,8 @@ class Scope:
     def violation(self, target: ObjectRef, *, returned: Set[Key]) -> str | None:
         """Why ``target`` is out of scope, or None when it is in scope."""
         home = self.home
-        if self.namespaced(target) and home is not None and target.namespace != home:
+        belongs = namespace_of(kind=target.kind, name=target.name, namespace=target.namespace)
+        if home is not None and belongs is not None and belongs != home:  # a Namespace belongs to itself
             return f"{target.describe()} is outside the incident's namespace {home!r}"
         if target.key == self.incident.key:
             return None
@@ -279,7 +311,10 @@ __all__ = [
     "KindInfo",
     "ObjectRef",
     "Scope",
+    "foreign_namespace",
     "kind_table",
     "names_object",
+    "namespace_of",
+    "own_namespace",
     "reference_key",
 ]

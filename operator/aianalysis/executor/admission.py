@@ -5,7 +5,8 @@ AIAnalysis it names — same namespace, same uid, same workflow id, version and 
 canonical parameter values, the same target — and that selection still passes the analysis'
 own validator (:func:`validation.revalidate`, against the workflow as the catalog holds it now),
 and its approval was recorded by the API server for that very selection (or the autoExecute policy
-still admits it). Anything else is refused with one :class:`Refusal`: a reason code and what was
+still admits it) — provably: it was created while the shipped approval policy was in force
+(:mod:`proof`). Anything else is refused with one :class:`Refusal`: a reason code and what was
 wrong. A refusal is never a failed execution, so it never starts a (paid) recovery.
 """
 
@@ -17,9 +18,10 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 from aianalysis import catalog, resources
 from aianalysis.analysis import scope, validation
-from aianalysis.executor import approval
+from aianalysis.executor import approval, proof
 
 NOT_APPROVED = "NotApproved"
 SELECTION_MISMATCH = "SelectionMismatch"
@@ -49,13 +51,53 @@ class Facts:
     """The AIAnalysis named by ``analysisRef`` in the execution's namespace (None: none)."""
     workflow: catalog.Workflow | None
     """The catalog's accepted entry for the execution's workflow id and version (None: none)."""
-    approval_policy_problem: str | None
-    """Why approvals cannot be trusted (the admission policy is missing); None when in force."""
+    approval_policy: proof.InForce | str
+    """Since when the shipped approval policy has been in force, or why it is not."""
     auto: approval.AutoPolicy
     auto_facts: approval.AutoFacts | None = None
     """Read only for ``mode: Auto`` approvals."""
     cross_namespace: Set[tuple[str, str]] = frozenset()
     """Allowed (analysis namespace, target namespace) pairs beyond an analysis' own namespace."""
+    as_analysed: aianalysis.analysis.facts.AsAnalysed | None = None
+    """The business context and the target's detected facts, read from the cluster as the analysis
+    read them (:func:`to_read`); None: not read, so unknown — a workflow that requires a fact or
+    restricts a business label the spec does not state is then refused."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToRead:
+    """What the executor reads from the cluster before the check: the business context of ``spec``'s
+    namespace, and the facts detected on ``target`` (None: the workflow requires none, not read)."""
+
+    spec: resources.AIAnalysisSpec
+    target: scope.ObjectRef | None
+
+
+def to_read(
+    analysis: Mapping[str, Any] | None,
+    workflow: catalog.Workflow | None,
+    *,
+    namespace: str,
+    cross_namespace: Set[tuple[str, str]] = frozenset(),
+) -> ToRead | None:
+    """The analysis' spec and validated target whose facts the selection is re-validated under; None
+    when there is nothing to re-validate (no selection) or the target is not the executor's to read
+    (another namespace: refused anyway, never read with the executor's rights)."""
+    if analysis is None:
+        return None
+    try:
+        a_spec = resources.AIAnalysisSpec.model_validate(analysis.get("spec") or {})
+        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
+    except pydantic.ValidationError:
+        return None
+    if status.phase != "Completed" or status.selected_workflow is None:
+        return None
+    target = resources.remediation_target(analysis, status)
+    if _namespace(namespace, target, cross_namespace) is not None:
+        return None
+    required = workflow.spec.detected_labels if workflow is not None else None
+    detect = required is not None and any(wanted is not None for _, wanted in required)
+    return ToRead(spec=a_spec, target=_target_ref(target, status) if detect else None)
 
 
 def refusal_for(facts: Facts) -> Refusal | None:
@@ -118,15 +160,18 @@ def _mismatch(
 def _namespace(
     namespace: str, target: resources.ResourceRef, allowed: Set[tuple[str, str]]
 ) -> Refusal | None:
-    if not target.namespace or target.namespace == namespace:
-        return None
-    if (namespace, target.namespace) in allowed or (namespace, "*") in allowed:
+    """The analysis' own namespace gate, again (``scope.foreign_namespace``: a Namespace target
+    belongs to itself; a cluster-scoped one to the cluster, whose approval the API server checked)."""
+    other = scope.foreign_namespace(
+        namespace, kind=target.kind, name=target.name, namespace=target.namespace, allowed=allowed
+    )
+    if other is None:
         return None
     return Refusal(
         reason=NAMESPACE_NOT_ALLOWED,
         problems=[
-            f"the target is in namespace {target.namespace}, not the execution's {namespace}, and that pair "
-            "is not allowed (AIANALYSIS_CROSS_NAMESPACE)"
+            f"the target {_show(target)} is in namespace {other}, not the execution's {namespace}, and that "
+            "pair is not allowed (AIANALYSIS_CROSS_NAMESPACE)"
         ],
     )
 
@@ -155,14 +200,14 @@ def _workflow(
                 f"validated (now {workflow.digest}, validated {selected.spec_digest})"
             ],
         )
+    seen = facts.as_analysed  # the analysis' facts, read again from the cluster: never its status
     verdict = validation.revalidate(
         selected,
         workflow=workflow,
-        business=a_spec.business_context,
+        business=seen.business if seen is not None else a_spec.business_context,
         recovery=a_spec.recovery,
-        target=scope.ObjectRef(
-            kind=target.kind, name=target.name, namespace=target.namespace, api_version=_api_version(a_status)
-        ),
+        target=_target_ref(target, a_status),
+        facts=seen.target if seen is not None else None,
     )
     if not verdict.valid:
         return Refusal(reason=SELECTION_INVALID, problems=verdict.errors)
@@ -183,11 +228,12 @@ def _approval(
     spec, given = facts.spec, facts.spec.approval
     if given is None:
         return Refusal(reason=NOT_APPROVED, problems=["the execution carries no approval (spec.approval)"])
-    if facts.approval_policy_problem is not None:
+    if isinstance(facts.approval_policy, str):
         return Refusal(
-            reason=NOT_APPROVED,
-            problems=[f"approvals cannot be verified: {facts.approval_policy_problem}"],
+            reason=NOT_APPROVED, problems=[f"approvals cannot be verified: {facts.approval_policy}"]
         )
+    if (unchecked := proof.unproven(facts.execution, facts.approval_policy)) is not None:
+        return Refusal(reason=NOT_APPROVED, problems=[f"the approval cannot be trusted: {unchecked}"])
     digest = resources.selection_digest(
         analysis_uid=analysis["metadata"]["uid"],
         workflow=spec.workflow_ref,
@@ -213,9 +259,12 @@ def _approval(
     return None
 
 
-def _api_version(status: resources.AIAnalysisStatus) -> str | None:
+def _target_ref(target: resources.ResourceRef, status: resources.AIAnalysisStatus) -> scope.ObjectRef:
     affected = status.root_cause.affected_resource if status.root_cause else None
-    return affected.api_version if affected is not None else None
+    api_version = affected.api_version if affected is not None else None
+    return scope.ObjectRef(
+        kind=target.kind, name=target.name, namespace=target.namespace, api_version=api_version
+    )
 
 
 _NO_FACTS = approval.AutoFacts(namespace_labels={}, workflow=None)

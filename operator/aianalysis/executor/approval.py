@@ -9,6 +9,8 @@ not approving it: only an approver can, and the executor re-checks the rest (``a
 
 **autoExecute decides from server-side facts only**: the Namespace's labels and the policy's
 namespace allowlist, the catalog's ``riskLevel`` under a ceiling, the analysis' own review verdict.
+It acts only on what belongs to the analysis' own namespace (``scope.namespace_of``): never another
+namespace, a Namespace other than its own, or a cluster-scoped object such as a Node.
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
@@ -28,6 +30,7 @@ from typing import Any
 import pydantic
 
 from aianalysis import catalog, resources
+from aianalysis.analysis import scope
 
 LABEL_ANALYSIS = "kubernaut.io/analysis"
 LABEL_APPROVAL = "kubernaut.io/approval"
@@ -180,6 +183,11 @@ def auto_refusal(
         return "not completed with a selection"
     if status.needs_human_review:
         return "needs human review"
+    target = resources.remediation_target(analysis, status)
+    belongs = scope.namespace_of(kind=target.kind, name=target.name, namespace=target.namespace)
+    if belongs != namespace:  # nobody is asked: never another namespace, nor the cluster (a Node)
+        where = f"namespace {belongs}" if belongs else "the cluster (it is cluster-scoped)"
+        return f"the target {target.kind} {target.name} belongs to {where}, not to namespace {namespace}"
     if namespace not in policy.namespaces:
         return f"namespace {namespace} is not in the autoExecute namespace allowlist"
     if facts.namespace_labels.get(policy.namespace_label) != "true":

@@ -10,6 +10,7 @@ each pass starts from a fresh read, so nothing is lost in between.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -100,7 +101,10 @@ async def _pass(
 
 
 def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
-    runtime: runner.ExecutorRuntime | None = getattr(memo, "runtime", None)
+    return _candidate(getattr(memo, "runtime", None), body)
+
+
+def _candidate(runtime: runner.ExecutorRuntime | None, body: Mapping[str, Any]) -> bool:
     st = body.get("status") or {}
     return bool(
         runtime
@@ -113,25 +117,53 @@ def _auto_candidate(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
 @kopf.on.event(G, V, AIA, id="auto_execute", when=_auto_candidate)
 async def execute_when_allowed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """``autoExecute``: the policy's execution of a fresh, confident, unreviewed selection."""
-    runtime: runner.ExecutorRuntime = memo.runtime
+    await _auto(memo.runtime, logger, dict(body))
+
+
+async def _auto(runtime: runner.ExecutorRuntime, logger: kopf.Logger, body: dict[str, Any]) -> None:
+    meta = body.get("metadata", {})
     chosen = (body.get("status") or {}).get("selectedWorkflow") or {}
     workflow = runtime.catalog.get(str(chosen.get("workflowId") or ""), chosen.get("version"))
     try:
-        facts = await runtime.auto_facts(body.get("metadata", {}).get("namespace") or "", workflow)
+        # Its execution would be refused unless created after the approval policy is provably in force.
+        policy = await runtime.approval_policy()
+        if isinstance(policy, str):
+            logger.warning("autoExecute of %s: nothing runs while %s", meta.get("name"), policy)
+            return
+        if (wait := (policy.since - runtime.now()).total_seconds()) >= 0:
+            logger.info(
+                "autoExecute of %s in %.0fs: the approval policy changed just now", meta.get("name"), wait
+            )
+            runtime.later(
+                wait + 1.0, _auto_again(runtime, logger, namespace=meta["namespace"], name=meta["name"])
+            )
+            return
+        facts = await runtime.auto_facts(meta.get("namespace") or "", workflow)
         created = await submit.auto_execute(
-            runtime.api, dict(body), policy=runtime.auto_policy, facts=facts,
+            runtime.api, body, policy=runtime.auto_policy, facts=facts,
             now=runtime.now(), approver=runtime.identity,
         )  # fmt: skip
     except (errors.ClusterError, errors.ClusterRejectedError) as exc:
-        logger.warning("autoExecute of %s postponed: %s", body.get("metadata", {}).get("name"), exc)
+        logger.warning("autoExecute of %s postponed: %s", meta.get("name"), exc)
         return
     if created:
         message = f"workflowexecution/{created} created by autoExecute"
         await kit.announce(
-            runtime.api,
-            kit.Transition(type="Normal", reason="AutoExecuted", message=message),
-            about=dict(body),
+            runtime.api, kit.Transition(type="Normal", reason="AutoExecuted", message=message), about=body
         )
+
+
+async def _auto_again(
+    runtime: runner.ExecutorRuntime, logger: kopf.Logger, *, namespace: str, name: str
+) -> None:
+    """autoExecute once the approval policy has settled, on the analysis as it is then."""
+    try:
+        fresh = await runner.read_analysis(runtime, namespace=namespace, name=name)
+    except errors.ClusterError as exc:
+        logger.warning("autoExecute of %s postponed: %s", name, exc)
+        return
+    if fresh is not None and _candidate(runtime, fresh):
+        await _auto(runtime, logger, fresh)
 
 
 def run(*, namespaces: list[str], log_format: str, verbose: bool) -> None:

@@ -225,7 +225,7 @@ def next_status(
     """``current`` moved to ``phase``: times set once, the ``Executed`` condition replaced by type
     (other writers' conditions, such as the operator's ``RecoveryStarted``, are kept)."""
     stamp = resources.timestamp(now)
-    started = current.started_at or started_at or (stamp if phase != "Pending" else None)
+    started = current.started_at or started_at or (stamp if phase not in ("Pending", "Refused") else None)
     finished = stamp if phase in resources.EXECUTION_TERMINAL_PHASES else None
     details = None
     if failure is not None:

@@ -18,11 +18,12 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 import aianalysis.catalog
 import aianalysis.settings
 from aianalysis import errors, kit, kube, metrics, resources
 from aianalysis.catalog import gate, sync
-from aianalysis.executor import admission, approval, guards, plan, preflight, reasons, server_facts
+from aianalysis.executor import admission, approval, guards, plan, preflight, proof, reasons, server_facts
 from aianalysis.kube import api_reader, objects, readers
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,16 @@ class ExecutorRuntime(kit.ProcessRuntime):
         labels = await asyncio.to_thread(server_facts.namespace_labels, self.api, namespace)
         return approval.AutoFacts(namespace_labels=labels or {}, workflow=workflow)
 
+    async def approval_policy(self) -> proof.InForce | str:
+        """Since when the shipped approval policy has been in force (fresh reads), or why it is not."""
+        name = self.settings.executor.approval_policy
+        try:
+            policy, binding = await asyncio.to_thread(server_facts.approval_policy, self.api, name)
+        except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
+            return f"the approval policy {name} cannot be read ({exc})"
+        margin = self.settings.executor.approval_policy_margin_seconds
+        return proof.in_force(policy, binding, name=name, margin_seconds=margin)
+
     async def learn_identity(self) -> None:
         self.identity = await asyncio.to_thread(server_facts.whoami, self.api)
         log.info("executor runs as %s", self.identity)
@@ -115,6 +126,10 @@ async def reconcile(runtime: ExecutorRuntime, *, namespace: str, name: str) -> k
             runtime.locks.pop((namespace, name), None)  # nothing more to serialise for this one
             return None
         return await _reconcile(runtime, body)
+
+
+async def read_analysis(runtime: ExecutorRuntime, *, namespace: str, name: str) -> dict[str, Any] | None:
+    return await objects.get(runtime.api, namespace, AIA, name)
 
 
 async def _reconcile(runtime: ExecutorRuntime, body: dict[str, Any]) -> kit.Transition | None:
@@ -243,12 +258,15 @@ async def _admission(
     """Fresh reads of every fact the admission check needs, then the pure check."""
     namespace = body["metadata"]["namespace"]
     analysis = await objects.get(runtime.api, namespace, AIA, spec.analysis_ref)
-    try:
-        problem = await asyncio.to_thread(
-            server_facts.approval_policy_in_force, runtime.api, runtime.settings.executor.approval_policy
-        )
-    except errors.ClusterRejectedError as exc:  # e.g. 403: then nothing proves approvals were checked
-        problem = f"the admission policy cannot be read ({exc})"
+    cross_namespace = runtime.settings.safety.cross_namespace_pairs()
+    wanted = admission.to_read(analysis, workflow, namespace=namespace, cross_namespace=cross_namespace)
+    as_analysed = None
+    if wanted is not None:  # the facts the selection was validated under, read again (never its status)
+        as_analysed = await aianalysis.analysis.facts.as_analysed(
+            runtime.reader, wanted.spec, wanted.target,
+            home=namespace, prefixes=runtime.settings.catalog.business_label_prefixes,
+        )  # fmt: skip
+    policy = await runtime.approval_policy()
     mode = spec.approval.mode if spec.approval is not None else None
     auto_facts = await runtime.auto_facts(namespace, workflow) if mode == "Auto" else None
     facts = admission.Facts(
@@ -256,10 +274,11 @@ async def _admission(
         spec=spec,
         analysis=analysis,
         workflow=workflow,
-        approval_policy_problem=problem,
+        approval_policy=policy,
         auto=runtime.auto_policy,
         auto_facts=auto_facts,
-        cross_namespace=runtime.settings.safety.cross_namespace_pairs(),
+        cross_namespace=cross_namespace,
+        as_analysed=as_analysed,
     )
     # Off the event loop: the validator runs the catalog's (bounded) regexes.
     return await asyncio.to_thread(admission.refusal_for, facts)

@@ -1,6 +1,6 @@
 """The server-side facts an execution is admitted on (the executor's reads of the cluster besides
-its own objects): who the caller is (as the API server
-authenticated it), whether the approval admission policy is in force, and a Namespace's labels.
+its own objects): who the caller is (as the API server authenticated it), the approval admission
+policy and its binding, and a Namespace's labels.
 
 Blocking calls with explicit timeouts; the callers run them off the event loop. A failure to read
 is a :class:`errors.ClusterError` (retryable) — never "no policy" or "no labels", which would turn a
@@ -36,28 +36,19 @@ def whoami(api: rest.ApiClient) -> str:
     return str(name)
 
 
-def approval_policy_in_force(api: rest.ApiClient, name: str) -> str | None:
-    """None when the ValidatingAdmissionPolicy ``name`` and its binding of the same name exist and
-    deny (so every approval on a WorkflowExecution was checked by the API server); else why not."""
+def approval_policy(api: rest.ApiClient, name: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The ValidatingAdmissionPolicy ``name`` and its binding of the same name, as the API server
+    holds them (``managedFields`` included: when their spec last changed is part of the proof);
+    None for one that does not exist. Whether they prove anything is ``executor.proof``'s call."""
     policy = _read(
         api, f"validatingadmissionpolicy {name}", (*_ADMISSION, "validatingadmissionpolicies", name)
     )
-    if policy is None:
-        return f"ValidatingAdmissionPolicy {name} is not installed"
-    failure_policy = (policy.get("spec") or {}).get("failurePolicy") or "Fail"
-    if failure_policy != "Fail":
-        return f"ValidatingAdmissionPolicy {name} does not fail closed ({failure_policy})"
     binding = _read(
         api,
         f"validatingadmissionpolicybinding {name}",
         (*_ADMISSION, "validatingadmissionpolicybindings", name),
     )
-    if binding is None:
-        return f"ValidatingAdmissionPolicyBinding {name} is not installed"
-    spec = binding.get("spec") or {}
-    if spec.get("policyName") != name or "Deny" not in (spec.get("validationActions") or []):
-        return f"ValidatingAdmissionPolicyBinding {name} does not deny with policy {name}"
-    return None
+    return policy, binding
 
 
 def namespace_labels(api: rest.ApiClient, name: str) -> dict[str, str] | None:

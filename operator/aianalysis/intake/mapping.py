@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Set
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,7 @@ import yaml
 from pydantic import Field
 
 from aianalysis import errors, resources
+from aianalysis.analysis import scope
 from aianalysis.catalog import signals
 from aianalysis.intake import payload
 
@@ -173,9 +175,16 @@ class Unmapped:
 
 
 def map_alert(
-    alert: payload.Alert, *, common_labels: dict[str, str], config: MappingConfig, received: str
+    alert: payload.Alert,
+    *,
+    common_labels: dict[str, str],
+    config: MappingConfig,
+    received: str,
+    allowed: Set[tuple[str, str]] = frozenset(),
 ) -> Mapped | Unmapped:
-    """One alert of a payload (its own labels win over the group's common ones)."""
+    """One alert of a payload (its own labels win over the group's common ones). Its object must
+    belong to the namespace the analysis opens in (``scope.foreign_namespace``: a Namespace belongs
+    to itself) unless ``allowed`` pairs them (``AIANALYSIS_CROSS_NAMESPACE``)."""
     labels = {**common_labels, **alert.labels}
     name = labels.get("alertname", "")
     fingerprint = alert.fingerprint or ""
@@ -188,6 +197,15 @@ def map_alert(
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     if "*" not in config.namespaces and namespace not in config.namespaces:
         reason = f"namespace {namespace} is not in the intake's namespace allowlist"
+        return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
+    other = scope.foreign_namespace(
+        namespace, kind=target.kind, name=target.name, namespace=target.namespace, allowed=allowed
+    )
+    if other is not None:
+        reason = (
+            f"{target.kind} {target.name} is in namespace {other}, not the alert's namespace {namespace} "
+            "(AIANALYSIS_CROSS_NAMESPACE can allow the pair)"
+        )
         return Unmapped(fingerprint=fingerprint, alert_name=name, reason=reason)
     annotations = alert.annotations
     signal = resources.Signal(

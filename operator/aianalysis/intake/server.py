@@ -41,9 +41,12 @@ class Intake:
         tracker: dedup.Tracker,
         queue_limit: int,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        cross_namespace: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         self._expected = f"Bearer {token}".encode()
         self._config = config
+        self._cross_namespace = cross_namespace
+        """Allowed (alert namespace, other namespace) pairs: the operator's own rule, not the mapping's."""
         self._resolver = resolver
         self._tracker = tracker
         self._now = now
@@ -74,6 +77,7 @@ class Intake:
                 api, cooldown_seconds=config.intake.cooldown_seconds, on_cancelled=on_cancelled
             ),
             queue_limit=config.intake.queue_limit,
+            cross_namespace=config.safety.cross_namespace_pairs(),
         )
 
     def app(self) -> web.Application:
@@ -127,7 +131,13 @@ class Intake:
     def _accept(self, parsed: payload.WebhookPayload) -> web.Response:
         received = resources.timestamp(self._now())
         results = [
-            mapping.map_alert(a, common_labels=parsed.common_labels, config=self._config, received=received)
+            mapping.map_alert(
+                a,
+                common_labels=parsed.common_labels,
+                config=self._config,
+                received=received,
+                allowed=self._cross_namespace,
+            )
             for a in parsed.alerts
         ]
         accepted = [r for r in results if isinstance(r, mapping.Mapped)]

@@ -60,10 +60,16 @@ NOT_STARTED_REASONS: tuple[str, ...] = (
 
 
 def never_ran(status: Mapping[str, Any]) -> bool:
-    """An execution status that ended without running anything: blocked by a guard, refused as no
-    longer valid, or a dry run. Such executions are neither history nor a failure streak."""
+    """An execution status that ended without running anything: refused by the executor, blocked by
+    a guard, refused as no longer valid, or a dry run. Such executions are neither history nor a
+    failure streak, and hold no cooldown or cap (anyone who may create executions could make them)."""
     reason = (status.get("failureDetails") or {}).get("reason")
-    return bool(status.get("dryRun")) or reason in NOT_STARTED_REASONS or reason == "SelectionInvalid"
+    return (
+        status.get("phase") == "Refused"
+        or bool(status.get("dryRun"))
+        or reason in NOT_STARTED_REASONS
+        or reason == "SelectionInvalid"
+    )
 
 
 class WorkflowRef(Model):

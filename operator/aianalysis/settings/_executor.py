@@ -54,9 +54,15 @@ class ExecutorSettings(_fields.Group):
     deadline_multiplier: _fields.Multiplier = 2.0
     """A Job's deadline is the workflow's ``estimatedDuration`` times this."""
 
-    approval_policy: str = "aianalysis-operator-executor-approval"
+    approval_policy: str = "workflowexecution-approval.kubernaut.io"
     """The ValidatingAdmissionPolicy (and binding of the same name) that makes the API server check
-    ``spec.approval`` of every WorkflowExecution; without it in force, the executor runs nothing."""
+    ``spec.approval`` of every WorkflowExecution (shipped in ``crds/``). The executor runs an approved
+    execution only when it was created after this policy, with the shipped content, came into force."""
+
+    approval_policy_margin_seconds: _fields.Pause = 10.0
+    """How long after the approval policy's last change an execution must have been created for its
+    approval to count: the time every API server takes to see the change (timestamps have a
+    one-second resolution)."""
 
 
 class AutoExecuteSettings(_fields.Group):

@@ -14,6 +14,7 @@ from Prometheus; ``kube.api_reader.KubernetesReader`` and
 
 from __future__ import annotations
 
+from aianalysis.analysis.facts import target_kinds, with_business_context
 from aianalysis.analysis.redact import REDACTED, redact_text
 from aianalysis.analysis.tools._box import (
     CATALOG_TOOL_NAMES,
@@ -23,7 +24,6 @@ from aianalysis.analysis.tools._box import (
     ToolBox,
     catalog_toolbox,
 )
-from aianalysis.analysis.tools._context import with_business_context
 from aianalysis.analysis.tools._results import (
     Absent,
     CatalogResult,
@@ -37,7 +37,7 @@ from aianalysis.analysis.tools._results import (
     UsageResult,
     UsageRow,
 )
-from aianalysis.analysis.tools._scope import detect_facts, gather_scope, infer_target, selects, target_kinds
+from aianalysis.analysis.tools._scope import detect_facts, gather_scope, infer_target, selects
 from aianalysis.kube.readers import (
     ClusterReader,
     JSONObject,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+import aianalysis.analysis.facts
 import aianalysis.prometheus
 from aianalysis import catalog, errors, resources, settings
 from aianalysis.analysis import scope
@@ -33,7 +34,6 @@ from aianalysis.analysis.tools import (
     _prom_tools,
     _promql,
     _results,
-    _scope,
     _specs,
 )
 from aianalysis.kube import readers
@@ -282,7 +282,7 @@ def tenancy(spec: resources.AIAnalysisSpec, policy: _policy.ReadPolicy) -> _prom
     """Whose Prometheus series the analysis may read: those of the namespaces it may read, and the
     cluster-level ones (no namespace label) when the incident is about a cluster-scoped object — a
     Node, a PersistentVolume — but not a Namespace: a namespace incident concerns that namespace."""
-    info = _scope.target_kinds().get(spec.resource.kind.strip().casefold())
+    info = aianalysis.analysis.facts.target_kinds().get(spec.resource.kind.strip().casefold())
     cluster = info is not None and not info.namespaced and info.kind != "Namespace"
     return _promql.Tenancy(
         namespaces=tuple(policy.allowed_namespaces()), cluster=cluster, every=policy.every_namespace

@@ -1,5 +1,5 @@
 """Read-only cluster reads behind the remediation-target rule: what surrounds the incident's
-resource (``gather_scope``) and the facts detected on a target (``detect_facts``, see ``_facts``).
+resource (``gather_scope``) and the facts detected on a target (``detect_facts``, see ``analysis.facts``).
 
 Both tolerate failures: a read the API server refuses or that fails leaves that part unknown
 (an object not added to the scope, a fact left ``None``) and never fails the analysis. Unknown
@@ -30,44 +30,26 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from aianalysis import catalog, errors, resources
-from aianalysis.analysis import scope
-from aianalysis.analysis.tools import _cluster_tools, _facts
+from aianalysis.analysis import facts, scope
+from aianalysis.analysis.tools import _cluster_tools
 from aianalysis.kube import kind_table, readers
 
 MAX_PODS = 50
 MAX_REFERENCES = 64
-#: Kinds whose objects select Pods by label, and where their selector is.
-_SELECTORS: dict[str, tuple[str, ...]] = {
-    "Service": ("spec", "selector"),
-    "NetworkPolicy": ("spec", "podSelector"),
-    "PodDisruptionBudget": ("spec", "selector"),
-}
-#: Workload kinds a selecting object may lead to (their Pod template's labels are matched).
-_WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
-
-selects = _facts.selects
-
-
-def target_kinds() -> dict[str, scope.KindInfo]:
-    """The investigation tools' kinds as the target check's table, plus Secrets: never read, but a
-    remediation may act on one the workload references (by name)."""
-    table = {k.kind: (k.api_version, k.namespaced) for k in kind_table.KINDS}
-    return scope.kind_table({**table, "Secret": ("v1", True)})
+selects = facts.selects
 
 
 async def gather_scope(reader: readers.ClusterReader | None, incident: resources.ResourceRef) -> scope.Scope:
     """The incident's scope (see the module rules); without a reader, the no-cluster scope."""
-    table = target_kinds()
+    table = facts.target_kinds()
     if reader is None:
         return scope.Scope.of(incident, cluster=False, kinds=table)
     base = scope.Scope.of(incident, cluster=True, kinds=table)
     related: dict[scope.Key, str] = {}
-    chain = await _facts.owner_chain(reader, base.incident)
-    starts = [chain] if chain else []
-    if chain and chain[0].get("kind") in (*_SELECTORS, "HorizontalPodAutoscaler"):
-        for workload in await _selected_workloads(reader, chain[0]):
-            _add(related, _ref(workload, kind=str(workload.get("kind"))))
-            starts.append([workload])
+    starts = await facts.workload_starts(reader, base.incident)
+    chain = starts[0] if starts else []  # the owner chain; then a start per selected workload
+    for workload in (start[0] for start in starts[1:]):
+        _add(related, facts.named_ref(workload, kind=str(workload.get("kind"))))
     for start in starts:
         await _surroundings(reader, start, related)
     home = base.home
@@ -75,18 +57,8 @@ async def gather_scope(reader: readers.ClusterReader | None, incident: resources
         _referenced(chain[0], home, related)
         await _certificates(reader, home, related)
     related.pop(base.incident.key, None)
-    concerned = _workload(starts)
+    concerned = facts.concerned_workload(starts)
     return scope.Scope.of(incident, cluster=True, kinds=table, related=related, workload=concerned)
-
-
-def _workload(starts: Sequence[Sequence[readers.JSONObject]]) -> scope.ObjectRef | None:
-    """The workload the incident concerns: the top of its own chain when that runs Pods, else the
-    first workload its selector or scaler leads to."""
-    for start in starts:
-        top = start[-1] if start else None
-        if top is not None and _facts.pod_template(top) is not None:
-            return _ref(top, kind=str(top.get("kind")))
-    return None
 
 
 async def detect_facts(
@@ -96,7 +68,7 @@ async def detect_facts(
     workload: scope.ObjectRef | None = None,
 ) -> catalog.TargetFacts:
     """The facts on ``target`` (and on the incident's ``workload`` when the target runs no Pods)."""
-    return await _facts.detect(reader, target, workload=workload)
+    return await facts.detect(reader, target, workload=workload)
 
 
 async def _surroundings(
@@ -104,10 +76,10 @@ async def _surroundings(
 ) -> None:
     pods = await _pods_below(reader, chain)
     for obj, kind in [*((o, str(o.get("kind") or "")) for o in chain), *((pod, "Pod") for pod in pods)]:
-        _add(related, _ref(obj, kind=kind))
-        for ref in _facts.owner_refs(obj):
+        _add(related, facts.named_ref(obj, kind=kind))
+        for ref in facts.owner_refs(obj):
             _add(related, ref)
-    templates = [t for t in (_facts.pod_template(obj) for obj in (*chain, *pods)) if t is not None]
+    templates = [t for t in (facts.pod_template(obj) for obj in (*chain, *pods)) if t is not None]
     namespaces = [(o.get("metadata") or {}).get("namespace") for o in chain]
     namespace = next((str(ns) for ns in namespaces if ns), None)
     for pod in pods:
@@ -170,18 +142,18 @@ async def _selecting(
 ) -> None:
     """Services, NetworkPolicies and PDBs selecting the Pods; HPAs scaling a chain object."""
     labels = [(t.get("metadata") or {}).get("labels") or {} for t in templates]
-    for kind, path in _SELECTORS.items():
-        for obj in await _list(reader, kind, namespace):
-            selector = _at(obj, path)
+    for kind, path in facts.SELECTORS.items():
+        for obj in await facts.listed(reader, kind, namespace):
+            selector = facts.at(obj, path)
             if kind == "Service":
                 selector = {"matchLabels": selector} if selector else None
             if any(selects(selector, pod_labels) for pod_labels in labels):
-                _add(related, _ref(obj, kind=kind))
+                _add(related, facts.named_ref(obj, kind=kind))
     owners = {(obj.get("kind"), (obj.get("metadata") or {}).get("name")) for obj in chain}
-    for hpa in await _list(reader, "HorizontalPodAutoscaler", namespace):
+    for hpa in await facts.listed(reader, "HorizontalPodAutoscaler", namespace):
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
         if (ref.get("kind"), ref.get("name")) in owners:
-            _add(related, _ref(hpa, kind="HorizontalPodAutoscaler"))
+            _add(related, facts.named_ref(hpa, kind="HorizontalPodAutoscaler"))
 
 
 #: Objects Kubernetes makes in every namespace: never what a remediation of the namespace is about.
@@ -207,8 +179,8 @@ async def infer_target(
     home = where.home
     if reader is not None and home is not None and where.incident.kind == "Namespace":
         for known in (k for k in wanted.values() if k.namespaced):
-            for obj in await _list(reader, known.kind, home):
-                ref = _ref(obj, kind=known.kind)
+            for obj in await facts.listed(reader, known.kind, home):
+                ref = facts.named_ref(obj, kind=known.kind)
                 if (ref.kind, ref.name) not in _EVERY_NAMESPACE:
                     found.setdefault(ref.key, ref)
     return scope.Inference(
@@ -231,9 +203,9 @@ async def _certificates(reader: readers.ClusterReader, namespace: str, related: 
     secrets = {name for kind, where, name in related if kind == "secret" and where == namespace}
     if not secrets:
         return
-    for certificate in await _list(reader, "Certificate", namespace):
+    for certificate in await facts.listed(reader, "Certificate", namespace):
         if (certificate.get("spec") or {}).get("secretName") in secrets:
-            _add(related, _ref(certificate, kind="Certificate"))
+            _add(related, facts.named_ref(certificate, kind="Certificate"))
             _referenced(certificate, namespace, related)
 
 
@@ -256,40 +228,14 @@ async def _bindings(
 ) -> None:
     if not accounts:
         return
-    for binding in await _list(reader, "RoleBinding", namespace):
+    for binding in await facts.listed(reader, "RoleBinding", namespace):
         for subject in binding.get("subjects") or ():
             if (
                 subject.get("kind") == "ServiceAccount"
                 and subject.get("name") in accounts
                 and (subject.get("namespace") or namespace) == namespace
             ):
-                _add(related, _ref(binding, kind="RoleBinding"))
-
-
-async def _selected_workloads(
-    reader: readers.ClusterReader, obj: Mapping[str, Any]
-) -> list[readers.JSONObject]:
-    """The workloads a selecting or scaling object (PDB, Service, NetworkPolicy, HPA) concerns."""
-    namespace = (obj.get("metadata") or {}).get("namespace")
-    if not namespace:
-        return []
-    kind = str(obj.get("kind"))
-    if kind == "HorizontalPodAutoscaler":
-        ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
-        found = await _facts.read(
-            reader, scope.ObjectRef(kind=str(ref.get("kind")), name=str(ref.get("name")), namespace=namespace)
-        )
-        return [found] if found is not None else []
-    selector = _at(obj, _SELECTORS[kind])
-    if kind == "Service":
-        selector = {"matchLabels": selector} if selector else None
-    workloads: list[readers.JSONObject] = []
-    for workload_kind in _WORKLOADS:
-        for workload in await _list(reader, workload_kind, namespace):
-            template = _facts.pod_template({**workload, "kind": workload_kind}) or {}
-            if selects(selector, (template.get("metadata") or {}).get("labels") or {}):
-                workloads.append({**workload, "kind": workload_kind})
-    return workloads
+                _add(related, facts.named_ref(binding, kind="RoleBinding"))
 
 
 async def _pods_below(
@@ -308,33 +254,6 @@ async def _pods_below(
                 continue
             return [*pods, *found[:MAX_PODS]]
     return pods
-
-
-async def _list(reader: readers.ClusterReader, kind: str, namespace: str) -> list[readers.JSONObject]:
-    """Items of a list response carry no kind or apiVersion: they are named here."""
-    found = await _facts.list_in(reader, kind, namespace)
-    api_version = kind_table.BY_KIND[kind].api_version
-    return [
-        {**obj, "kind": obj.get("kind") or kind, "apiVersion": obj.get("apiVersion") or api_version}
-        for obj in found or ()
-    ]
-
-
-def _at(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
-    value: Any = obj
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value
-
-
-def _ref(obj: Mapping[str, Any], *, kind: str) -> scope.ObjectRef:
-    meta = obj.get("metadata") or {}
-    return scope.ObjectRef(
-        kind=kind,
-        name=str(meta.get("name") or ""),
-        namespace=meta.get("namespace"),
-        api_version=obj.get("apiVersion"),
-    )
 
 
 def _add(related: dict[scope.Key, str], ref: scope.ObjectRef) -> None:

@@ -151,9 +151,12 @@ def revalidate(
     business: resources.BusinessContext,
     recovery: resources.RecoverySpec | None,
     target: scope.ObjectRef | None,
+    facts: catalog.TargetFacts | None = None,
 ) -> Verdict:
     """A stored selection, checked again by the very rules its answer passed, against ``workflow`` as
     the catalog holds it now (the executor's admission check: one validator, not a weaker copy).
+    ``business`` and ``facts`` (the target's detected facts; None = unknown) are what the caller read
+    from the cluster as the analysis did (``analysis.facts.as_analysed``).
 
     The selection was shown when it was validated, so its own version counts as shown; the target
     fills the system parameters again, and ``parameters`` comes back canonical (defaults filled): an
@@ -176,6 +179,7 @@ def revalidate(
         business=business,
         recovery=recovery,
         target=target,
+        facts=facts,
     )
     return _verdict(
         result.errors, result.warnings, answer=None, workflow=result.workflow, parameters=result.canonical,
