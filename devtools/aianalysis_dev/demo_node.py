@@ -58,8 +58,7 @@ def run(*, root: Path, out: Callable[[str], None], timeout_seconds: float) -> in
         )
         work = Path(tempfile.mkdtemp(prefix="aianalysis-demo-"))
         busybox = _busybox(cluster, work)
-        devcluster.apply_crds(cluster, root / "crds")
-        cluster.kubectl("apply", "-f", str(root / "admission"))  # approvals are checked by the API server
+        devcluster.apply_crds(cluster, root / "crds")  # and the approval policy the executor requires
         workflows = loop.install_workflows(cluster, root=root, dest=work / "catalog", log=lambda _: None)
         step(
             f"CRDs, approval policy, example catalog; {len(workflows.images)} workflow images imported "

@@ -31,9 +31,8 @@ def workflows(
     node_operator: NodeOperator,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> loop.Workflows:
-    """The workflow images on the node and the example catalog pinned to them; the approval policy
-    the executor requires in force."""
-    node_cluster.kubectl("apply", "-f", str(ROOT / "admission"))
+    """The workflow images on the node and the example catalog pinned to them (``node_operator``
+    applied the CRDs and, with them, the approval policy the executor requires)."""
     return loop.install_workflows(node_cluster, root=ROOT, dest=tmp_path_factory.mktemp("catalog"))
 
 
