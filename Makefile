@@ -107,8 +107,13 @@ test: venv lint typecheck contracts deps docs chromium
 	AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)" \
 	    $(VENV)/bin/pytest -q -ra --durations=15 -n 2 --dist loadfile
 
+# As root the demo runs on a real node (its parts are built once, like the control plane's); else,
+# or with AIANALYSIS_DEMO_WORLD=simulated, in the simulated world, saying why.
 demo: venv
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" \
+	$(if $(filter 0,$(shell id -u)),$(if $(filter simulated,$(AIANALYSIS_DEMO_WORLD)),,\
+	    AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)")) \
+	    $(VENV)/bin/aianalysis demo
 
 bench: venv $(OPERATOR_STAMP)
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
