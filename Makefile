@@ -18,7 +18,7 @@ CONTAINERD_BIN = $(shell hack/build-containerd.sh)
 NODE_DEBS = $(shell hack/build-node-debs.sh)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv lock deps k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit docs test demo bench clean
+.PHONY: all venv lock deps chromium k8s node helm alertmanager kube-score promtool prometheus image workflow-images manifests lint typecheck contracts unit docs test demo bench clean
 
 all: test
 
@@ -77,6 +77,9 @@ image: venv  ## build (or reuse) the operator image as an OCI image-layout tar, 
 workflow-images: venv  ## build (or reuse) the example workflows' images (busybox + kubectl + a script)
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" hack/build-image.sh workflows
 
+chromium:  ## Debian's chromium for the console's browser tests (apt, only when /usr/bin/chromium is missing)
+	hack/install-chromium.sh >/dev/null
+
 manifests: venv  ## re-render deploy/ (kustomize base) and the chart's crds/ from the chart and crds/
 	$(PY) hack/helm/render_deploy.py --helm "$(HELM_BIN)/helm"
 
@@ -96,7 +99,7 @@ unit: venv
 docs: venv  ## the documentation site (mkdocs.yml, docs/ + generated reference pages) into build/site, warnings fail
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-test: venv lint typecheck contracts deps docs
+test: venv lint typecheck contracts deps docs chromium
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
@@ -104,8 +107,13 @@ test: venv lint typecheck contracts deps docs
 	AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)" \
 	    $(VENV)/bin/pytest -q -ra --durations=15 -n 2 --dist loadfile
 
+# As root the demo runs on a real node (its parts are built once, like the control plane's); else,
+# or with AIANALYSIS_DEMO_WORLD=simulated, in the simulated world, saying why.
 demo: venv
-	AIANALYSIS_K8S_BIN="$(K8S_BIN)" $(VENV)/bin/aianalysis demo
+	AIANALYSIS_K8S_BIN="$(K8S_BIN)" \
+	$(if $(filter 0,$(shell id -u)),$(if $(filter simulated,$(AIANALYSIS_DEMO_WORLD)),,\
+	    AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)")) \
+	    $(VENV)/bin/aianalysis demo
 
 bench: venv $(OPERATOR_STAMP)
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \

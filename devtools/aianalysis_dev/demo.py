@@ -1,5 +1,9 @@
 """``aianalysis demo``: the whole product on a throw-away local control plane.
 
+Where the machine can run a real node (root, cgroups: ``devcluster.node_unavailable_reason``) the
+demo runs there (:mod:`aianalysis_dev.demo_node`: real failures, real fixes, judged); otherwise, or
+with ``AIANALYSIS_DEMO_WORLD=simulated``, in the simulated world below, saying why.
+
 Starts etcd + kube-apiserver + kube-controller-manager (the Job controller), installs the CRDs and
 the example catalog, creates the workloads the demo's incidents name with the failure state a real
 cluster would show (``examples/demo/``, written by :mod:`aianalysis_dev.world` as a kubelet and the
@@ -32,6 +36,9 @@ NAMESPACE = "demo"
 #: The example incident whose execution the demo runs (and fails), to show recovery closing the loop.
 DEMO_RECOVERY_INCIDENT = "orders-api-crashloop"
 TERMINAL = ("Completed", "Failed")
+WORLD_ENV = "AIANALYSIS_DEMO_WORLD"
+"""``auto`` (default): the real node where this machine can run one, else the simulated world;
+``node`` or ``simulated`` to choose."""
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -50,6 +57,21 @@ def run(
     *, root: Path | None = None, timeout_seconds: float = 300.0, out: Callable[[str], None] = print
 ) -> int:
     root = find_root(root)
+    choice = os.environ.get(WORLD_ENV, "auto")
+    if choice not in ("auto", "node", "simulated"):
+        raise errors.ConfigError(f"{WORLD_ENV} takes auto, node or simulated; got {choice!r}")
+    # A SIGTERM (``timeout``, a closed terminal) unwinds like Ctrl-C: the operator, the executor
+    # and the cluster are stopped by the ``with`` blocks, never left running.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    reason = devcluster.node_unavailable_reason() if choice != "simulated" else None
+    if choice != "simulated" and reason is None:
+        from aianalysis_dev import demo_node  # noqa: PLC0415 — the node's world only where it runs
+
+        return demo_node.run(root=root, out=out, timeout_seconds=timeout_seconds)
+    if choice == "node":
+        raise errors.ConfigError(f"{WORLD_ENV}=node, but this machine cannot run a real node: {reason}")
+    why = f"this machine cannot run a real node: {reason}" if reason else f"chosen by {WORLD_ENV}=simulated"
+    out(f"world: SIMULATED ({why}) — Pod and Job statuses are written as a kubelet would")
     started = time.monotonic()
 
     def step(text: str) -> None:
@@ -89,6 +111,10 @@ def run(
         step("operator and executor stopped")
     step("control plane stopped; nothing left running")
     return 0
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _provider() -> str:
@@ -206,14 +232,18 @@ def _approve(
     step: Callable[[str], None],
     out: Callable[[str], None],
 ) -> str:
-    """``aianalysis approve`` as a person runs it (a selection flagged for review would need
-    ``--override-review``: a person reads it first)."""
+    """``aianalysis approve`` as a person runs it after reading ``aianalysis show``: bound to the
+    analysis' uid and selection digest (and, for a selection flagged for review, overriding that
+    very reason: a person reads it first)."""
     name = analysis["metadata"]["name"]
-    review = (analysis.get("status") or {}).get("needsHumanReview")
-    argv = [sys.executable, "-m", "aianalysis", "approve", name, "-n", NAMESPACE]
-    argv += ["--override-review"] if review else []
-    shown = " ".join(["aianalysis", *argv[3:]])
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    show = [sys.executable, "-m", "aianalysis", "show", name, "-n", NAMESPACE, "-o", "json"]
+    seen = subprocess.run(show, capture_output=True, text=True, env=env, timeout=60, check=False)
+    if seen.returncode != 0:
+        raise errors.AIAnalysisError(f"aianalysis show {name} failed: {seen.stderr.strip()}")
+    command = json.loads(seen.stdout)["commands"]["approve"].split()
+    argv = [sys.executable, "-m", *command]
+    shown = " ".join(command)
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     if result.returncode != 0:
         raise errors.AIAnalysisError(f"{shown} failed: {result.stderr.strip()}")

@@ -518,8 +518,9 @@ def image_names(path: Path) -> list[str]:
     return [str(name) for name in names]
 
 
-def manifest_digests(path: Path) -> list[str]:
-    """The manifest digest of each image in the layout tar ``path``, in ``image_names``' order."""
+def image_digests(path: Path) -> list[str]:
+    """The manifest digest (``sha256:…``) of each image in the layout tar ``path``, in the order of
+    :func:`image_names`."""
     with tarfile.open(path) as tar:
         index = json.loads(_read(tar, "index.json"))
     return [str(m["digest"]) for m in index.get("manifests") or []]

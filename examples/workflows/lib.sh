@@ -11,6 +11,31 @@ set -eu
 
 REQUEST_TIMEOUT=30s
 
+# In a Pod, kubectl uses the in-cluster configuration only while nothing else is configured: a flag
+# such as --request-timeout makes it fall back to localhost:8080 (seen on a real node). So the
+# in-cluster values (the Service's address, the projected CA and token) are written as a kubeconfig.
+_sa=/var/run/secrets/kubernetes.io/serviceaccount
+if [ -z "${KUBECONFIG:-}" ] && [ -n "${KUBERNETES_SERVICE_HOST:-}" ] && [ -r "$_sa/token" ]; then
+	_host=$KUBERNETES_SERVICE_HOST
+	case $_host in *:*) _host="[$_host]" ;; esac
+	KUBECONFIG=$(mktemp "${TMPDIR:-/tmp}/kubeconfig.XXXXXX")
+	export KUBECONFIG
+	cat >"$KUBECONFIG" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: in-cluster
+    cluster: {server: "https://$_host:${KUBERNETES_SERVICE_PORT:-443}", certificate-authority: $_sa/ca.crt}
+users:
+  - name: workflow
+    user: {tokenFile: $_sa/token}
+contexts:
+  - name: in-cluster
+    context: {cluster: in-cluster, user: workflow}
+current-context: in-cluster
+EOF
+fi
+
 # Any other way out than success or fail() (a command that failed under `set -e`) still ends with a
 # line that says the workflow failed.
 trap '_status=$?; [ "$_status" -eq 0 ] || [ -n "${_failed:-}" ] ||

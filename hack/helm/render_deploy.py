@@ -2,8 +2,10 @@
 
 The chart is the one source of truth for the ClusterRole, the Deployment and the Service;
 ``deploy/`` is a checked-in rendering of it for people who install with ``kubectl apply -k``.
-The CRDs have one source too, ``crds/``: both ``deploy/crds/`` and the chart's ``crds/`` are byte
-copies of it.
+The CRDs have one source too, ``crds/``: ``deploy/crds/`` is a byte copy of it, and so are the chart's
+``crds/`` (the files that hold only CRDs) and ``admission/`` (the others: the admission policies that
+ship with the CRDs, which Helm's ``crds/`` may not hold; ``templates/admission-policies.yaml`` renders
+them). In deploy/ they come from ``crds/`` alone, not again from the chart's rendering.
 
     python hack/helm/render_deploy.py            # rewrite deploy/ and the chart's crds/
     python hack/helm/render_deploy.py --check    # exit 1 with a diff when they are stale (CI)
@@ -59,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     helm = args.helm or built_helm()
     wanted = expected_files(helm=helm)
     stale = [path for path, text in wanted.items() if _read(path) != text]
-    unexpected = sorted({*DEPLOY.rglob("*.yaml"), *(CHART / "crds").glob("*")} - set(wanted))
+    unexpected = sorted(
+        {*DEPLOY.rglob("*.yaml"), *(CHART / "crds").glob("*"), *(CHART / "admission").glob("*")} - set(wanted)
+    )
     if args.check:
         for path in stale:
             sys.stdout.writelines(_diff(path, wanted[path]))
@@ -81,13 +85,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def expected_files(*, helm: Path) -> dict[Path, str]:
     """Every generated file and its exact content."""
-    objects = [strip_helm_labels(obj) for obj in render_chart(helm=helm)]
-    objects.insert(0, namespace_object(objects))
     files: dict[Path, str] = {}
+    shipped: set[tuple[str, str]] = set()
     for crd in sorted(CRDS.glob("*.yaml")):
         text = crd.read_text()
+        docs = [doc for doc in yaml.safe_load_all(text) if doc]
+        shipped |= {(doc["kind"], doc["metadata"]["name"]) for doc in docs}
         files[DEPLOY / "crds" / crd.name] = text
-        files[CHART / "crds" / crd.name] = text
+        only_crds = all(doc["kind"] == "CustomResourceDefinition" for doc in docs)
+        files[CHART / ("crds" if only_crds else "admission") / crd.name] = text
+    rendered = [strip_helm_labels(obj) for obj in render_chart(helm=helm)]
+    objects = [obj for obj in rendered if (obj["kind"], obj["metadata"]["name"]) not in shipped]
+    objects.insert(0, namespace_object(objects))
     by_kind = {obj["kind"]: obj for obj in objects}
     placed = {kind for kinds in FILES.values() for kind in kinds}
     if leftover := sorted(set(by_kind) - placed):

@@ -12,7 +12,9 @@ import asyncio
 import functools
 import importlib
 import json
+import re
 import sys
+import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ import aianalysis
 import aianalysis.catalog.importer
 from aianalysis import catalog, errors, evaluation, resources, settings
 from aianalysis.analysis import llm, pipeline, pricing
+from aianalysis.executor import approval
 
 USAGE_ERROR = 2
 
@@ -42,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except (errors.CatalogError, errors.ConfigError) as exc:
         print(f"aianalysis: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    except (errors.ClusterError, errors.ClusterRejectedError) as exc:  # e.g. RBAC: not allowed to read
+        print(f"aianalysis: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mcp(commands)
 
     _add_executor(commands)
+    _add_show(commands)
     _add_approve(commands)
+    _add_reject(commands)
+    _add_console(commands)
     return parser
 
 
@@ -480,21 +489,77 @@ def executor_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_show(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    show = commands.add_parser(
+        "show",
+        help="show an analysis' selection as you would approve or reject it, with the commands that do",
+        description="Print what approving the analysis would run — its uid, target, workflow, version, "
+        "image, spec digest, parameters, confidence, rationale and review reason — and the selection digest. "
+        "`aianalysis approve` and `aianalysis reject` are bound to that uid and digest: an analysis deleted "
+        "and created again under the same name, or a different selection, is refused.",
+    )
+    show.add_argument("name", help="the AIAnalysis")
+    _namespace_flag(show)
+    show.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    show.set_defaults(handler=show_analysis)
+
+
+def show_analysis(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+    from aianalysis.executor import submit  # noqa: PLC0415
+
+    namespace = args.namespace or kube.current_namespace()
+    with kube.api_client() as api:
+        proposal = asyncio.run(submit.proposal(api, namespace=namespace, name=args.name))
+    if isinstance(proposal, approval.Refuse):
+        print(f"aianalysis: {proposal.message}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(_proposal_json(proposal), indent=2))
+    else:
+        print("\n".join(_proposal_lines(proposal)))
+    return 0
+
+
+def _namespace_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--namespace", default=None, help="default: the kubeconfig context's namespace")
+
+
+def _binding_flags(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    bound = parser.add_argument_group(
+        "what you reviewed (both, as `aianalysis show NAME` prints them; else you confirm on a terminal)"
+    )
+    bound.add_argument("--uid", help=f"the uid of the analysis you {verb}d")
+    bound.add_argument("--digest", help="its selection digest (sha256:...)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"show what you would {verb}; change nothing",
+    )
+
+
 def _add_approve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     approve = commands.add_parser(
         "approve",
         help="approve an analysis' selected workflow: create its WorkflowExecution",
         description="Create the WorkflowExecution of the analysis' status.selectedWorkflow, approved by you "
         "(the user the API server authenticates; you need the verb 'approve' on workflowexecutions, e.g. "
-        "the chart's approver ClusterRole). Refused when the analysis selected nothing, needs human review "
-        "(unless --override-review) or already has an execution (unless --again, after it ended).",
+        "the chart's approver ClusterRole). It shows what it approves and is bound to what you reviewed: "
+        "on a terminal it asks you to confirm; otherwise pass --uid and --digest as `aianalysis show NAME` "
+        "prints them. Refused when the analysis is not the one you reviewed (another uid: deleted and "
+        "created again) or its selection is not (another digest), selected nothing, needs human review "
+        "(unless --override-review names that very reason) or already has an execution (unless --again, "
+        "after it ended).",
     )
     approve.add_argument("name", help="the AIAnalysis")
+    _namespace_flag(approve)
+    _binding_flags(approve, verb="approve")
     approve.add_argument(
-        "-n", "--namespace", default=None, help="default: the kubeconfig context's namespace"
-    )
-    approve.add_argument(
-        "--override-review", action="store_true", help="run it although the analysis needs human review"
+        "--override-review",
+        metavar="REASON",
+        choices=typing.get_args(resources.HumanReviewReason),
+        help="run it although the analysis needs human review for REASON (its humanReviewReason); "
+        "refused when the analysis asks for review for another reason",
     )
     approve.add_argument(
         "--again", action="store_true", help="another execution after the previous one ended"
@@ -508,11 +573,15 @@ def approve_analysis(args: argparse.Namespace) -> int:
 
     namespace = args.namespace or kube.current_namespace()
     with kube.api_client() as api:
+        decided = _bound(api, args, namespace=namespace, verb="approve")
+        if isinstance(decided, int):
+            return decided
         result = asyncio.run(
             submit.approve(
                 api,
                 namespace=namespace,
                 name=args.name,
+                bound=decided,
                 override_review=args.override_review,
                 again=args.again,
             )
@@ -522,3 +591,181 @@ def approve_analysis(args: argparse.Namespace) -> int:
         return 1
     print(result.message)
     return 0
+
+
+def _add_reject(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reject = commands.add_parser(
+        "reject",
+        help="reject an analysis' selected workflow, with a reason: nothing runs",
+        description="Record that you reject the analysis' status.selectedWorkflow, and why: a "
+        "WorkflowRejection in your name (the API server admits it only from a user who may approve, the "
+        "verb 'approve' on workflowexecutions, in their own name). Nothing runs; the operator shows it on "
+        "the analysis (status.rejection) and the next analysis of the same target sees it, as it sees an "
+        "ineffective verdict. Bound to what you reviewed, as approve is (--uid/--digest, or confirm on a "
+        "terminal).",
+    )
+    reject.add_argument("name", help="the AIAnalysis")
+    _namespace_flag(reject)
+    reject.add_argument(
+        "--reason", required=True, metavar="TEXT", help="why (your team and the next analysis read it)"
+    )
+    _binding_flags(reject, verb="reject")
+    reject.set_defaults(handler=reject_analysis)
+
+
+def reject_analysis(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+    from aianalysis.executor import submit  # noqa: PLC0415
+
+    if not args.reason.strip():
+        print("aianalysis: error: --reason must say why", file=sys.stderr)
+        return USAGE_ERROR
+    namespace = args.namespace or kube.current_namespace()
+    with kube.api_client() as api:
+        decided = _bound(api, args, namespace=namespace, verb="reject")
+        if isinstance(decided, int):
+            return decided
+        result = asyncio.run(
+            submit.reject(api, namespace=namespace, name=args.name, bound=decided, reason=args.reason)
+        )
+    if result.created is None:
+        print(f"aianalysis: refused: {result.message}", file=sys.stderr)
+        return 1
+    print(result.message)
+    return 0
+
+
+def _add_console(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    console = commands.add_parser(
+        "console",
+        help="a local web page to review, approve and reject analyses, as you (your kubeconfig)",
+        description="Serve the review console on 127.0.0.1: incidents with their evidence, investigation "
+        "audit, selection, alternatives, executions, verdicts and cost. Approve and Reject act as you, with "
+        "your kubeconfig's credentials, through the same code as `aianalysis approve` and `reject`; the "
+        "cluster sees no new identity. Open the URL it prints (it carries the session token).",
+    )
+    console.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=None,
+        help="namespaces to list (repeat; default: the context's)",
+    )
+    console.add_argument(
+        "--address", default="127.0.0.1", help="listen address (default 127.0.0.1: this machine only)"
+    )
+    console.add_argument("--port", type=int, default=8765, help="listen port (0: any free one)")
+    console.set_defaults(handler=console_serve)
+
+
+def console_serve(args: argparse.Namespace) -> int:
+    from aianalysis import kube  # noqa: PLC0415  # the Kubernetes client only for cluster commands
+
+    try:
+        from aianalysis import console  # noqa: PLC0415  # jinja2: the `console` extra
+    except ModuleNotFoundError as exc:
+        print(
+            f"aianalysis: error: {exc}: install the console extra (aianalysis-operator[console])",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    namespaces = args.namespace or [kube.current_namespace()]
+    with kube.api_client() as api:
+        console.run_console(api, namespaces=namespaces, address=args.address, port=args.port)
+    return 0
+
+
+def _bound(api: Any, args: argparse.Namespace, *, namespace: str, verb: str) -> approval.Binding | int:
+    """What the person reviewed (an ``approval.Binding``), or an exit code: the proposal is shown
+    first; ``--uid``/``--digest`` bind to what they saw elsewhere, a terminal asks; anything else is
+    refused (a script must pass what its person reviewed, never "whatever has that name now")."""
+    from aianalysis.executor import submit  # noqa: PLC0415
+
+    if (args.uid is None) != (args.digest is None):
+        print(
+            "aianalysis: error: --uid and --digest go together (as `aianalysis show` prints them)",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    proposal = asyncio.run(submit.proposal(api, namespace=namespace, name=args.name))
+    if isinstance(proposal, approval.Refuse):
+        print(f"aianalysis: refused: {proposal.message}", file=sys.stderr)
+        return 1
+    print("\n".join(_proposal_lines(proposal, commands=False)))
+    if args.dry_run:
+        print(f"dry run: nothing {verb}d; to {verb} exactly this: {_command(proposal, verb)}")
+        return 0
+    if args.uid is not None:
+        return approval.Binding(uid=args.uid, digest=args.digest)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            f"aianalysis: refused: not a terminal, so nothing shows what you {verb}: review it with "
+            f"`aianalysis show {args.name} -n {namespace}` and pass the --uid and --digest it prints",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    try:
+        answer = input(f"{verb.capitalize()} this selection of aianalysis/{args.name}? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        print(f"aianalysis: not {verb}d", file=sys.stderr)
+        return 1
+    return proposal.binding
+
+
+def _command(proposal: approval.Proposal, verb: str) -> str:
+    return proposal.approve_command() if verb == "approve" else proposal.reject_command()
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(text: object) -> str:
+    """Untrusted text (the LLM's rationale, names) for a terminal: no escape sequences, no bidi tricks."""
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", str(text)).replace("\n", " / ")
+
+
+def _proposal_lines(proposal: approval.Proposal, *, commands: bool = True) -> list[str]:
+    target, workflow = proposal.target, proposal.workflow
+    where = f"{target.namespace}/" if target.namespace else ""
+    review = f"needs human review: {proposal.review_reason}" if proposal.review_reason else "none needed"
+    params = [f"{_printable(k)}={_printable(v)}" for k, v in sorted(proposal.parameters.items())] or [
+        "(none)"
+    ]
+    lines = [
+        f"aianalysis/{_printable(proposal.name)} in namespace {_printable(proposal.namespace)}",
+        f"  uid:          {_printable(proposal.uid)}",
+        f"  target:       {_printable(target.kind)} {_printable(where + target.name)}",
+        f"  workflow:     {_printable(workflow.workflow_id)} {_printable(workflow.version)}",
+        f"  image:        {_printable(workflow.container_image or '(none)')}",
+        f"  spec digest:  {_printable(workflow.spec_digest or '(none)')}",
+        f"  parameters:   {params[0]}",
+        *[f"                {p}" for p in params[1:]],
+        f"  confidence:   {proposal.confidence}",
+        f"  rationale:    {_printable(proposal.rationale)}",
+        f"  review:       {review}",
+        f"  digest:       {proposal.digest}",
+    ]
+    if commands:
+        lines += [
+            f"approve: {_printable(proposal.approve_command())}",
+            f"reject:  {_printable(proposal.reject_command())}",
+        ]
+    return lines
+
+
+def _proposal_json(proposal: approval.Proposal) -> dict[str, Any]:
+    return {
+        "namespace": proposal.namespace,
+        "name": proposal.name,
+        "uid": proposal.uid,
+        "digest": proposal.digest,
+        "target": proposal.target.wire(),
+        "workflow": proposal.workflow.wire(),
+        "parameters": dict(proposal.parameters),
+        "confidence": proposal.confidence,
+        "rationale": proposal.rationale,
+        "reviewReason": proposal.review_reason,
+        "commands": {"approve": proposal.approve_command(), "reject": proposal.reject_command()},
+    }

@@ -282,11 +282,20 @@ def patch_status(
 def approve(
     cluster: devcluster.DevCluster, ns: str, name: str, *extra: str, user: str = ALICE
 ) -> subprocess.CompletedProcess[str]:
+    """``aianalysis approve`` as a script run by a person who reviewed the analysis as it is now
+    (``aianalysis show -o json``, then approve bound to its uid and selection digest)."""
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_for(user))}
-    return subprocess.run(
-        [sys.executable, "-m", "aianalysis", "approve", name, "-n", ns, *extra],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=60, check=False,
-    )  # fmt: skip
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "aianalysis", *argv],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=60, check=False,
+        )  # fmt: skip
+
+    shown = run("show", name, "-n", ns, "-o", "json")
+    seen = json.loads(shown.stdout) if shown.returncode == 0 else {}
+    bound = ["--uid", seen["uid"], "--digest", seen["digest"]] if seen else []
+    return run("approve", name, "-n", ns, *bound, *extra)
 
 
 def items(cluster: devcluster.DevCluster, kind: str, ns: str, *selector: str) -> list[dict[str, Any]]:
@@ -436,9 +445,9 @@ def test_refusals_of_approve(jobs_cluster: devcluster.DevCluster, ns: str) -> No
         cluster, "aianalysis", "unsure", ns, {"needsHumanReview": True, "humanReviewReason": "low_confidence"}
     )
     refused = approve(cluster, ns, "unsure")
-    assert refused.returncode == 1 and "--override-review" in refused.stderr
-    assert approve(cluster, ns, "unsure", "--override-review").returncode == 0
-    again = approve(cluster, ns, "unsure", "--override-review")
+    assert refused.returncode == 1 and "--override-review low_confidence" in refused.stderr
+    assert approve(cluster, ns, "unsure", "--override-review", "low_confidence").returncode == 0
+    again = approve(cluster, ns, "unsure", "--override-review", "low_confidence")
     assert again.returncode == 1 and "already has an execution" in again.stderr
     assert approve(cluster, ns, "nothing-here").returncode == 1
     assert [e["metadata"]["name"] for e in items(cluster, "wfe", ns)] == ["unsure-exec-1"]

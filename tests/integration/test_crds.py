@@ -283,6 +283,13 @@ def full_analysis_status() -> resources.AIAnalysisStatus:
         conditions=[condition],
         intake=resources.IntakeStatus(occurrences=7, first_seen_at=T0, last_seen_at=T1, resolved_at=T1),
         auto_execution=resources.AutoExecutionRecord(execution="api-oom-exec-1", decided_at=T1),
+        rejection=resources.Rejection(
+            rejected_by="alice",
+            reason="fix forward",
+            at=T1,
+            workflow_rejection="a-rejected-1",
+            selection_digest="sha256:" + "e" * 64,
+        ),
     )
 
 
@@ -453,6 +460,7 @@ def test_crds_are_established_with_short_names_and_category(cluster: Any, crds: 
         resources.AIANALYSIS_PLURAL,
         resources.WORKFLOWEXECUTION_PLURAL,
         resources.REMEDIATIONWORKFLOW_PLURAL,
+        resources.WORKFLOWREJECTION_PLURAL,
     ):
         crd = json.loads(cluster.kubectl("get", "crd", f"{plural}.{resources.GROUP}", "-o", "json").stdout)
         conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
@@ -464,6 +472,7 @@ def test_crds_are_established_with_short_names_and_category(cluster: Any, crds: 
         "AIAnalysis": ("aia", "true", "kubernaut"),
         "WorkflowExecution": ("wfe", "true", "kubernaut"),
         "RemediationWorkflow": ("rw", "false", "kubernaut"),
+        "WorkflowRejection": ("wfr", "true", "kubernaut"),
     }
 
 
@@ -813,6 +822,7 @@ def test_operator_status_patch_with_nulls_replaces_the_previous_status(objects: 
     stored = objects.get("AIAnalysis", name)["status"]
     assert stored.pop("intake") == full_analysis_status().wire()["intake"], "the intake's fields are not ours"
     assert stored.pop("autoExecution") == full_analysis_status().wire()["autoExecution"], "nor the executor's"
+    assert stored.pop("rejection") == full_analysis_status().wire()["rejection"], "a person's rejection stays"
     assert resources.AIAnalysisStatus.model_validate(stored) == sparse
     assert "selectedWorkflow" not in stored
     assert "workflowId" not in stored["validationAttempts"][0]

@@ -89,9 +89,11 @@ def env_of(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def apply_dry_run(cluster: devcluster.Cluster, manifests: str) -> list[str]:
-    """Server-side apply with strict field validation, not persisted; the applied object names."""
+    """Server-side apply with strict field validation, not persisted; the applied object names.
+    ``--force-conflicts``: the admission policies the ``crds`` fixture applied from crds/ are in the
+    rendering too (the same content; the server's defaults make their atomic fields another value)."""
     result = cluster.kubectl(
-        "apply", "--server-side", "--dry-run=server", "--validate=strict",
+        "apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",
         "--field-manager=packaging-test", "-o", "name", "-f", "-", input=manifests,
     )  # fmt: skip
     return result.stdout.split()
@@ -107,7 +109,12 @@ def test_chart_lints_strictly_with_default_and_anthropic_values(helm: Path, tmp_
 def test_chart_crds_are_byte_copies_of_the_repository_crds() -> None:
     repo = {p.name: p.read_bytes() for p in (ROOT / "crds").glob("*.yaml")}
     assert repo
-    assert {p.name: p.read_bytes() for p in (CHART / "crds").glob("*")} == repo
+    chart = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*")}
+    admission = {p.name: p.read_bytes() for p in (CHART / "admission").glob("*")}
+    assert {**chart, **admission} == repo and not set(chart) & set(admission)
+    # Helm's crds/ holds CRDs only; what ships with them is rendered from admission/ (always)
+    for name, text in chart.items():
+        assert {d["kind"] for d in yaml.safe_load_all(text) if d} == {"CustomResourceDefinition"}, name
     assert {p.name: p.read_bytes() for p in (DEPLOY / "crds").glob("*")} == repo
 
 
@@ -118,7 +125,8 @@ def test_default_rendering_is_accepted_by_the_apiserver(
     applied = apply_dry_run(cluster, out)
     kinds = sorted(name.split("/")[0].split(".")[0] for name in applied)
     assert kinds == sorted(
-        ["customresourcedefinition"] * 3
+        ["customresourcedefinition"] * 4
+        + ["validatingadmissionpolicy", "validatingadmissionpolicybinding"] * 2  # approval, rejection: always
         + ["serviceaccount", "clusterrole", "clusterrolebinding", "service", "deployment", "networkpolicy"]
         + ["role", "rolebinding", "configmap"]  # the LLM budget's record, and the rights on it
     )
@@ -428,6 +436,11 @@ def test_kustomize_base_renders_the_charts_objects_with_default_values(
     base = {key(obj): obj for obj in kustomized}
     namespace = base.pop(("Namespace", INSTALL_NAMESPACE))
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for (kind, _), obj in base.items():
+        # kustomize does not know these kinds are cluster-scoped and names its namespace on them; the
+        # API server drops a namespace on a cluster-scoped object (test_kustomize_base_is_accepted...)
+        if kind.startswith("ValidatingAdmissionPolicy"):
+            assert obj["metadata"].pop("namespace") == INSTALL_NAMESPACE
     assert base == {**chart, **crds}
 
 
@@ -447,7 +460,7 @@ def test_kustomize_base_is_accepted_by_the_apiserver(
         "apply", "--server-side", "--field-manager=packaging-test", "-f", str(DEPLOY / "namespace.yaml")
     )
     applied = apply_dry_run(cluster, yaml.safe_dump_all(kustomized))
-    assert len(applied) == len(kustomized) == 13
+    assert len(applied) == len(kustomized) == 18  # the budget's record (deploy/state.yaml) among them
 
 
 def test_more_than_one_replica_elects_a_leader_with_rights_on_one_lease_only(

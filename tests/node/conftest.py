@@ -82,6 +82,9 @@ def node_namespace(node_cluster: devcluster.NodeCluster) -> Iterator[str]:
     node_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
+ASSESSMENT_WINDOW_SECONDS = "20"
+
+
 @dataclasses.dataclass
 class NodeOperator:
     """The operator (offline provider, intake on) watching every namespace of the node's cluster,
@@ -118,6 +121,8 @@ def node_operator(
             "AIANALYSIS_INTAKE_TOKEN": token,
             "AIANALYSIS_INTAKE_MAPPING_FILE": str(mapping),
             "AIANALYSIS_INTAKE_ALLOW_PLAIN_HTTP": "true",  # loopback only, the token stays on the machine
+            # A fixed workflow's effect is judged this long after it ended (tests/node/test_loop.py).
+            "AIANALYSIS_ASSESSMENT_WINDOW_SECONDS": ASSESSMENT_WINDOW_SECONDS,
         },
     )
     process.start()

@@ -368,3 +368,41 @@ async def test_the_source_reads_through_the_products_prometheus_client() -> None
     finally:
         server.shutdown()
         server.server_close()
+
+
+def rejection(name: str, *, workflow: str, at: str, target: str = "api", by: str = "alice") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "prod", "creationTimestamp": at},
+        "spec": {
+            "workflowRef": {"workflowId": workflow, "version": "1.0.0"},
+            "targetResource": {"kind": "Deployment", "name": target, "namespace": "prod"},
+            "rejectedBy": by,
+            "reason": "rolling back loses\nthe migration",
+        },
+    }
+
+
+def test_a_rejected_workflow_is_proposed_again_only_to_a_person_saying_who_rejected_it_and_why() -> None:
+    now = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.UTC)
+    said_no = [
+        rejection("a-rejected-1", workflow="rollback", at="2026-11-20T11:00:00Z"),
+        rejection("b-rejected-1", workflow="restart", at="2026-11-20T11:00:00Z", target="web"),  # elsewhere
+        rejection("c-rejected-1", workflow="scale-up", at="2026-11-18T11:00:00Z"),  # out of the window
+    ]
+    past = history.of_target(
+        [], kind="Deployment", name="api", namespace="prod", now=now, window_seconds=86400, rejections=said_no
+    )
+    assert past.rejected == {"rollback"} and [r.record for r in past.rejections] == ["a-rejected-1"]
+    again = pipeline.with_history(decision("rollback"), past)
+    assert again.review_reason == "previously_rejected" and again.selected is not None
+    assert "alice (a-rejected-1: rolling back loses the migration)" in again.warnings[-1]
+    # before any other reason: the person reviewing it sees first that a colleague said no
+    unsure = pipeline.with_history(decision("rollback", "investigation_failed"), past)
+    assert unsure.review_reason == "previously_rejected"
+    assert pipeline.with_history(decision("restart"), past).review_reason is None
+    lines = history.describe(past, now=now)
+    assert lines == [
+        "- rollback 1.0.0: rejected by a person (alice) 60 min ago, not run: rolling back loses the "
+        "migration [a-rejected-1]"
+    ]
+    assert "rejected here is not run again without a person" in prompts.history_section(lines)

@@ -63,5 +63,8 @@ def test_the_policy_decides_once_by_its_status_record() -> None:
 
 def test_a_name_squatted_for_another_analysis_does_not_block_an_approval() -> None:
     squat = execution("orders-crash-exec-1", analysis_ref="elsewhere", uid="other")
-    decided = approval.approve_manually(analysis(), executions=[squat], approver="alice")
+    subject = analysis()
+    proposal = approval.proposal_of(subject)
+    assert isinstance(proposal, approval.Proposal)
+    decided = approval.approve_manually(subject, executions=[squat], approver="alice", bound=proposal.binding)
     assert isinstance(decided, approval.NewExecution) and decided.name == "orders-crash-exec-2"

@@ -86,6 +86,16 @@ KINDS = [
         status=resources.RemediationWorkflowStatus,
         immutable_spec=False,
     ),
+    Kind(
+        file="kubernaut.io_workflowrejections.yaml",
+        kind="WorkflowRejection",
+        plural=resources.WORKFLOWREJECTION_PLURAL,
+        short_name="wfr",
+        scope="Namespaced",
+        spec=resources.WorkflowRejectionSpec,
+        status=None,
+        immutable_spec=True,
+    ),
 ]
 KIND_IDS = [k.kind for k in KINDS]
 
@@ -488,6 +498,10 @@ EXPECTED_COLUMNS = {
         "Risk": ".spec.riskLevel", "Accepted": '.status.conditions[?(@.type=="Accepted")].status',
         "Age": ".metadata.creationTimestamp",
     },
+    "WorkflowRejection": {
+        "Analysis": ".spec.analysisRef", "Workflow": ".spec.workflowRef.workflowId",
+        "Rejected By": ".spec.rejectedBy", "Reason": ".spec.reason", "Age": ".metadata.creationTimestamp",
+    },
 }  # fmt: skip
 
 
@@ -498,7 +512,7 @@ def test_default_printer_columns(kind: Kind) -> None:
     assert default_view == EXPECTED_COLUMNS[kind.kind]
 
 
-def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_and_cost() -> None:
+def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_cost_and_rejecter() -> None:
     columns = only_version(load_crd(KINDS[0]))["additionalPrinterColumns"]
     wide = {c["name"]: c["jsonPath"] for c in columns if c.get("priority", 0) == 1}
     assert wide == {
@@ -507,6 +521,7 @@ def test_wide_aianalysis_columns_show_reason_recovery_attempt_alert_occurrences_
         "Occurrences": ".status.intake.occurrences",
         "Last Seen": ".status.intake.lastSeenAt",
         "Cost": ".status.llm.cost.amount",
+        "Rejected By": ".status.rejection.rejectedBy",
     }
 
 

@@ -76,8 +76,17 @@ def analysis(*, namespace: str = "prod", target_ns: str = "prod", **status: Any)
     }
 
 
+def reviewed(subject: dict[str, Any]) -> approval.Binding:
+    """What the approver reviewed: the analysis as it is."""
+    proposal = approval.proposal_of(subject)
+    assert isinstance(proposal, approval.Proposal), proposal
+    return proposal.binding
+
+
 def approved(subject: dict[str, Any], **options: Any) -> dict[str, Any]:
-    decided = approval.approve_manually(subject, executions=[], approver="alice", **options)
+    decided = approval.approve_manually(
+        subject, executions=[], approver="alice", bound=reviewed(subject), **options
+    )
     assert isinstance(decided, approval.NewExecution), decided
     body = decided.body
     # as the API server writes them: created after the approval policy came into force, unchanged since
@@ -257,10 +266,15 @@ def test_the_executor_reads_facts_only_for_a_workflow_that_requires_them_and_onl
 
 def test_needs_review_runs_only_with_an_explicit_override() -> None:
     unsure = analysis(needsHumanReview=True, humanReviewReason="low_confidence")
-    assert admission.refusal_for(facts(approved(unsure, override_review=True), unsure)) is None
-    execution = approved(unsure, override_review=True)
+    assert admission.refusal_for(facts(approved(unsure, override_review="low_confidence"), unsure)) is None
+    execution = approved(unsure, override_review="low_confidence")
+    assert execution["spec"]["approval"]["overriddenReason"] == "low_confidence"
     execution["spec"]["approval"]["overrideReview"] = False
     assert refused(execution, unsure).reason == admission.NOT_APPROVED
+    # An override of another reason than the analysis' own (written by hand: the CLI refuses it).
+    other = approved(unsure, override_review="low_confidence")
+    other["spec"]["approval"]["overriddenReason"] = "previously_ineffective"
+    assert "for previously_ineffective" in refused(other, unsure).message
 
 
 def test_a_target_in_another_namespace_needs_an_allowed_pair() -> None:
@@ -375,10 +389,12 @@ def test_an_auto_approval_is_checked_again_before_the_job() -> None:
 def test_a_hand_written_execution_does_not_block_an_approval() -> None:
     subject = analysis()
     squatter = {"metadata": {"name": "orders-crash-exec-1"}, "spec": {"analysisRef": "orders-crash"}}
-    decided = approval.approve_manually(subject, executions=[squatter], approver="alice")
+    decided = approval.approve_manually(
+        subject, executions=[squatter], approver="alice", bound=reviewed(subject)
+    )
     assert isinstance(decided, approval.NewExecution) and decided.name == "orders-crash-exec-2"
     first = approved(subject)
-    again = approval.approve_manually(subject, executions=[first], approver="alice")
+    again = approval.approve_manually(subject, executions=[first], approver="alice", bound=reviewed(subject))
     assert isinstance(again, approval.Refuse) and "already has an execution" in again.message
 
 

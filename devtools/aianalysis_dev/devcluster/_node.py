@@ -355,13 +355,13 @@ class NodeCluster(_cluster.DevCluster):
 
     def import_image(self, path: Path) -> list[str]:
         """Load the OCI image-layout tar ``path`` (each index.json entry named by the annotation
-        ``io.containerd.image.name``) into the node's containerd; returns the image names."""
+        ``io.containerd.image.name``) into the node's containerd, also named ``repository@digest``
+        (a Pod may name it either way); returns the image names."""
         names = oci.image_names(path)
         self._ctr("images", "import", "--platform", "linux/amd64", str(path))
-        # Also by digest (``repo@sha256:…``, as a pinned catalog names it): containerd's CRI finds
-        # an imported image only by the names it was given — without this the kubelet tried to pull
-        # the pinned reference (ErrImagePull, seen with the executor's workflow Jobs).
-        for name, digest in zip(names, oci.manifest_digests(path), strict=True):
+        # The kubelet asks for a Pod's image by the reference it names; containerd's CRI finds
+        # ``repository@sha256:…`` (a catalog pinned by digest) only under that very name.
+        for name, digest in zip(names, oci.image_digests(path), strict=True):
             self._ctr("images", "tag", "--force", name, f"{name.rpartition(':')[0]}@{digest}")
         return names
 

@@ -110,12 +110,12 @@ async def analyze(
     usage = pricing.priced(usage, pricing.price_table(settings))
     floor = settings.analysis.confidence_floor
     decided = decide(verdicts, attempts=attempts, usage=usage, spec=spec, confidence_floor=floor)
-    decision = with_history(dataclasses.replace(decided, investigation=toolbox.ledger.audit()), history_read)
+    decision = dataclasses.replace(decided, investigation=toolbox.ledger.audit())
     if context_warnings:
         decision = dataclasses.replace(decision, warnings=[*decision.warnings, *context_warnings])
     if toolbox.investigation_failed:
-        return investigation_failed(decision)
-    return decision
+        decision = investigation_failed(decision)
+    return with_history(decision, history_read)
 
 
 async def _none() -> None:
@@ -125,11 +125,29 @@ async def _none() -> None:
 def with_history(
     decision: status.Decision, history: aianalysis.assessment.history.History | None
 ) -> status.Decision:
-    """Policy from earlier executions on the target: a workflow that was ineffective there is not
-    auto-selected again, and an incident back after fixes judged effective goes to a person."""
-    if history is None or decision.review_reason is not None:
+    """Policy from earlier executions on the target: a workflow a person rejected there (whatever else
+    the analysis says), or one that was ineffective there, is not auto-selected again, and an incident
+    back after fixes judged effective goes to a person."""
+    if history is None:
         return decision
     chosen = decision.selected
+    if chosen is not None and chosen.workflow_id in history.rejected:
+        # Before any other reason: a person said no to this very workflow here; whoever reviews it now
+        # decides on that first (the earlier warnings stay).
+        said = [
+            f"{r.by} ({r.record}: {r.reason})"
+            for r in history.rejections
+            if r.workflow_id == chosen.workflow_id
+        ]
+        warning = (
+            f"{chosen.workflow_id} was rejected on this target by {'; '.join(said)}: "
+            "proposed again only to a person, who decides"
+        )
+        return dataclasses.replace(
+            decision, review_reason="previously_rejected", warnings=[*decision.warnings, warning]
+        )
+    if decision.review_reason is not None:
+        return decision
     if chosen is not None and chosen.workflow_id in history.ineffective:
         runs = [e.execution for e in history.entries if e.workflow_id == chosen.workflow_id]
         warning = (

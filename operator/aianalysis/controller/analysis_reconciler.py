@@ -37,7 +37,7 @@ from aianalysis import errors, kit, metrics, resources
 from aianalysis.analysis import pipeline, scope, status
 from aianalysis.assessment import history, targets
 from aianalysis.controller import llm_budget, process
-from aianalysis.kube import objects
+from aianalysis.kube import calls, objects
 
 log = logging.getLogger(__name__)
 
@@ -296,10 +296,16 @@ class _Run:
         )
 
     async def _history(self, spec: resources.AIAnalysisSpec) -> history.History:
-        """Earlier executions on this incident's resource (its namespace is the analysis' own)."""
+        """Earlier executions on this incident's resource and the rejections of workflows on it (its
+        namespace is the analysis' own)."""
         settings = self.runtime.settings
+        executions, rejections = await asyncio.gather(
+            targets.executions(self.runtime.api, namespace=self.ref.namespace),
+            self._rejections(),
+        )
         return history.of_target(
-            await targets.executions(self.runtime.api, namespace=self.ref.namespace),
+            executions,
+            rejections=rejections,
             kind=spec.resource.kind,
             name=spec.resource.name,
             namespace=spec.resource.namespace or self.ref.namespace,
@@ -307,6 +313,20 @@ class _Run:
             window_seconds=settings.assessment.history_seconds,
             recurrence_threshold=settings.assessment.recurrence_threshold,
         )
+
+    async def _rejections(self) -> list[dict[str, Any]]:
+        """The namespace's WorkflowRejections. A cluster without the kind (its CRD not applied yet after
+        an upgrade: Helm does not add CRDs on upgrade) has none, said in the log; any other refusal
+        (RBAC) fails the read, never hides a rejection."""
+        try:
+            return await objects.list_objects(
+                self.runtime.api, plural=resources.WORKFLOWREJECTION_PLURAL, namespace=self.ref.namespace
+            )
+        except errors.ClusterRejectedError as exc:
+            if exc.status != calls.NOT_FOUND:
+                raise
+            log.warning("no WorkflowRejection kind on this cluster (apply crds/): rejections are not seen")
+            return []
 
     async def _read(self) -> dict[str, Any]:
         if self.given:

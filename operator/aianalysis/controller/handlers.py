@@ -28,11 +28,21 @@ import kopf
 
 import aianalysis.settings
 from aianalysis import intake, kit, kube, metrics, notify, resources
-from aianalysis.controller import analysis_reconciler, assessment_reconciler, execution_reconciler, process
+from aianalysis.controller import (
+    analysis_reconciler,
+    assessment_reconciler,
+    execution_reconciler,
+    process,
+    rejection_reconciler,
+)
 from aianalysis.kube import objects
 
 G, V = resources.GROUP, resources.VERSION
-AIA, WFE = resources.AIANALYSIS_PLURAL, resources.WORKFLOWEXECUTION_PLURAL
+AIA, WFE, WFR = (
+    resources.AIANALYSIS_PLURAL,
+    resources.WORKFLOWEXECUTION_PLURAL,
+    resources.WORKFLOWREJECTION_PLURAL,
+)
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +187,17 @@ async def assess(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -
     execution that sleeps until ``status.assessment.assessAfter`` (a restart resumes it from there)."""
     wanted, drive = assessment_reconciler.needs_assessment, assessment_reconciler.assess_when_due
     _follow(memo, type, body, wanted, drive, task="assessment")
+
+
+@kopf.on.event(G, V, WFR, id="rejected")
+async def rejected(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:  # kopf's name
+    """A person's rejection is shown on the analysis it names (``status.rejection``, an Event)."""
+    if type == "DELETED":
+        return
+    runtime = _runtime(memo)
+    transition = await rejection_reconciler.record(runtime, dict(body))
+    if transition is not None:
+        await kit.announce(runtime.api, transition)
 
 
 Drive = Callable[[process.Runtime, objects.Ref], Awaitable[kit.Transition | None]]

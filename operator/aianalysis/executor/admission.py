@@ -255,6 +255,14 @@ def _approval(
                 "the approval does not override it"
             ],
         )
+    if given.overridden_reason is not None and given.overridden_reason != status.human_review_reason:
+        return Refusal(
+            reason=NOT_APPROVED,
+            problems=[
+                f"the approval overrides human review for {given.overridden_reason}, but the analysis "
+                f"asks for it for {status.human_review_reason}"
+            ],
+        )
     if given.mode == "Auto":
         why = approval.auto_refusal(analysis, status, policy=facts.auto, facts=facts.auto_facts or _NO_FACTS)
         if why is not None:

@@ -14,6 +14,19 @@ namespace, a Namespace other than its own, or a cluster-scoped object such as a 
 Nothing the requester writes into the AIAnalysis spec (environment, riskTolerance) opens it, and the
 LLM's confidence is one gate among them, never enough alone.
 
+**A person approves what they reviewed.** :class:`Proposal` is what ``aianalysis show``, ``approve``
+and the console show (the analysis' uid, target, workflow, version, image, spec digest, parameters,
+confidence, review reason) and :class:`Binding` what the person saw: the analysis' uid and the
+selection digest. An approval bound to another uid (the analysis was deleted and re-created under the
+same name) or another digest (the selection is not the one shown) is refused, and so is an override of
+a review reason other than the current one.
+
+**A person may say no.** :func:`reject_manually` is the WorkflowRejection of the selection the person
+reviewed, bound as an approval is; it starts nothing. The shipped ValidatingAdmissionPolicy admits it
+only from an approver in their own name; the operator copies it onto the analysis
+(``status.rejection``) and the next analysis of the same target sees it. An analysis rejected is not
+approved afterwards, and one approved (an execution exists) is not rejected.
+
 **Names are claimed, never trusted.** An execution is named ``<analysis>-exec-<n>``, the first
 number no object in the namespace holds: anyone who may create WorkflowExecutions can take a name
 first, so an object under the name proves nothing. What counts is server-side: an execution bound
@@ -103,31 +116,214 @@ def executions_of(analysis: str, executions: Sequence[Mapping[str, Any]]) -> lis
     return [e for e in executions if (e.get("spec") or {}).get("analysisRef") == analysis]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Binding:
+    """What the person reviewed: the analysis (its uid) and its selection (the selection digest)."""
+
+    uid: str
+    digest: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Proposal:
+    """An analysis' selection as a person reviews it: exactly what approving it would run."""
+
+    namespace: str
+    name: str
+    uid: str
+    target: resources.ResourceRef
+    workflow: resources.WorkflowRef
+    parameters: Mapping[str, str]
+    confidence: float
+    rationale: str
+    review_reason: resources.HumanReviewReason | None
+    """Why the analysis asks for a person (None: it does not); an approval must name it to override it."""
+    digest: str
+    """The selection digest: what an approval or a rejection is bound to (with the uid)."""
+
+    @property
+    def binding(self) -> Binding:
+        return Binding(uid=self.uid, digest=self.digest)
+
+    def approve_command(self) -> str:
+        """The command that approves exactly this proposal (``--override-review`` when it needs one)."""
+        override = f" --override-review {self.review_reason}" if self.review_reason else ""
+        bound = f"--uid {self.uid} --digest {self.digest}"
+        return f"aianalysis approve {self.name} -n {self.namespace} {bound}{override}"
+
+    def reject_command(self) -> str:
+        return (
+            f"aianalysis reject {self.name} -n {self.namespace} --uid {self.uid} --digest {self.digest} "
+            "--reason TEXT"
+        )
+
+
+def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
+    """The analysis' selection as a person reviews it, or why there is nothing to decide on."""
+    meta = analysis["metadata"]
+    name = meta["name"]
+    try:
+        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
+        target = resources.remediation_target(analysis, status)
+    except pydantic.ValidationError:
+        return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to decide on")
+    if status.phase != "Completed":
+        return Refuse(message=f"aianalysis/{name} is {status.phase}, not Completed; nothing to decide on yet")
+    chosen = status.selected_workflow
+    if chosen is None:
+        why = f" ({status.human_review_reason})" if status.human_review_reason else ""
+        return Refuse(message=f"aianalysis/{name} selected no workflow{why}; nothing to execute")
+    ref = resources.WorkflowRef(
+        workflow_id=chosen.workflow_id,
+        version=chosen.version,
+        container_image=chosen.container_image,
+        spec_digest=chosen.spec_digest,
+    )
+    parameters = dict(chosen.parameters or {})
+    return Proposal(
+        namespace=meta["namespace"],
+        name=name,
+        uid=meta["uid"],
+        target=target,
+        workflow=ref,
+        parameters=parameters,
+        confidence=chosen.confidence,
+        rationale=chosen.rationale,
+        review_reason=(status.human_review_reason or "inconclusive") if status.needs_human_review else None,
+        digest=resources.selection_digest(
+            analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
+        ),
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NewRejection:
+    name: str
+    body: dict[str, Any]
+
+
+def rejection_name(analysis: str, uid: str) -> str:
+    """``<analysis>-rejected-<uid prefix>``: one rejection per analysis (the name is the idempotency key;
+    an analysis created again under the same name has another uid, so another name)."""
+    suffix = f"-rejected-{uid[:8]}"
+    return analysis[: MAX_NAME - len(suffix)] + suffix
+
+
+def rejections_of(uid: str, rejections: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The WorkflowRejections of the analysis ``uid`` (a rejection is bound to the uid, not the name)."""
+    return [r for r in rejections if (r.get("spec") or {}).get("analysisUID") == uid]
+
+
+def reject_manually(
+    analysis: Mapping[str, Any],
+    *,
+    executions: Sequence[Mapping[str, Any]],
+    rejections: Sequence[Mapping[str, Any]],
+    bound: Binding,
+    reason: str,
+    rejecter: str,
+) -> NewRejection | Refuse:
+    """``aianalysis reject`` and the console's Reject: the WorkflowRejection of the selection the person
+    reviewed (``bound``), with their reason, or why not. Nothing runs."""
+    proposal = proposal_of(analysis)
+    if isinstance(proposal, Refuse):
+        return proposal
+    mismatch = unbound(proposal, bound)
+    if mismatch is not None:
+        return Refuse(message=mismatch)
+    why = " ".join(reason.split())
+    if not why:
+        return Refuse(
+            message="a rejection needs a reason (--reason TEXT): the next analysis and your team read it"
+        )
+    if len(why) > resources.MAX_REASON:
+        return Refuse(message=f"the reason is {len(why)} characters; at most {resources.MAX_REASON}")
+    earlier = rejections_of(proposal.uid, rejections)
+    if earlier:
+        return Refuse(message=f"aianalysis/{proposal.name} was rejected already ({_rejected_by(earlier[0])})")
+    mine = [e["metadata"]["name"] for e in executions_of(proposal.name, executions) if _counts(e, analysis)]
+    if mine:
+        return Refuse(
+            message=f"aianalysis/{proposal.name} was approved already ({', '.join(sorted(mine))}); "
+            "nothing left to reject"
+        )
+    name = rejection_name(proposal.name, proposal.uid)
+    spec = resources.WorkflowRejectionSpec(
+        analysis_ref=proposal.name,
+        analysis_uid=proposal.uid,
+        selection_digest=proposal.digest,
+        workflow_ref=proposal.workflow,
+        parameters=dict(proposal.parameters),
+        target_resource=proposal.target,
+        rejected_by=rejecter,
+        reason=why,
+        review_reason=proposal.review_reason,
+    )
+    body = {
+        "apiVersion": resources.API_VERSION,
+        "kind": "WorkflowRejection",
+        "metadata": {
+            "name": name,
+            "namespace": proposal.namespace,
+            "labels": {LABEL_ANALYSIS: proposal.name[:63].rstrip("-.")},
+            "ownerReferences": [_owner(proposal.name, proposal.uid)],
+        },
+        "spec": spec.wire(),
+    }
+    return NewRejection(name=name, body=body)
+
+
+def _rejected_by(rejection: Mapping[str, Any]) -> str:
+    spec = rejection.get("spec") or {}
+    return (
+        f"workflowrejection/{rejection['metadata']['name']} by {spec.get('rejectedBy')}: {spec.get('reason')}"
+    )
+
+
+def unbound(proposal: Proposal, bound: Binding) -> str | None:
+    """Why ``proposal`` is not what the person reviewed (None: it is)."""
+    again = f"review it again: aianalysis show {proposal.name} -n {proposal.namespace}"
+    if bound.uid != proposal.uid:
+        return (
+            f"aianalysis/{proposal.name} is not the analysis you reviewed: its uid is {proposal.uid}, you "
+            f"reviewed {bound.uid} (deleted and created again under the same name); {again}"
+        )
+    if bound.digest != proposal.digest:
+        return (
+            f"the selection of aianalysis/{proposal.name} is not the one you reviewed (digest "
+            f"{proposal.digest}, you reviewed {bound.digest}); {again}"
+        )
+    return None
+
+
 def approve_manually(
     analysis: Mapping[str, Any],
     *,
     executions: Sequence[Mapping[str, Any]],
-    override_review: bool = False,
+    rejections: Sequence[Mapping[str, Any]] = (),
+    bound: Binding,
+    override_review: str | None = None,
     again: bool = False,
     approver: str,
 ) -> NewExecution | Refuse:
-    """``aianalysis approve``: the execution of the analysis' ``selectedWorkflow``, or why not."""
-    name = analysis["metadata"]["name"]
-    try:
-        status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
-    except pydantic.ValidationError:
-        return Refuse(message=f"aianalysis/{name} has a status that cannot be read; nothing to approve")
-    if status.phase != "Completed":
-        return Refuse(message=f"aianalysis/{name} is {status.phase}, not Completed; nothing to approve yet")
-    if status.selected_workflow is None:
-        why = f" ({status.human_review_reason})" if status.human_review_reason else ""
-        return Refuse(message=f"aianalysis/{name} selected no workflow{why}; nothing to execute")
-    if status.needs_human_review and not override_review:
-        return Refuse(
-            message=f"aianalysis/{name} needs human review ({status.human_review_reason}); check its "
-            "selection and approve with --override-review to run it anyway"
-        )
-    mine = [e for e in executions_of(name, executions) if _counts(e, analysis)]
+    """``aianalysis approve``: the execution of the selection the person reviewed (``bound``), or why
+    not. ``override_review`` names the review reason the person overrides: only that one."""
+    proposal = proposal_of(analysis)
+    if isinstance(proposal, Refuse):
+        return proposal
+    name = proposal.name
+    mismatch = unbound(proposal, bound)
+    if mismatch is not None:
+        return Refuse(message=mismatch)
+    overridden = _override_refusal(proposal, override_review)
+    if overridden is not None:
+        return Refuse(message=overridden)
+    earlier = rejections_of(proposal.uid, rejections)
+    if earlier:
+        return Refuse(message=f"aianalysis/{name} was rejected ({_rejected_by(earlier[0])}); it is not run")
+    status = resources.AIAnalysisStatus.parse_known(analysis.get("status") or {})
+    every = executions_of(name, executions)
+    mine = [e for e in every if _counts(e, analysis)]
     if mine and not again:
         names = ", ".join(sorted(e["metadata"]["name"] for e in mine))
         return Refuse(
@@ -141,7 +337,7 @@ def approve_manually(
     if running:
         return Refuse(message=f"execution {', '.join(sorted(running))} has not ended; wait for it first")
     exec_name = free_name(name, executions)
-    approval = _Approval(mode="Manual", approver=approver, override_review=status.needs_human_review is True)
+    approval = _Approval(mode="Manual", approver=approver, overridden=proposal.review_reason)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
     )
@@ -180,7 +376,7 @@ def approve_automatically(
     if decided:
         return Refuse(message=f"already approved: {', '.join(decided)}")
     exec_name = free_name(name, executions)
-    approval = _Approval(mode="Auto", approver=approver, override_review=False)
+    approval = _Approval(mode="Auto", approver=approver, overridden=None)
     return NewExecution(
         name=exec_name, body=execution_body(analysis, status, name=exec_name, approval=approval)
     )
@@ -228,11 +424,34 @@ def auto_refusal(
     return None
 
 
+def _override_refusal(proposal: Proposal, override_review: str | None) -> str | None:
+    """An override names the review reason the person read; another reason is not overridden."""
+    name, reason = proposal.name, proposal.review_reason
+    again = f"review it again: aianalysis show {name} -n {proposal.namespace}"
+    if reason is None and override_review is not None:
+        return (
+            f"aianalysis/{name} needs no human review; --override-review {override_review} overrides "
+            f"nothing ({again})"
+        )
+    if reason is not None and override_review is None:
+        return (
+            f"aianalysis/{name} needs human review ({reason}); check its selection and approve with "
+            f"--override-review {reason} to run it anyway"
+        )
+    if reason is not None and override_review != reason:
+        return (
+            f"aianalysis/{name} needs human review for {reason}, not for {override_review}: you override "
+            f"another reason than the current one ({again})"
+        )
+    return None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Approval:
     mode: resources.ApprovalMode
     approver: str
-    override_review: bool
+    overridden: resources.HumanReviewReason | None
+    """The review reason the approver overrode (None: none was asked for)."""
 
 
 def execution_body(
@@ -264,7 +483,8 @@ def execution_body(
             mode=approval.mode,
             approved_by=approval.approver,
             selection_digest=digest,
-            override_review=approval.override_review,
+            override_review=approval.overridden is not None,
+            overridden_reason=approval.overridden,
         ),
     )
     return {
@@ -274,18 +494,21 @@ def execution_body(
             "name": name,
             "namespace": meta["namespace"],
             "labels": {LABEL_ANALYSIS: meta["name"][:63].rstrip("-."), LABEL_APPROVAL: approval.mode},
-            "ownerReferences": [
-                {
-                    "apiVersion": resources.API_VERSION,
-                    "kind": "AIAnalysis",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": False,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [_owner(meta["name"], meta["uid"])],
         },
         "spec": spec.wire(),
+    }
+
+
+def _owner(name: str, uid: str) -> dict[str, Any]:
+    """The analysis as a (non-controller) owner: deleting it deletes its executions and rejections."""
+    return {
+        "apiVersion": resources.API_VERSION,
+        "kind": "AIAnalysis",
+        "name": name,
+        "uid": uid,
+        "controller": False,
+        "blockOwnerDeletion": False,
     }
 
 

@@ -1,7 +1,8 @@
-"""The ground floor: pydantic views of the three custom resources (group ``kubernaut.io/v1alpha1``),
+"""The ground floor: pydantic views of the four custom resources (group ``kubernaut.io/v1alpha1``),
 their conditions, and the one clock and timestamp format everything writes.
 
-One module per CRD — ``aianalysis``, ``workflowexecution``, ``remediationworkflow`` — on ``base``
+One module per CRD — ``aianalysis``, ``workflowexecution``, ``remediationworkflow``,
+``workflowrejection`` — on ``base``
 (the API group, the base model, the shared field types), with ``conditions`` (one condition shape,
 one merge) and ``clock`` (``now``, one formatter, one parser). These models are the single in-code
 description of the CRDs in ``crds/``; a test walks both and proves they agree field by field.
@@ -37,6 +38,7 @@ from aianalysis.resources.aianalysis import (
     RecoverySpec,
     RecoveryStatus,
     RecoveryStrategy,
+    Rejection,
     RootCause,
     SelectedWorkflow,
     Signal,
@@ -103,6 +105,11 @@ from aianalysis.resources.workflowexecution import (
     never_ran,
     selection_digest,
 )
+from aianalysis.resources.workflowrejection import (
+    MAX_REASON,
+    WORKFLOWREJECTION_PLURAL,
+    WorkflowRejectionSpec,
+)
 
 __all__ = [
     "AIANALYSIS_PLURAL",
@@ -112,6 +119,7 @@ __all__ = [
     "GROUP",
     "MAX_AUDIT_ARGUMENT_CHARS",
     "MAX_AUDIT_RECORDS",
+    "MAX_REASON",
     "NOT_STARTED_REASONS",
     "READY",
     "REMEDIATIONWORKFLOW_PLURAL",
@@ -121,6 +129,7 @@ __all__ = [
     "TERMINAL_PHASES",
     "VERSION",
     "WORKFLOWEXECUTION_PLURAL",
+    "WORKFLOWREJECTION_PLURAL",
     "AIAnalysisSpec",
     "AIAnalysisStatus",
     "AffectedResource",
@@ -159,6 +168,7 @@ __all__ = [
     "RecoverySpec",
     "RecoveryStatus",
     "RecoveryStrategy",
+    "Rejection",
     "RemediationWorkflowSpec",
     "RemediationWorkflowStatus",
     "ResourceRef",
@@ -176,6 +186,7 @@ __all__ = [
     "WorkflowLabels",
     "WorkflowParameter",
     "WorkflowRef",
+    "WorkflowRejectionSpec",
     "condition",
     "never_ran",
     "new_aianalysis",

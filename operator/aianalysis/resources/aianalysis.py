@@ -248,10 +248,23 @@ class AutoExecutionRecord(Model):
     decided_at: str | None = None
 
 
+class Rejection(Model):
+    """A person rejected the selection (copied by the operator from the WorkflowRejection, which the
+    API server admitted only from that person, an approver, in their own name)."""
+
+    rejected_by: str
+    reason: Text
+    at: str
+    """When it was rejected (the WorkflowRejection's creation, a time the API server set)."""
+    workflow_rejection: Short
+    """The WorkflowRejection this is copied from (``kubectl get wfr NAME``): the record itself."""
+    selection_digest: Annotated[str, Field(max_length=80)]
+
+
 class AIAnalysisStatus(Model):
-    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake", "auto_execution"})
-    """``intake`` is the Alertmanager intake's, ``autoExecution`` the executor's: the reconciler's
-    patches leave them alone."""
+    FOREIGN_FIELDS: ClassVar[frozenset[str]] = frozenset({"intake", "auto_execution", "rejection"})
+    """``intake`` is the Alertmanager intake's, ``autoExecution`` the executor's, ``rejection`` the
+    rejection record's (copied from a WorkflowRejection): the reconciler's patches leave them alone."""
 
     phase: AnalysisPhase = "Pending"
     reason: str | None = None
@@ -273,6 +286,7 @@ class AIAnalysisStatus(Model):
     conditions: list[Condition] | None = None
     intake: IntakeStatus | None = None
     auto_execution: AutoExecutionRecord | None = None
+    rejection: Rejection | None = None
 
 
 def remediation_target(analysis: Mapping[str, Any], status: AIAnalysisStatus) -> ResourceRef:

@@ -28,6 +28,7 @@ HumanReviewReason = Literal[
     "provider_error",
     "investigation_failed",
     "previously_ineffective",
+    "previously_rejected",
     "recurring_after_remediation",
 ]
 Name = Annotated[str, Field(min_length=1, max_length=253)]

@@ -89,6 +89,8 @@ class Approval(Model):
     approved_by: Annotated[str, Field(max_length=253)]
     selection_digest: Annotated[str, Field(max_length=80)]
     override_review: bool = False
+    overridden_reason: HumanReviewReason | None = None
+    """The human review reason the approver overrode, as they read it (``--override-review REASON``)."""
 
 
 def selection_digest(

@@ -9,7 +9,9 @@ from aianalysis.analysis.prompts import _fence
 
 NOTE = (
     "Earlier executions on this incident's target, newest first, with the verdict of their "
-    "effectiveness assessment. A workflow judged ineffective here is not run again without a person; "
+    "effectiveness assessment, then the workflows a person rejected here (not run) and why. A workflow "
+    "judged ineffective or rejected here is not run again without a person: prefer another, or say "
+    "why the person's objection no longer holds; "
     "if earlier fixes were effective and the incident is back, look for the cause they did not address."
 )
 
