@@ -550,8 +550,14 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     analysis = get(node_cluster, "aianalysis", "first", team)
     chosen = analysis["status"]["selectedWorkflow"]
     account = workflow_account(node_cluster, team, chosen["workflowId"], chosen["version"])
+    cli = str(ROOT / ".venv" / "bin" / "aianalysis")
+    as_admin = {**os.environ, "KUBECONFIG": str(node_cluster.kubeconfig)}
+    shown = subprocess.run([cli, "show", "first", "-n", team], capture_output=True, text=True, timeout=60,
+                           check=True, env=as_admin).stdout  # fmt: skip
+    bound = re.search(r"--uid (\S+) --digest (\S+)", shown)
+    assert bound, shown  # approve binds to what `show` showed
     approved = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "aianalysis"), "approve", "first", "-n", team],
+        [cli, "approve", "first", "-n", team, "--uid", bound[1], "--digest", bound[2]],
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "KUBECONFIG": str(node_cluster.kubeconfig)},
     )  # fmt: skip
