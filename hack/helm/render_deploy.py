@@ -44,6 +44,7 @@ FILES = {  # file in deploy/ -> kinds it holds, in this order
     "namespace.yaml": ("Namespace",),
     "serviceaccount.yaml": ("ServiceAccount",),
     "rbac.yaml": ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
+    "state.yaml": ("ConfigMap",),
     "deployment.yaml": ("Deployment",),
     "service.yaml": ("Service",),
     "networkpolicy.yaml": ("NetworkPolicy",),

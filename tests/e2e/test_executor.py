@@ -46,15 +46,15 @@ def helm_bin() -> Path:
 
 
 def executor_rbac(*values: str) -> list[dict[str, Any]]:
-    """The chart's executor objects (ServiceAccount, roles, bindings) as `helm template` renders them
-    (with ``values``: more ``--set`` arguments)."""
+    """The chart's executor objects (ServiceAccount, roles, bindings, its start lock's Lease) as `helm
+    template` renders them (with ``values``: more ``--set`` arguments)."""
     rendered = subprocess.run(
         [str(helm_bin()), "template", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE,
          "--set", "executor.enabled=true", "--set", f"executor.namespaces={{{PLACEHOLDER}}}", *values],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease")
     return [
         d
         for d in docs
@@ -85,7 +85,7 @@ def started_jobs_cluster(*values: str) -> Iterator[devcluster.DevCluster]:
         cluster.kubectl("create", "namespace", INSTALL_NAMESPACE)
         objects = executor_rbac(*values)
         assert {o["kind"] for o in objects} == {
-            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Lease",
         }  # fmt: skip
         # Everything but the per-namespace Job RoleBinding (applied by the ns fixture) up front.
         cluster_wide = [o for o in objects if not _job_binding(o)]
@@ -661,6 +661,7 @@ def test_executor_killed_mid_run_creates_no_second_job_and_still_ends_right(
         (f"update leases.coordination.k8s.io/aianalysis-executor-start -n {INSTALL_NAMESPACE}", True),
         (f"update leases.coordination.k8s.io/aianalysis-operator -n {INSTALL_NAMESPACE}", False),
         ("create leases.coordination.k8s.io -n {ns}", False),
+        (f"create leases.coordination.k8s.io -n {INSTALL_NAMESPACE}", False),  # the chart makes it
     ],
 )
 def test_executor_service_account_is_least_privilege(

@@ -208,3 +208,23 @@ async def test_a_restarted_operator_keeps_the_budget_spent_by_its_previous_life(
     assert read(second, namespace, "after-restart")["status"]["phase"] == "Completed"
     assert conversations(llm_server) == BUDGET + 1
     await second.aclose()
+
+
+async def test_the_chart_s_empty_record_is_written_and_keeps_helm_s_labels_and_annotations(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    """The chart makes the record (``helm uninstall`` removes it; the Role needs no create): the
+    first write fills it and keeps what made it — Helm's ownership annotations included."""
+    chart_labels = {"app.kubernetes.io/managed-by": "Helm"}
+    annotations = {"meta.helm.sh/release-name": "aianalysis-operator"}
+    meta = client.V1ObjectMeta(
+        name=budget_store.NAME, namespace=namespace, labels=chart_labels, annotations=annotations
+    )
+    core = client.CoreV1Api(typed.client())
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=meta))
+    store = budget_store.ConfigMapStore(kube.api_client(str(cluster.kubeconfig)), namespace)
+    data, version = await store.read()
+    assert data == {} and await store.write({"conversations": "[]"}, version)
+    written = core.read_namespaced_config_map(budget_store.NAME, namespace)
+    assert written.data == {"conversations": "[]"} and written.metadata.annotations == annotations
+    assert written.metadata.labels == {**chart_labels, **budget_store.LABELS}

@@ -110,3 +110,31 @@ def test_the_renew_deadline_must_be_below_the_lease_duration() -> None:
         leadership.LeaderElection(
             api=None, namespace="x", name="y", identity="z", duration_seconds=5, renew_deadline_seconds=5
         )  # type: ignore[arg-type]  # never called
+
+
+async def test_the_chart_s_empty_lease_is_taken_and_keeps_helm_s_labels_and_annotations(
+    cluster: devcluster.Cluster, namespace: str
+) -> None:
+    """The chart makes the Lease (so ``helm uninstall`` removes it, and no Role needs create): a
+    Lease without a holder is free, and the leader's replaces keep what made it — without Helm's
+    ownership annotations ``helm upgrade`` would refuse the object."""
+    api = kube.api_client(str(cluster.kubeconfig))
+    labels = {"app.kubernetes.io/managed-by": "Helm"}
+    annotations = {"meta.helm.sh/release-name": "aianalysis-operator"}
+    body = client.V1Lease(
+        metadata=client.V1ObjectMeta(
+            name="aianalysis-operator", namespace=namespace, labels=labels, annotations=annotations
+        )
+    )
+    coordination = client.CoordinationV1Api(typed.client())
+    coordination.create_namespaced_lease(namespace, body)
+    leader = leadership.LeaderElection(
+        api=api, namespace=namespace, name="aianalysis-operator", identity="first",
+        duration_seconds=2, renew_seconds=0.5, renew_deadline_seconds=1.0, retry_seconds=0.1,
+    )  # fmt: skip
+    await asyncio.wait_for(leader.acquire(), timeout=5)
+    await leader.release()
+    held = coordination.read_namespaced_lease("aianalysis-operator", namespace)
+    assert (held.metadata.labels, held.metadata.annotations) == (labels, annotations)
+    assert held.spec.holder_identity is None and held.spec.lease_transitions == 1
+    api.close()

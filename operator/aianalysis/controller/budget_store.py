@@ -1,7 +1,8 @@
 """The LLM budget's record in the cluster: the ConfigMap ``aianalysis-llm-budget`` in the operator's
 namespace (``AIANALYSIS_LLM_BUDGET_NAMESPACE``), so that what one process counted survives its
 restart and a failover to another replica. Only that one object, and only its ``data``, is read or
-written (the chart grants get/update on that name and create in that namespace).
+written (the chart makes it, so that ``helm uninstall`` removes it, and grants get/update on that
+name only; without the chart the operator creates it when it writes first).
 
 The record is read with its resourceVersion and written only if it is still at that version (a stale
 write is refused by the API server with 409: :meth:`ConfigMapStore.write` says False — read again,
@@ -26,6 +27,10 @@ class Record:
     data: dict[str, str]
     resource_version: str | None
     """The version read (None: there is no record yet; writing creates it)."""
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Kept as read: a replace must not strip what made the ConfigMap (the chart's release labels
+    and Helm's ownership annotations)."""
 
 
 class ConfigMapStore:
@@ -48,14 +53,22 @@ class ConfigMapStore:
             record = Record(data={}, resource_version=None)
         else:
             meta = found.get("metadata") or {}
-            record = Record(data=dict(found.get("data") or {}), resource_version=meta.get("resourceVersion"))
+            record = Record(
+                data=dict(found.get("data") or {}),
+                resource_version=meta.get("resourceVersion"),
+                labels=dict(meta.get("labels") or {}),
+                annotations=dict(meta.get("annotations") or {}),
+            )
         return record.data, record
 
     async def write(self, data: dict[str, str], version: object) -> bool:
         """``data`` as the record, if the record is still as read in ``version`` (created when that
         read found none); False when another writer came first."""
         assert isinstance(version, Record)
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": LABELS}
+        labels = {**version.labels, **LABELS}
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": labels}
+        if version.annotations:
+            metadata["annotations"] = version.annotations
         if version.resource_version is not None:
             metadata["resourceVersion"] = version.resource_version  # the API server refuses a stale replace
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}

@@ -27,6 +27,10 @@ class Lease:
     lease_transitions: int | None = None
     resource_version: str | None = None
     """The version read (None: not in the cluster yet, :func:`write` creates it)."""
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Kept as read: a replace must not strip what made the Lease (the chart's release labels and
+    Helm's ownership annotations, without which ``helm upgrade`` refuses it)."""
 
 
 def fetch(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
@@ -41,7 +45,7 @@ def fetch(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
     )
     if found is None:
         return None
-    spec = found.get("spec") or {}
+    spec, meta = found.get("spec") or {}, found.get("metadata") or {}
     return Lease(
         namespace=namespace,
         name=name,
@@ -50,7 +54,9 @@ def fetch(api: rest.ApiClient, *, namespace: str, name: str) -> Lease | None:
         acquire_time=resources.parse_timestamp(spec.get("acquireTime")),
         renew_time=resources.parse_timestamp(spec.get("renewTime")),
         lease_transitions=spec.get("leaseTransitions"),
-        resource_version=(found.get("metadata") or {}).get("resourceVersion"),
+        resource_version=meta.get("resourceVersion"),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
     )
 
 
@@ -58,6 +64,10 @@ def store(api: rest.ApiClient, lease: Lease) -> bool:
     """Create ``lease``, or replace it if it is still at ``lease.resource_version``; False when
     another writer won (it exists already, or changed since it was read)."""
     metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}
+    if lease.labels:
+        metadata["labels"] = lease.labels
+    if lease.annotations:
+        metadata["annotations"] = lease.annotations
     if lease.resource_version is not None:
         metadata["resourceVersion"] = lease.resource_version  # a stale replace is refused (409)
     spec = {
