@@ -20,7 +20,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,15 +103,6 @@ def operator_pods(cluster: devcluster.NodeCluster) -> list[dict[str, Any]]:
 def ready(pod: dict[str, Any]) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def config_digest(built: images.Built) -> str:
-    """The digest of the image's config, read from its OCI layout (index → manifest → config)."""
-    with tarfile.open(built.path) as layout:
-        member = layout.extractfile(f"blobs/sha256/{built.digest.removeprefix('sha256:')}")
-        assert member is not None
-        digest: str = json.load(member)["config"]["digest"]
-    return digest
 
 
 def timestamp(text: str) -> datetime.datetime:
@@ -313,8 +303,9 @@ def test_the_operator_pod_runs_the_image_with_its_projected_service_account_toke
 ) -> None:
     pod = get(node_cluster, "pod", installed["pod"]["metadata"]["name"], NAMESPACE)
     (status,) = pod["status"]["containerStatuses"]
-    # The kubelet names the image it runs by its config's digest (a local image has no repo digest).
-    assert (status["image"], status["imageID"]) == (operator_image.name, config_digest(operator_image))
+    # The kubelet names the image it runs by its repo digest: the node tags each imported image
+    # `repo@<manifest digest>` too (`NodeCluster.import_image`), as a registry pull would.
+    assert (status["image"], status["imageID"]) == (operator_image.name, operator_image.pinned)
     assert pod["spec"]["serviceAccountName"] == RELEASE
     projected = [
         v for v in pod["spec"]["volumes"] if v.get("projected") and v["name"].startswith("kube-api-access")
