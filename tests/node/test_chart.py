@@ -652,6 +652,14 @@ def test_uninstall_leaves_only_the_crds_and_their_objects(
     # What helm keeps by design: the chart's crds/ (the CRDs, and the approval policy that ships
     # beside them) and the objects of those kinds.
     kept = {(doc["kind"], "", doc["metadata"]["name"]) for doc in crds_documents()}
+    # The API server registers an APIService per served version of a CRD's group; it goes with the CRDs.
+    crds = [doc for doc in crds_documents() if doc["kind"] == "CustomResourceDefinition"]
+    kept |= {
+        ("APIService", "", f"{v['name']}.{doc['spec']['group']}")
+        for doc in crds for v in doc["spec"]["versions"] if v["served"]
+    }  # fmt: skip
+    # The intake's token Secret is the user's (created before the upgrade, as docs/intake.md says).
+    kept.add(("Secret", NAMESPACE, INTAKE_TOKEN_SECRET))
     ours = {"RemediationWorkflow", "AIAnalysis", "WorkflowExecution"}
     left = {
         entry for entry in snapshot(node_cluster) - installed["before"] - kept
