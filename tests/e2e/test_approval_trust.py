@@ -37,6 +37,7 @@ from tests.e2e.test_executor import (
     MALLORY,
     PLACEHOLDER,
     RELEASE,
+    accept,
     analysed,
     approve,
     digest_of,
@@ -188,6 +189,7 @@ def acting_on(cluster: devcluster.DevCluster, kind: str, *, signal: str) -> dict
         },
     }  # fmt: skip
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+    accept(cluster, body["metadata"]["name"])
     return body
 
 

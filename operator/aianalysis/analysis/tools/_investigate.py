@@ -65,15 +65,20 @@ class InvestigationTools:
     async def list_resources(self, args: _args.ListArgs) -> _results.ToolResult:
         kind = await self.resolve(args.kind)
         namespace = self._namespace(kind, args.namespace)
-        page = await self._reader.list_page(
-            kind=kind,
-            namespace=namespace,
-            label_selector=args.label_selector,
-            field_selector=args.field_selector,
-            limit=args.limit,
-        )
-        if namespace is None:
-            page = self._concerned(kind, page)
+        if namespace is None and not kind.namespaced:
+            page = await self._concerned_list(
+                kind, label_selector=args.label_selector, field_selector=args.field_selector, limit=args.limit
+            )
+        else:
+            page = await self._reader.list_page(
+                kind=kind,
+                namespace=namespace,
+                label_selector=args.label_selector,
+                field_selector=args.field_selector,
+                limit=args.limit,
+            )
+            if namespace is None:
+                page = self._concerned(kind, page)
         where = f"in namespace {namespace}" if namespace else f"(cluster-scoped{self._only()})"
         filters = _filters(label=args.label_selector, field=args.field_selector)
         if not page.items:
@@ -88,12 +93,21 @@ class InvestigationTools:
         namespaces: list[str | None] = [None] if everywhere else [*self._policy.allowed_namespaces()]
         items, more = [], False
         for namespace in namespaces:  # None: one list over the whole cluster
-            found = await self._reader.list_page(
-                kind=kind,
-                namespace=namespace,
-                label_selector=args.label_selector,
-                field_selector=args.field_selector,
-                limit=SEARCH_PAGE,
+            found = await (
+                self._concerned_list(
+                    kind,
+                    label_selector=args.label_selector,
+                    field_selector=args.field_selector,
+                    limit=SEARCH_PAGE,
+                )
+                if not kind.namespaced
+                else self._reader.list_page(
+                    kind=kind,
+                    namespace=namespace,
+                    label_selector=args.label_selector,
+                    field_selector=args.field_selector,
+                    limit=SEARCH_PAGE,
+                )
             )
             items.extend(found.items)
             more = more or found.more
@@ -266,6 +280,31 @@ class InvestigationTools:
         return self._custom
 
     # ---- plumbing -----------------------------------------------------------------------------
+
+    async def _concerned_list(
+        self, kind: kind_table.Kind, *, label_selector: str | None, field_selector: str | None, limit: int
+    ) -> readers.Page:
+        """The cluster-scoped objects of ``kind`` the incident concerns, with the caller's selectors:
+        by name when the names are known in advance (``ClusterReach.candidates``), else one page of
+        the cluster filtered."""
+        names = self._reach.candidates(kind.kind)
+        if names is None:
+            page = await self._reader.list_page(
+                kind=kind, namespace=None, label_selector=label_selector, field_selector=field_selector,
+                limit=limit,
+            )  # fmt: skip
+            return self._concerned(kind, page)
+        items: list[dict[str, Any]] = []
+        for name in names[:limit]:
+            one = await self._reader.list_page(
+                kind=kind,
+                namespace=None,
+                label_selector=label_selector,
+                field_selector=",".join(filter(None, (f"metadata.name={name}", field_selector))),
+                limit=1,
+            )
+            items.extend(one.items)
+        return self._concerned(kind, readers.Page(items=items, more=len(names) > limit))
 
     def _concerned(self, kind: kind_table.Kind, page: readers.Page) -> readers.Page:
         """Only the cluster-scoped objects the incident concerns (``_policy.ClusterReach``)."""

@@ -129,6 +129,23 @@ class ClusterReach:
             return claim.get("namespace") in self.policy.allowed_namespaces()
         return True
 
+    def candidates(self, kind: str) -> list[str] | None:
+        """The names of ``kind`` this conversation may be shown, when they can be told in advance
+        (None: every object is a candidate — the read policy's ``*``, every Node for an unscheduled
+        Pod, VolumeAttachments by the volume they attach). A list asks for these by name: a page of
+        the whole cluster filtered afterwards could miss them among other tenants' objects."""
+        folded = kind.casefold()
+        if (
+            self.policy.every_namespace
+            or folded == "volumeattachment"
+            or (folded == "node" and self.every_node)
+        ):
+            return None
+        names = {name for k, name in (*self.gathered, *self.referenced) if k == folded}
+        if folded == "namespace":
+            names.update(self.policy.allowed_namespaces())
+        return sorted(names)
+
     def check(self, kind: str, name: str, obj: Mapping[str, Any] | None = None) -> None:
         if not self.admits(kind, name, obj):
             raise Denied(
