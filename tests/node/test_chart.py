@@ -459,12 +459,18 @@ def test_two_replicas_elect_one_leader_and_the_standby_takes_over_when_it_is_del
 
     deleted = time.monotonic()
     node_cluster.kubectl("delete", "pod", leader["metadata"]["name"], "-n", NAMESPACE, "--wait=false")
-    wait_for(
-        lambda: lease_holder(node_cluster) == standby["metadata"]["name"],
-        what="the standby to hold the lease", timeout=60, interval=0.1,
+
+    # The standby, or the Pod the Deployment starts in the leader's place if it asks first (seen on a
+    # loaded machine: the replacement started and took the released lease before the standby's retry).
+    def new_leader() -> str | None:
+        holder = lease_holder(node_cluster)
+        return holder if holder and holder != leader["metadata"]["name"] else None
+
+    successor = wait_for(
+        new_leader, what="another replica to hold the lease", timeout=60, interval=0.1,
         describe=lambda: describe_release(node_cluster),
     )  # fmt: skip
-    MEASURED["leader Pod deleted → standby holds the lease"] = time.monotonic() - deleted
+    MEASURED["leader Pod deleted → another replica holds the lease"] = time.monotonic() - deleted
     apply(node_cluster, team, analyses.crashloop("after-failover", team))
     wait_for(
         lambda: selected(node_cluster, "after-failover", team),
@@ -473,7 +479,7 @@ def test_two_replicas_elect_one_leader_and_the_standby_takes_over_when_it_is_del
     )  # fmt: skip
     MEASURED["leader Pod deleted → a new analysis selected by the new leader"] = time.monotonic() - deleted
     wait_for(
-        lambda: ready(get(node_cluster, "pod", standby["metadata"]["name"], NAMESPACE)),
+        lambda: ready(get(node_cluster, "pod", successor, NAMESPACE)),
         what="the new leader to turn Ready", timeout=60,
     )  # fmt: skip
     MEASURED["leader Pod deleted → new leader Pod Ready"] = time.monotonic() - deleted
