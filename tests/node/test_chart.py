@@ -20,7 +20,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,15 +103,6 @@ def operator_pods(cluster: devcluster.NodeCluster) -> list[dict[str, Any]]:
 def ready(pod: dict[str, Any]) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def config_digest(built: images.Built) -> str:
-    """The digest of the image's config, read from its OCI layout (index → manifest → config)."""
-    with tarfile.open(built.path) as layout:
-        member = layout.extractfile(f"blobs/sha256/{built.digest.removeprefix('sha256:')}")
-        assert member is not None
-        digest: str = json.load(member)["config"]["digest"]
-    return digest
 
 
 def timestamp(text: str) -> datetime.datetime:
@@ -313,8 +303,9 @@ def test_the_operator_pod_runs_the_image_with_its_projected_service_account_toke
 ) -> None:
     pod = get(node_cluster, "pod", installed["pod"]["metadata"]["name"], NAMESPACE)
     (status,) = pod["status"]["containerStatuses"]
-    # The kubelet names the image it runs by its config's digest (a local image has no repo digest).
-    assert (status["image"], status["imageID"]) == (operator_image.name, config_digest(operator_image))
+    # The kubelet names the image it runs by its repo digest: the node tags each imported image
+    # `repo@<manifest digest>` too (`NodeCluster.import_image`), as a registry pull would.
+    assert (status["image"], status["imageID"]) == (operator_image.name, operator_image.pinned)
     assert pod["spec"]["serviceAccountName"] == RELEASE
     projected = [
         v for v in pod["spec"]["volumes"] if v.get("projected") and v["name"].startswith("kube-api-access")
@@ -468,12 +459,18 @@ def test_two_replicas_elect_one_leader_and_the_standby_takes_over_when_it_is_del
 
     deleted = time.monotonic()
     node_cluster.kubectl("delete", "pod", leader["metadata"]["name"], "-n", NAMESPACE, "--wait=false")
-    wait_for(
-        lambda: lease_holder(node_cluster) == standby["metadata"]["name"],
-        what="the standby to hold the lease", timeout=60, interval=0.1,
+
+    # The standby, or the Pod the Deployment starts in the leader's place if it asks first (seen on a
+    # loaded machine: the replacement started and took the released lease before the standby's retry).
+    def new_leader() -> str | None:
+        holder = lease_holder(node_cluster)
+        return holder if holder and holder != leader["metadata"]["name"] else None
+
+    successor = wait_for(
+        new_leader, what="another replica to hold the lease", timeout=60, interval=0.1,
         describe=lambda: describe_release(node_cluster),
     )  # fmt: skip
-    MEASURED["leader Pod deleted → standby holds the lease"] = time.monotonic() - deleted
+    MEASURED["leader Pod deleted → another replica holds the lease"] = time.monotonic() - deleted
     apply(node_cluster, team, analyses.crashloop("after-failover", team))
     wait_for(
         lambda: selected(node_cluster, "after-failover", team),
@@ -482,7 +479,7 @@ def test_two_replicas_elect_one_leader_and_the_standby_takes_over_when_it_is_del
     )  # fmt: skip
     MEASURED["leader Pod deleted → a new analysis selected by the new leader"] = time.monotonic() - deleted
     wait_for(
-        lambda: ready(get(node_cluster, "pod", standby["metadata"]["name"], NAMESPACE)),
+        lambda: ready(get(node_cluster, "pod", successor, NAMESPACE)),
         what="the new leader to turn Ready", timeout=60,
     )  # fmt: skip
     MEASURED["leader Pod deleted → new leader Pod Ready"] = time.monotonic() - deleted
@@ -601,20 +598,20 @@ def test_the_intake_service_is_reachable_from_a_pod(
                     "namespace": team, "deployment": "api", "severity": "warning"},
                     "startsAt": datetime.datetime.now(datetime.UTC).isoformat()}],
     }  # fmt: skip
-    body = json.dumps(alert)
-    request = (
-        f"POST /api/v1/alertmanager HTTP/1.0\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
-    )
-    sender = nodes.pod("alertmanager", f"printf '%s' \"$REQUEST\" | nc -w 10 {address} {port}", image=busybox,
-                       container={"env": [{"name": "REQUEST", "value": request}]})  # fmt: skip
+    # An HTTP client, not `printf | nc`: busybox nc half-closes the connection when its stdin ends,
+    # and aiohttp (like many servers) then closes it before the answer is written: an empty reply.
+    # Alertmanager's client does not half-close. wget -S prints the status line (on stderr).
+    url = f"http://{address}:{port}/api/v1/alertmanager"
+    command = f'wget -S -O - --header "Authorization: Bearer $TOKEN" --header "Content-Type: application/json" --post-data "$BODY" {url} 2>&1'  # noqa: E501
+    env = [{"name": "TOKEN", "value": token}, {"name": "BODY", "value": json.dumps(alert)}]
+    sender = nodes.pod("alertmanager", command, image=busybox, container={"env": env})
     apply(node_cluster, team, sender)
     wait_for(
         lambda: get(node_cluster, "pod", "alertmanager", team)["status"].get("phase") in {"Succeeded", "Failed"},  # noqa: E501
         what="the request from a Pod", describe=nodes.describer(node_cluster, team),
     )  # fmt: skip
     answer = node_cluster.kubectl("logs", "alertmanager", "-n", team).stdout
-    assert answer.startswith("HTTP/1.1 20"), answer
+    assert re.search(r"^\s*HTTP/1\.1 20\d ", answer, re.MULTILINE), answer
 
     def opened() -> bool:
         return any(
@@ -661,6 +658,14 @@ def test_uninstall_leaves_only_the_crds_and_their_objects(
     # What helm keeps by design: the chart's crds/ (the CRDs, and the approval policy that ships
     # beside them) and the objects of those kinds.
     kept = {(doc["kind"], "", doc["metadata"]["name"]) for doc in crds_documents()}
+    # The API server registers an APIService per served version of a CRD's group; it goes with the CRDs.
+    crds = [doc for doc in crds_documents() if doc["kind"] == "CustomResourceDefinition"]
+    kept |= {
+        ("APIService", "", f"{v['name']}.{doc['spec']['group']}")
+        for doc in crds for v in doc["spec"]["versions"] if v["served"]
+    }  # fmt: skip
+    # The intake's token Secret is the user's (created before the upgrade, as docs/intake.md says).
+    kept.add(("Secret", NAMESPACE, INTAKE_TOKEN_SECRET))
     ours = {"RemediationWorkflow", "AIAnalysis", "WorkflowExecution"}
     left = {
         entry for entry in snapshot(node_cluster) - installed["before"] - kept
