@@ -108,6 +108,7 @@ def can_i(cluster: devcluster.DevCluster, *args: str) -> bool:
         "create configmaps -n {ns}",
         f"update configmaps/other-record -n {SA_NAMESPACE}",
         f"delete configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
+        f"create configmaps -n {SA_NAMESPACE}",  # the chart makes the LLM budget record (state.yaml)
     ],
 )
 def test_the_operator_may_not(installed: devcluster.DevCluster, ns: str, question: str) -> None:
@@ -158,7 +159,6 @@ def test_the_operator_reads_the_allowed_custom_groups_and_the_metrics_api_only(
         "get pods --subresource=log -n {ns}",
         "list customresourcedefinitions.apiextensions.k8s.io",
         "list controllerrevisions.apps -n {ns}",
-        f"create configmaps -n {SA_NAMESPACE}",  # the LLM budget's record, in its own namespace
         f"get configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
         f"update configmaps/{budget_store.NAME} -n {SA_NAMESPACE}",
     ],
