@@ -142,6 +142,10 @@ async def test_only_the_cluster_scoped_objects_the_incident_concerns_are_read(
         for result in (listed, found):
             assert not result.is_error, result.text
             assert mine in result.text and theirs not in result.text, (kind, result.text)
+    # A page of one: the cluster holds many Namespaces before this one ("default", "kube-system", …);
+    # the incident's own is still what a list of one shows.
+    one = await box.call("list_resources", {"kind": "Namespace", "limit": 1})
+    assert namespace in one.text, one.text
 
 
 async def test_investigation_namespaces_open_their_namespaces_and_star_opens_everything(
