@@ -230,3 +230,23 @@ def test_the_gitleaks_semantics_entropy_groups_and_allowlists() -> None:
     assert text[start:end] == "Zx81Qm2Lp0Vb7Ty4"
     # The global allowlist: template placeholders are not secrets.
     assert list(rules.spans("password = ${DB_PASSWORD}")) == []
+
+
+def test_a_selector_or_toleration_key_in_a_custom_resource_is_a_label_key_not_a_secret() -> None:
+    """``{key, operator, values}`` is Kubernetes' selector requirement (and a toleration's shape):
+    its ``key`` names a label or a taint (``kubernetes.io/os``), evidence the LLM needs."""
+    term = {"key": "node-role.kubernetes.io/worker", "operator": "In", "values": ["true"]}
+    obj = {
+        "apiVersion": "local.storage.openshift.io/v1alpha1",
+        "kind": "LocalVolumeSet",
+        "metadata": {"name": "disks", "namespace": "storage"},
+        "spec": {
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [term]}]},
+            "tolerations": [{"key": "local-storage", "operator": "Exists", "effect": "NoSchedule"}],
+            "auth": {"key": "s3cr3t-value"},
+        },
+    }
+    out = redact.redact_custom(obj)["spec"]
+    assert out["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"] == [term]
+    assert out["tolerations"][0]["key"] == "local-storage"
+    assert out["auth"] == {"key": redact.REDACTED}
