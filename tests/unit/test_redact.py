@@ -250,3 +250,26 @@ def test_a_selector_or_toleration_key_in_a_custom_resource_is_a_label_key_not_a_
     assert out["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"] == [term]
     assert out["tolerations"][0]["key"] == "local-storage"
     assert out["auth"] == {"key": redact.REDACTED}
+
+
+def test_settings_about_a_secret_are_kept_where_the_secret_itself_would_not_be() -> None:
+    """cert-manager's ``privateKey`` holds how the key is made (``encoding: PKCS1``, the
+    algorithm, the size), not a key; ``credentialIDs`` (``IDs`` one word) lists identifiers."""
+    obj = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "api-tls", "namespace": "shop"},
+        "spec": {
+            "secretName": "api-tls",
+            "privateKey": {"algorithm": "RSA", "encoding": "PKCS1", "size": 2048, "password": "hunter2"},
+        },
+        "status": {"ephemeralCredentialIDs": ["awx-17"]},
+    }
+    out = redact.redact_custom(obj)
+    assert out["spec"]["privateKey"] == {
+        "algorithm": "RSA",
+        "encoding": "PKCS1",
+        "size": 2048,
+        "password": redact.REDACTED,
+    }
+    assert out["status"]["ephemeralCredentialIDs"] == ["awx-17"]
