@@ -216,6 +216,26 @@ def test_a_bundle_without_a_digest_imports_but_is_not_offered_until_pinned(tmp_p
     assert any("digest" in note and "registry.example/raise:1.2.0" in note for note in reports[0].notes)
 
 
+def test_a_git_repository_bundle_is_not_taken_for_an_image(tmp_path: Path) -> None:
+    """Kubernaut's ansible engine names a git repository and a commit as its bundle: no image runs
+    that, so the import is kept but not executable (not an image reference like ``https://…@<sha>``)."""
+    document = copy.deepcopy(FULL)
+    document["spec"]["execution"] = {
+        "engine": "ansible",
+        "bundle": "https://git.example/playbooks.git",
+        "bundleDigest": "27c5e6d5a189b2bb781ed88d4ab7171aae52519e",
+        "engineConfig": {"playbookPath": "playbooks/raise.yml"},
+    }
+    src = _write(tmp_path / "ansible.yaml", document)
+    reports = catalog_import.import_kubernaut([src], out=tmp_path / "out")
+    written = yaml.safe_load((tmp_path / "out" / "raise-memory.yaml").read_text().split("\n", 1)[1])
+    assert "containerImage" not in written["spec"]["execution"]
+    assert written["spec"]["execution"]["bundle"] == "https://git.example/playbooks.git"
+    verdict = catalog.admission.review(written["spec"])
+    assert verdict.reason == "NotExecutable" and "engine ansible" in verdict.message
+    assert any("git.example/playbooks.git" in note and "not an image" in note for note in reports[0].notes)
+
+
 def test_versions_of_one_workflow_coexist_and_copies_are_written_once(tmp_path: Path) -> None:
     older = copy.deepcopy(FULL)
     older["spec"]["version"] = "1.0.0"

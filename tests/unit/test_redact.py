@@ -230,3 +230,46 @@ def test_the_gitleaks_semantics_entropy_groups_and_allowlists() -> None:
     assert text[start:end] == "Zx81Qm2Lp0Vb7Ty4"
     # The global allowlist: template placeholders are not secrets.
     assert list(rules.spans("password = ${DB_PASSWORD}")) == []
+
+
+def test_a_selector_or_toleration_key_in_a_custom_resource_is_a_label_key_not_a_secret() -> None:
+    """``{key, operator, values}`` is Kubernetes' selector requirement (and a toleration's shape):
+    its ``key`` names a label or a taint (``kubernetes.io/os``), evidence the LLM needs."""
+    term = {"key": "node-role.kubernetes.io/worker", "operator": "In", "values": ["true"]}
+    obj = {
+        "apiVersion": "local.storage.openshift.io/v1alpha1",
+        "kind": "LocalVolumeSet",
+        "metadata": {"name": "disks", "namespace": "storage"},
+        "spec": {
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [term]}]},
+            "tolerations": [{"key": "local-storage", "operator": "Exists", "effect": "NoSchedule"}],
+            "auth": {"key": "s3cr3t-value"},
+        },
+    }
+    out = redact.redact_custom(obj)["spec"]
+    assert out["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"] == [term]
+    assert out["tolerations"][0]["key"] == "local-storage"
+    assert out["auth"] == {"key": redact.REDACTED}
+
+
+def test_settings_about_a_secret_are_kept_where_the_secret_itself_would_not_be() -> None:
+    """cert-manager's ``privateKey`` holds how the key is made (``encoding: PKCS1``, the
+    algorithm, the size), not a key; ``credentialIDs`` (``IDs`` one word) lists identifiers."""
+    obj = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "api-tls", "namespace": "shop"},
+        "spec": {
+            "secretName": "api-tls",
+            "privateKey": {"algorithm": "RSA", "encoding": "PKCS1", "size": 2048, "password": "hunter2"},
+        },
+        "status": {"ephemeralCredentialIDs": ["awx-17"]},
+    }
+    out = redact.redact_custom(obj)
+    assert out["spec"]["privateKey"] == {
+        "algorithm": "RSA",
+        "encoding": "PKCS1",
+        "size": 2048,
+        "password": redact.REDACTED,
+    }
+    assert out["status"]["ephemeralCredentialIDs"] == ["awx-17"]

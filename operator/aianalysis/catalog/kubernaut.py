@@ -25,7 +25,9 @@ engineConfig                                = bundle (pinned @bundleDigest when 
                                             bundle = no containerImage: imported, refused
                                             by admission as ``NotExecutable``; no
                                             bundleDigest = a tag: imported, refused as
-                                            ``ImageNotPinned`` until pinned
+                                            ``ImageNotPinned`` until pinned; a URL
+                                            bundle (ansible's git repository) = no
+                                            containerImage
 spec.parameters                             spec.parameters (type float → number; typed
                                             defaults kept typed)
 (no risk level in Kubernaut)                spec.riskLevel = annotation
@@ -241,7 +243,14 @@ class _Converter:
     def _execution(self, execution: Mapping[str, Any]) -> dict[str, Any]:
         bundle = execution.get("bundle")
         ours: dict[str, Any] = {}
-        if isinstance(bundle, str) and bundle.strip():
+        if isinstance(bundle, str) and "://" in bundle:  # an image reference never has a scheme
+            ours["bundle"] = bundle
+            self.notes.append(
+                f"execution: engine {execution.get('engine') or 'job'} bundle {bundle} is a repository, "
+                "not an image: imported but not executable (admission: NotExecutable) until "
+                "execution.containerImage is set"
+            )
+        elif isinstance(bundle, str) and bundle.strip():
             digest = execution.get("bundleDigest")
             ours["containerImage"] = bundle if not digest or "@" in bundle else f"{bundle}@{digest}"
             ours["bundle"] = bundle

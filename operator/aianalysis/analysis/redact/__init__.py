@@ -125,8 +125,12 @@ def redact_custom(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _secret_keys(node: Any) -> Any:
     if isinstance(node, dict):
+        # {key, operator, values}: a selector requirement or a toleration; its key names a label/taint
+        selector = "operator" in node and isinstance(node.get("key"), str)
         return {
-            key: _masked(value) if is_secret_name(str(key)) else _secret_keys(value)
+            key: _masked(value)
+            if is_secret_name(str(key)) and not (selector and key == "key")
+            else _secret_keys(value)
             for key, value in node.items()
         }
     if isinstance(node, list):

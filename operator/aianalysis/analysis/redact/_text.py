@@ -43,12 +43,14 @@ _GLUED = re.compile(
 QUALIFIERS = frozenset(
     {
         "name", "names", "ref", "refs", "keyref", "namespace", "selector", "id", "ids", "file", "path",
-        "dir", "url", "uri", "endpoint", "ttl", "timeout", "expiry", "expiration", "expires", "rotation",
-        "length", "size", "type", "algorithm", "alg", "header", "prefix", "alias", "enabled", "disabled",
-        "required", "mode", "field", "format", "version", "count", "policy", "provider", "issuer",
+        "dir", "url", "urls", "uri", "endpoint", "ttl", "timeout", "expiry", "expiration", "expires",
+        "rotation", "length", "size", "type", "algorithm", "alg", "header", "prefix", "alias", "enabled",
+        "disabled", "required", "mode", "field", "format", "encoding", "version", "count", "policy",
+        "provider", "issuer",
     }
 )  # fmt: skip
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+# ``IDs``, ``URLs``: an acronym's plural is one word (``credentialIDs`` ends in ``ids``, not ``ds``).
+_WORDS = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
 @functools.lru_cache(maxsize=8192)
