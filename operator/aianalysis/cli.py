@@ -28,6 +28,9 @@ from aianalysis import catalog, errors, evaluation, resources, settings
 from aianalysis.analysis import llm, pipeline, pricing
 from aianalysis.executor import approval
 
+if typing.TYPE_CHECKING:
+    from aianalysis.executor import submit  # at run time only in cluster commands (it brings the client)
+
 USAGE_ERROR = 2
 
 Handler = Callable[[argparse.Namespace], int]
@@ -586,11 +589,7 @@ def approve_analysis(args: argparse.Namespace) -> int:
                 again=args.again,
             )
         )
-    if result.created is None:
-        print(f"aianalysis: refused: {result.message}", file=sys.stderr)
-        return 1
-    print(result.message)
-    return 0
+    return _submitted(result)
 
 
 def _add_reject(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -628,6 +627,11 @@ def reject_analysis(args: argparse.Namespace) -> int:
         result = asyncio.run(
             submit.reject(api, namespace=namespace, name=args.name, bound=decided, reason=args.reason)
         )
+    return _submitted(result)
+
+
+def _submitted(result: submit.Submitted) -> int:
+    """Print what ``submit.approve``/``submit.reject`` did (or why not); the exit code."""
     if result.created is None:
         print(f"aianalysis: refused: {result.message}", file=sys.stderr)
         return 1

@@ -143,14 +143,12 @@ def _incident(
 
 
 def _cost(body: Mapping[str, Any]) -> str | None:
-    """``status.llm.cost`` when the operator records it (in money: amount and currency, or a number)."""
+    """``status.llm.cost`` when the operator records it (the CRD admits only amount, currency and the
+    price table's date, all three)."""
     cost = ((body.get("status") or {}).get("llm") or {}).get("cost")
     if cost is None:
         return None
-    if isinstance(cost, Mapping) and "amount" in cost:
-        dated = f" (prices of {cost['priceTableDate']})" if cost.get("priceTableDate") else ""
-        return f"{cost['amount']} {cost.get('currency', '')}{dated}"
-    return str(cost)
+    return f"{cost['amount']} {cost['currency']} (prices of {cost['priceTableDate']})"
 
 
 def _timeline(

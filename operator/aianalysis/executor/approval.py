@@ -173,12 +173,7 @@ def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
     if chosen is None:
         why = f" ({status.human_review_reason})" if status.human_review_reason else ""
         return Refuse(message=f"aianalysis/{name} selected no workflow{why}; nothing to execute")
-    ref = resources.WorkflowRef(
-        workflow_id=chosen.workflow_id,
-        version=chosen.version,
-        container_image=chosen.container_image,
-        spec_digest=chosen.spec_digest,
-    )
+    ref = _ref(chosen)
     parameters = dict(chosen.parameters or {})
     return Proposal(
         namespace=meta["namespace"],
@@ -193,6 +188,16 @@ def proposal_of(analysis: Mapping[str, Any]) -> Proposal | Refuse:
         digest=resources.selection_digest(
             analysis_uid=meta["uid"], workflow=ref, parameters=parameters, target=target
         ),
+    )
+
+
+def _ref(chosen: resources.SelectedWorkflow) -> resources.WorkflowRef:
+    """The workflow of a selection as an execution (or a rejection) names it."""
+    return resources.WorkflowRef(
+        workflow_id=chosen.workflow_id,
+        version=chosen.version,
+        container_image=chosen.container_image,
+        spec_digest=chosen.spec_digest,
     )
 
 
@@ -462,12 +467,7 @@ def execution_body(
     chosen = status.selected_workflow
     assert chosen is not None, "only a selection is executed"
     meta = analysis["metadata"]
-    ref = resources.WorkflowRef(
-        workflow_id=chosen.workflow_id,
-        version=chosen.version,
-        container_image=chosen.container_image,
-        spec_digest=chosen.spec_digest,
-    )
+    ref = _ref(chosen)
     parameters = dict(chosen.parameters or {})
     target = resources.remediation_target(analysis, status)
     digest = resources.selection_digest(

@@ -284,16 +284,25 @@ async def detect(
     takes what is detected on that workload. All unknown without a reader."""
     if reader is None:
         return catalog.TargetFacts()
-    own = await _evaluate(await _subject(reader, target))
+    subject = await _subject(reader, target)
+    own = await _evaluate(subject)
     if workload is None or workload.key == target.key or own[_RUNS_PODS]:
         return _facts(own)
-    theirs = await _evaluate(await _subject(reader, workload))
+    theirs = await _evaluate(await _subject(reader, workload, beside=subject))
     return _facts({field: _either(own.get(field), theirs.get(field)) for field in RULES})
 
 
-async def _subject(reader: readers.ClusterReader, target: scope.ObjectRef) -> Subject:
+async def _subject(
+    reader: readers.ClusterReader, target: scope.ObjectRef, *, beside: Subject | None = None
+) -> Subject:
+    """What the rules look at for ``target``; the Namespace and the namespace's lists already read for
+    a subject ``beside`` it in the same namespace are not read again."""
     chain = await owner_chain(reader, target)
     home = target.name if target.kind == "Namespace" else target.namespace
+    if beside is not None and home and beside.home == home:
+        return Subject(
+            target=target, chain=chain, namespace=beside.namespace, reader=reader, _lists=beside._lists
+        )
     namespace = None
     if home:
         namespace = (

@@ -22,26 +22,10 @@ NO_CLUSTER = "no cluster is attached; base your analysis on the incident facts"
 MAX_EVENTS = 60
 
 
-MAX_REFERENCE_NODES = 2000
-
-
 def references(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every ``{kind, name}`` reference in an object's spec (``issuerRef``, ``roleRef``,
     ``scaleTargetRef``, ``targetRef``...), bounded in the nodes visited."""
-    found: list[tuple[str, str]] = []
-    stack: list[Any] = [obj.get("spec")]
-    visited = 0
-    while stack and visited < MAX_REFERENCE_NODES:
-        node = stack.pop()
-        visited += 1
-        if isinstance(node, Mapping):
-            kind, name = node.get("kind"), node.get("name")
-            if isinstance(kind, str) and isinstance(name, str) and kind and name:
-                found.append((kind, name))
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return found
+    return list(_policy.named_references(obj, fields={}))
 
 
 class ClusterTools:

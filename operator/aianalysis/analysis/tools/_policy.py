@@ -73,9 +73,12 @@ FIELD_KINDS: Mapping[str, str] = {
 MAX_NODES = 2000
 
 
-def named_references(obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+def named_references(
+    obj: Mapping[str, Any], *, fields: Mapping[str, str] = FIELD_KINDS
+) -> Iterator[tuple[str, str]]:
     """Every (kind, name) an object's spec names: ``{kind, name}`` pairs (``issuerRef``, ``roleRef``,
-    ``claimRef``...) and the fields of :data:`FIELD_KINDS`, in Pod templates too; bounded."""
+    ``claimRef``...) and the ``fields`` that name an object alone (:data:`FIELD_KINDS`), in Pod
+    templates too; bounded in the nodes visited."""
     stack: list[Any] = [obj.get("spec")]
     visited = 0
     while stack and visited < MAX_NODES:
@@ -86,8 +89,8 @@ def named_references(obj: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             if isinstance(kind, str) and isinstance(name, str) and kind and name:
                 yield kind, name
             for key, value in node.items():
-                if key in FIELD_KINDS and isinstance(value, str) and value:
-                    yield FIELD_KINDS[key], value
+                if key in fields and isinstance(value, str) and value:
+                    yield fields[key], value
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
