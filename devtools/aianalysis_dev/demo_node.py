@@ -107,7 +107,7 @@ def _incidents(
     for namespace in makers:
         cluster.kubectl("create", "namespace", namespace)
         cluster.kubectl("label", "namespace", namespace, *BUSINESS)
-        _until(
+        incidents.until(
             _has_default_account(cluster, namespace), what=f"the default account of {namespace}", timeout=60
         )
     loop.grant(cluster, "shop", workflows)
@@ -241,7 +241,7 @@ def _post(url: str, token: str, payload: dict[str, Any]) -> None:
             raise devcluster.DevClusterError(f"the intake answered {answer.status_code}: {answer.text}")
         return True
 
-    _until(posted, what="the intake to take the alert", timeout=60)
+    incidents.until(posted, what="the intake to take the alert", timeout=60)
 
 
 def _free_port() -> int:
@@ -249,7 +249,3 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _until(predicate: Callable[[], Any], *, what: str, timeout: float) -> Any:
-    return loop.until(predicate, what=what, timeout=timeout)
