@@ -19,19 +19,16 @@ import concurrent.futures
 import contextlib
 import os
 import secrets
-import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from aianalysis_dev import devcluster, incidents, loop, oci
+from aianalysis_dev import demo, devcluster, incidents, loop, oci
 
 WINDOW_SECONDS = "20"
 """The assessment's stabilization window here (300 s by default): long enough for a crash to show."""
@@ -200,33 +197,13 @@ def _busybox(cluster: devcluster.NodeCluster, work: Path) -> str:
     return ref
 
 
-@contextlib.contextmanager
 def _process(
     cluster: devcluster.Cluster, root: Path, work: Path, command: str, extra: dict[str, str]
-) -> Iterator[Path]:
-    log_file = work / f"{command}.log"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AIANALYSIS_", "ANTHROPIC_"))},
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "AIANALYSIS_METRICS_PORT": "0",
-        "AIANALYSIS_HEALTH_PORT": "0",
-        **extra,
-    }
-    with log_file.open("w") as sink:
-        proc = subprocess.Popen(  # the real entrypoint, as in the container
-            [sys.executable, "-m", "aianalysis", command],
-            env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield log_file
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+) -> contextlib.AbstractContextManager[None]:
+    inherit = {k: v for k, v in os.environ.items() if not k.startswith(("AIANALYSIS_", "ANTHROPIC_"))}
+    return demo.operator_process(
+        cluster, root=root, log_file=work / f"{command}.log", command=command, inherit=inherit, extra=extra
+    )
 
 
 def _post(url: str, token: str, payload: dict[str, Any]) -> None:
