@@ -105,8 +105,7 @@ def grant(
                 "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
             }
         )
-    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=body)
+    incidents.apply(cluster, namespace, *objects)
 
 
 # --- incidents -------------------------------------------------------------------------------------
