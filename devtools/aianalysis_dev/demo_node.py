@@ -19,7 +19,6 @@ import concurrent.futures
 import contextlib
 import os
 import secrets
-import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,7 +60,7 @@ def run(*, root: Path, out: Callable[[str], None], timeout_seconds: float) -> in
             f"CRDs, approval policy, example catalog; {len(workflows.images)} workflow images imported "
             f"({', '.join(sorted(workflows.images))}) and pinned by digest in the catalog"
         )
-        port, token = _free_port(), secrets.token_hex(16)
+        (port,), token = devcluster.free_ports(1), secrets.token_hex(16)
         env = {
             "AIANALYSIS_PROVIDER": "offline",
             "AIANALYSIS_INTAKE_PORT": str(port),
@@ -219,10 +218,3 @@ def _post(url: str, token: str, payload: dict[str, Any]) -> None:
         return True
 
     incidents.until(posted, what="the intake to take the alert", timeout=60)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

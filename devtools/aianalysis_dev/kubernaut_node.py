@@ -35,7 +35,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -261,7 +260,7 @@ class Operator:
 @contextlib.contextmanager
 def running_operator(cluster: devcluster.NodeCluster, work: Path) -> Iterator[Operator]:
     """The operator (offline provider, intake on), stopped on leaving."""
-    intake, health, metrics = (_free_port() for _ in range(3))
+    intake, health, metrics = devcluster.free_ports(3)
     token = secrets.token_hex(16)
     mapping = work / "intake-mapping.yaml"
     mapping.write_text('namespaces: ["*"]\n')  # the scenarios' namespaces, on a node of our own
@@ -302,13 +301,6 @@ def _healthy(process: subprocess.Popen[bytes], port: int) -> bool:
     with contextlib.suppress(httpx.HTTPError):
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
     return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def replay(
