@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,27 +125,45 @@ def _provider() -> str:
 @contextlib.contextmanager
 def _operator(cluster: devcluster.DevCluster, root: Path, *, command: str = "run") -> Iterator[Path]:
     log_file = Path(tempfile.mkdtemp(prefix="aianalysis-demo-")) / f"{command}.log"
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "AIANALYSIS_METRICS_PORT": "0",
-        "AIANALYSIS_HEALTH_PORT": "0",
+    extra = {
         # The example incidents name their own namespaces and are applied into the demo's one.
         "AIANALYSIS_CROSS_NAMESPACE": f"{NAMESPACE}=*",
         # One local API server sees the approval policy at once: approvals count a second after it.
         "AIANALYSIS_EXECUTOR_APPROVAL_POLICY_MARGIN_SECONDS": "1",
     }
+    with operator_process(
+        cluster, root=root, log_file=log_file, command=command, inherit=os.environ, extra=extra
+    ):
+        yield log_file
+
+
+@contextlib.contextmanager
+def operator_process(
+    cluster: devcluster.Cluster,
+    *,
+    root: Path,
+    log_file: Path,
+    command: str,
+    inherit: Mapping[str, str],
+    extra: Mapping[str, str],
+) -> Iterator[None]:
+    """``python -m aianalysis <command>`` (the container's entrypoint) against ``cluster``, logging to
+    ``log_file``: ``inherit``'s environment, the ports the OS picks, then ``extra``. Its whole session is
+    stopped on leaving."""
+    env = {
+        **inherit,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "AIANALYSIS_METRICS_PORT": "0",
+        "AIANALYSIS_HEALTH_PORT": "0",
+        **extra,
+    }
     with log_file.open("w") as sink:
         proc = subprocess.Popen(  # the real entrypoint, as in the container
             [sys.executable, "-m", "aianalysis", command],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            cwd=root,
-            start_new_session=True,
-        )
+            env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
+        )  # fmt: skip
         try:
-            yield log_file
+            yield
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)

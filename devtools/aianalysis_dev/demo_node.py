@@ -19,19 +19,15 @@ import concurrent.futures
 import contextlib
 import os
 import secrets
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from aianalysis_dev import devcluster, incidents, loop, oci
+from aianalysis_dev import demo, devcluster, incidents, loop, oci
 
 WINDOW_SECONDS = "20"
 """The assessment's stabilization window here (300 s by default): long enough for a crash to show."""
@@ -64,7 +60,7 @@ def run(*, root: Path, out: Callable[[str], None], timeout_seconds: float) -> in
             f"CRDs, approval policy, example catalog; {len(workflows.images)} workflow images imported "
             f"({', '.join(sorted(workflows.images))}) and pinned by digest in the catalog"
         )
-        port, token = _free_port(), secrets.token_hex(16)
+        (port,), token = devcluster.free_ports(1), secrets.token_hex(16)
         env = {
             "AIANALYSIS_PROVIDER": "offline",
             "AIANALYSIS_INTAKE_PORT": str(port),
@@ -107,7 +103,7 @@ def _incidents(
     for namespace in makers:
         cluster.kubectl("create", "namespace", namespace)
         cluster.kubectl("label", "namespace", namespace, *BUSINESS)
-        _until(
+        incidents.until(
             _has_default_account(cluster, namespace), what=f"the default account of {namespace}", timeout=60
         )
     loop.grant(cluster, "shop", workflows)
@@ -200,33 +196,13 @@ def _busybox(cluster: devcluster.NodeCluster, work: Path) -> str:
     return ref
 
 
-@contextlib.contextmanager
 def _process(
     cluster: devcluster.Cluster, root: Path, work: Path, command: str, extra: dict[str, str]
-) -> Iterator[Path]:
-    log_file = work / f"{command}.log"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AIANALYSIS_", "ANTHROPIC_"))},
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "AIANALYSIS_METRICS_PORT": "0",
-        "AIANALYSIS_HEALTH_PORT": "0",
-        **extra,
-    }
-    with log_file.open("w") as sink:
-        proc = subprocess.Popen(  # the real entrypoint, as in the container
-            [sys.executable, "-m", "aianalysis", command],
-            env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield log_file
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+) -> contextlib.AbstractContextManager[None]:
+    inherit = {k: v for k, v in os.environ.items() if not k.startswith(("AIANALYSIS_", "ANTHROPIC_"))}
+    return demo.operator_process(
+        cluster, root=root, log_file=work / f"{command}.log", command=command, inherit=inherit, extra=extra
+    )
 
 
 def _post(url: str, token: str, payload: dict[str, Any]) -> None:
@@ -241,15 +217,4 @@ def _post(url: str, token: str, payload: dict[str, Any]) -> None:
             raise devcluster.DevClusterError(f"the intake answered {answer.status_code}: {answer.text}")
         return True
 
-    _until(posted, what="the intake to take the alert", timeout=60)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _until(predicate: Callable[[], Any], *, what: str, timeout: float) -> Any:
-    return loop.until(predicate, what=what, timeout=timeout)
+    incidents.until(posted, what="the intake to take the alert", timeout=60)

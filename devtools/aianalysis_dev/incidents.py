@@ -238,7 +238,7 @@ def job_past_deadline(cluster: Kubectl, namespace: str, *, image: str) -> NodeIn
         "spec": {"activeDeadlineSeconds": 30, "backoffLimit": 0, "template": {"spec": template}},
     }
     apply(cluster, namespace, job)
-    _until(
+    until(
         lambda: _condition(_get(cluster, "job", name, namespace), "Failed"),
         what=f"Job {namespace}/{name} to fail",
         timeout=120,
@@ -422,7 +422,7 @@ def wait_for_container(
                     return pod, status
         return None
 
-    result: tuple[dict[str, Any], dict[str, Any]] = _until(
+    result: tuple[dict[str, Any], dict[str, Any]] = until(
         found,
         what=f"{what} in {namespace}/{app}",
         timeout=timeout,
@@ -442,7 +442,7 @@ def _unschedulable(cluster: Kubectl, namespace: str, app: str, says: str) -> dic
                     return pod
         return None
 
-    pod: dict[str, Any] = _until(
+    pod: dict[str, Any] = until(
         found, what=f"the scheduler to say {says!r} about {namespace}/{app}", timeout=60,
         describe=lambda: _describe(cluster, namespace),
     )  # fmt: skip
@@ -459,7 +459,7 @@ def _events(cluster: Kubectl, namespace: str, reason: str, *, what: str, count: 
         )
         return seen >= count
 
-    _until(enough, what=what, timeout=90, describe=lambda: _describe(cluster, namespace))
+    until(enough, what=what, timeout=90, describe=lambda: _describe(cluster, namespace))
 
 
 def _pods(cluster: Kubectl, namespace: str, app: str) -> list[dict[str, Any]]:
@@ -504,7 +504,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _until(
+def until(
     predicate: Callable[[], Any], *, what: str, timeout: float, describe: Callable[[], str] | None = None
 ) -> Any:
     """The predicate's first truthy value, polled until ``timeout``."""

@@ -35,11 +35,9 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -262,7 +260,7 @@ class Operator:
 @contextlib.contextmanager
 def running_operator(cluster: devcluster.NodeCluster, work: Path) -> Iterator[Operator]:
     """The operator (offline provider, intake on), stopped on leaving."""
-    intake, health, metrics = (_free_port() for _ in range(3))
+    intake, health, metrics = devcluster.free_ports(3)
     token = secrets.token_hex(16)
     mapping = work / "intake-mapping.yaml"
     mapping.write_text('namespaces: ["*"]\n')  # the scenarios' namespaces, on a node of our own
@@ -284,7 +282,7 @@ def running_operator(cluster: devcluster.NodeCluster, work: Path) -> Iterator[Op
             cwd=ROOT, start_new_session=True,
         )  # fmt: skip
     try:
-        _until(lambda: _healthy(process, health), what="the operator to be healthy", timeout=90)
+        incidents.until(lambda: _healthy(process, health), what="the operator to be healthy", timeout=90)
         yield Operator(
             process=process, intake=f"http://127.0.0.1:{intake}/api/v1/alertmanager", token=token, log=log
         )
@@ -303,13 +301,6 @@ def _healthy(process: subprocess.Popen[bytes], port: int) -> bool:
     with contextlib.suppress(httpx.HTTPError):
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
     return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def replay(
@@ -344,7 +335,7 @@ def replay(
                 )
         if fit.inject and not fit.inject_first:
             _run_script(cluster, scripts / fit.inject, groups=groups)
-        labels = _until(
+        labels = incidents.until(
             lambda: FIRES_ON[alert_name](cluster, namespace, name),
             what=f"the state {alert_name} fires on in {namespace}",
             timeout=FAULT_TIMEOUT,
@@ -366,7 +357,7 @@ def replay(
             return dataclasses.replace(
                 outcome, error=f"the intake answered {answer.status_code}: {answer.text}"
             )
-        analysis = _until(
+        analysis = incidents.until(
             lambda: _ended(cluster, namespace), what=f"the analysis in {namespace}", timeout=ANALYSIS_TIMEOUT
         )
         status = analysis.get("status") or {}
@@ -482,15 +473,6 @@ def _undo(cluster: devcluster.NodeCluster, namespace: str) -> None:
     for key in NODE_LABELS:
         cluster.kubectl("label", "node", cluster.node_name, f"{key}-", check=False)
     cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--timeout=120s", check=False)
-
-
-def _until(predicate: Callable[[], Any], *, what: str, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(1)
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 # --- the run --------------------------------------------------------------------------------------

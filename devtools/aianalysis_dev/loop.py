@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -106,8 +105,7 @@ def grant(
                 "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
             }
         )
-    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=body)
+    incidents.apply(cluster, namespace, *objects)
 
 
 # --- incidents -------------------------------------------------------------------------------------
@@ -154,20 +152,6 @@ def listed(cluster: devcluster.Cluster, plural: str, namespace: str, *selector: 
     return items
 
 
-def until(
-    predicate: Callable[[], Any], *, what: str, timeout: float, describe: Callable[[], str] | None = None
-) -> Any:
-    """The predicate's first truthy value, polled until ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.5)
-    raise TimeoutError(
-        f"timed out after {timeout:.0f}s waiting for {what}" + (f"\n{describe()}" if describe else "")
-    )
-
-
 def ended_analysis(
     cluster: devcluster.Cluster, namespace: str, name: str | None = None, *, timeout: float = 120
 ) -> dict[str, Any]:
@@ -182,7 +166,9 @@ def ended_analysis(
         done = [a for a in found if a and (a.get("status") or {}).get("phase") in TERMINAL]
         return done[0] if done else None
 
-    analysis: dict[str, Any] = until(ended, what=f"an analysis in {namespace} to end", timeout=timeout)
+    analysis: dict[str, Any] = incidents.until(
+        ended, what=f"an analysis in {namespace} to end", timeout=timeout
+    )
     return analysis
 
 
@@ -223,7 +209,9 @@ def ended_execution(
         found = get(cluster, "workflowexecution", name, namespace)
         return found if found and (found.get("status") or {}).get("phase") in TERMINAL else None
 
-    execution: dict[str, Any] = until(ended, what=f"workflowexecution {name} to end", timeout=timeout)
+    execution: dict[str, Any] = incidents.until(
+        ended, what=f"workflowexecution {name} to end", timeout=timeout
+    )
     return execution
 
 
@@ -237,5 +225,5 @@ def assessed(
         assessment = (found.get("status") or {}).get("assessment") or {}
         return assessment if assessment.get("verdict") else None
 
-    assessment: dict[str, Any] = until(verdict, what=f"the assessment of {name}", timeout=timeout)
+    assessment: dict[str, Any] = incidents.until(verdict, what=f"the assessment of {name}", timeout=timeout)
     return assessment

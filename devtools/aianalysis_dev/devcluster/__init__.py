@@ -5,7 +5,7 @@ kube-proxy). ``python -m aianalysis_dev.devcluster [--node]`` starts one for peo
 from aianalysis_dev.devcluster._base import Cluster, DevClusterError, apply_crds
 from aianalysis_dev.devcluster._binaries import CONTAINERD_VERSION, K8S_VERSION, Binaries, find_binaries
 from aianalysis_dev.devcluster._cluster import ADMIN, DevCluster
-from aianalysis_dev.devcluster._config import make_client_ca, sign_client_certificate
+from aianalysis_dev.devcluster._config import free_ports, make_client_ca, sign_client_certificate
 from aianalysis_dev.devcluster._existing import ExistingCluster
 from aianalysis_dev.devcluster._host import NodeUnavailableError
 from aianalysis_dev.devcluster._node import NodeCluster, node_unavailable_reason
@@ -23,6 +23,7 @@ __all__ = [
     "NodeUnavailableError",
     "apply_crds",
     "find_binaries",
+    "free_ports",
     "make_client_ca",
     "node_unavailable_reason",
     "sign_client_certificate",
