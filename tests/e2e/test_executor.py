@@ -236,23 +236,37 @@ def analysed(
         },
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
-    status = {
+    status = selected(cluster, ns, wf, target="api", memory_limit="1Gi", completed_at=completed_at)
+    patch_status(cluster, "aianalysis", name, ns, status)
+    return body
+
+
+def selected(
+    cluster: devcluster.DevCluster,
+    ns: str,
+    wf: dict[str, Any],
+    *,
+    target: str,
+    memory_limit: str,
+    completed_at: str = "2026-11-20T10:00:00Z",
+) -> dict[str, Any]:
+    """A Completed status (as the operator writes it) whose selection raises the memory limit of
+    the Deployment ``target`` in ``ns`` to ``memory_limit`` with ``wf``."""
+    return {
         "phase": "Completed",
         "completedAt": completed_at,
         "rootCause": {
             "summary": "limit below working set", "severity": "high", "signalType": "OOMKilled",
-            "affectedResource": {"kind": "Deployment", "name": "api", "namespace": ns,
+            "affectedResource": {"kind": "Deployment", "name": target, "namespace": ns,
                                  "apiVersion": "apps/v1"},
         },
         "selectedWorkflow": {
             "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
             "confidence": 0.92, "rationale": "limit below working set",
-            "parameters": {"TARGET_NAMESPACE": ns, "MEMORY_LIMIT_NEW": "1Gi"},
+            "parameters": {"TARGET_NAMESPACE": ns, "MEMORY_LIMIT_NEW": memory_limit},
             "specDigest": digest_of(cluster, wf),
         },
     }  # fmt: skip
-    patch_status(cluster, "aianalysis", name, ns, status)
-    return body
 
 
 def digest_of(cluster: devcluster.DevCluster, wf: dict[str, Any]) -> str:
