@@ -96,6 +96,26 @@ class OperatorProcess:
         return httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).text
 
 
+def starter(
+    make: Callable[[list[OperatorProcess], dict[str, str]], OperatorProcess],
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """A fixture's ``start(**env)``: ``make(started, env)`` builds the process (``started``: those so
+    far), which is started in its own log directory; every one is stopped when the fixture ends
+    (one that never got healthy too)."""
+    started: list[OperatorProcess] = []
+
+    def start(**env: str) -> OperatorProcess:
+        proc = make(started, env)
+        proc.log_dir.mkdir(parents=True, exist_ok=True)
+        started.append(proc)
+        proc.start()
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
 @pytest.fixture
 def start_operator(
     cluster: Any, crds: Any, namespace: str, tmp_path: Path

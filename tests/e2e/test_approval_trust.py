@@ -27,7 +27,7 @@ import yaml
 
 from aianalysis import resources
 from aianalysis_dev import devcluster
-from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
+from tests.e2e.conftest import ROOT, OperatorProcess, get, starter, wait_for
 from tests.e2e.test_executor import (
     ALICE,
     CHART,
@@ -108,26 +108,19 @@ def ns(trust_cluster: devcluster.DevCluster) -> str:
 def start_executor(
     trust_cluster: devcluster.DevCluster, ns: str, tmp_path: Path
 ) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
     kubeconfig = tmp_path / "executor-kubeconfig.yaml"
     kubeconfig.write_text(trust_cluster.kubeconfig_for(EXECUTOR).read_text())
 
-    def start(**env: str) -> OperatorProcess:
+    def make(started: list[OperatorProcess], env: dict[str, str]) -> OperatorProcess:
         argv = [sys.executable, "-m", "aianalysis", "executor", "--namespace", ns]
-        proc = OperatorProcess(
+        return OperatorProcess(
             kubeconfig=kubeconfig,
             log_dir=tmp_path / f"executor-{len(started)}",
             env={"AIANALYSIS_EXECUTOR_APPROVAL_POLICY_MARGIN_SECONDS": str(MARGIN_SECONDS), **env},
             argv=argv,
         )
-        proc.log_dir.mkdir()
-        proc.start()
-        started.append(proc)
-        return proc
 
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from starter(make)
 
 
 # ---- the admin's steps ---------------------------------------------------------------------------

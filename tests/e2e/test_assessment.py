@@ -18,7 +18,7 @@ import pytest
 
 from aianalysis_dev import devcluster
 from tests.e2e import test_executor as executor_e2e
-from tests.e2e.conftest import OperatorProcess, get, wait_for
+from tests.e2e.conftest import OperatorProcess, get, starter, wait_for
 from tests.e2e.test_executor import IMAGE, approve, items, kubelet_reports, the_pod
 from tests.support import messages_server as ms
 from tests.support.fake_llm import GoodLLM
@@ -43,10 +43,8 @@ def llm_server() -> Iterator[ms.MessagesServer]:
 def start_operator(
     jobs_cluster: devcluster.DevCluster, ns: str, tmp_path: Path, llm_server: ms.MessagesServer
 ) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
-
-    def start(**env: str) -> OperatorProcess:
-        proc = OperatorProcess(
+    def make(started: list[OperatorProcess], env: dict[str, str]) -> OperatorProcess:
+        return OperatorProcess(
             kubeconfig=jobs_cluster.kubeconfig,
             log_dir=tmp_path / "operator",
             env={
@@ -59,14 +57,8 @@ def start_operator(
             },
             argv=[sys.executable, "-m", "aianalysis", "run", "--namespace", ns],
         )
-        proc.log_dir.mkdir(exist_ok=True)
-        proc.start()
-        started.append(proc)
-        return proc
 
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from starter(make)
 
 
 # ---- the scenario ------------------------------------------------------------------------------------

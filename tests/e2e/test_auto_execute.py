@@ -21,7 +21,6 @@ from tests.e2e.test_executor import (
     MALLORY,
     analysed,
     approve,
-    digest_of,
     items,
     patch_status,
     refused,
@@ -43,17 +42,7 @@ def squat(
     cluster: devcluster.DevCluster, ns: str, name: str, *, analysis: str, uid: str, wf: dict[str, Any]
 ) -> None:
     """mallory's WorkflowExecution under a name the policy or an approver would choose."""
-    body = {
-        "apiVersion": "kubernaut.io/v1alpha1", "kind": "WorkflowExecution",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "analysisRef": analysis, "analysisUID": uid,
-            "workflowRef": {"workflowId": wf["spec"]["workflowId"], "version": "1.0.0",
-                            "specDigest": digest_of(cluster, wf)},
-            "parameters": {"TARGET_NAMESPACE": "kube-system", "MEMORY_LIMIT_NEW": "1Gi"},
-            "targetResource": {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"},
-        },
-    }  # fmt: skip
+    body = executor_e2e.aimed_at_kube_system(cluster, ns, name, analysis=analysis, uid=uid, wf=wf)
     cluster.kubectl("create", "-f", "-", input=json.dumps(body), user=MALLORY)
 
 

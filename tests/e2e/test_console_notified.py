@@ -18,8 +18,8 @@ from tests.browser import test_console
 from tests.browser.test_console import Console
 from tests.e2e import test_notifications
 from tests.e2e.conftest import ROOT, get, wait_for, wait_terminal
-from tests.e2e.test_notifications import INCIDENT, delivered
-from tests.e2e.test_operator_scripted import anthropic_env, apply_incident
+from tests.e2e.test_notifications import INCIDENT, delivered, review_env
+from tests.e2e.test_operator_scripted import apply_incident
 from tests.support import alertmanager as am
 from tests.support import messages_server as ms
 from tests.support import programs
@@ -50,13 +50,7 @@ def test_from_the_notification_to_a_decision_in_the_browser_and_the_alert_resolv
     tmp_path: Path,
 ) -> None:
     port = programs.free_port()
-    operator = start_operator(
-        **anthropic_env(llm_server),
-        AIANALYSIS_CONFIDENCE_FLOOR="0.95",  # the scripted model's 0.9 then needs a person's review
-        AIANALYSIS_NOTIFY_ALERTMANAGER_URLS=alertmanager.url,
-        AIANALYSIS_NOTIFY_INTERVAL_SECONDS="1",
-        AIANALYSIS_NOTIFY_CONSOLE_URL=f"http://127.0.0.1:{port}",
-    )
+    operator = start_operator(**review_env(llm_server, alertmanager, console_url=f"http://127.0.0.1:{port}"))
     apply_incident(cluster, namespace, INCIDENT, as_name="to-approve")
     # another workload: a newer analysis of the same target would supersede the first one's alert
     other = yaml.safe_load((ROOT / "examples" / "incidents" / f"{INCIDENT}.yaml").read_text())

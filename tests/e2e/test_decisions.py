@@ -78,21 +78,7 @@ def swapped(
     cluster.kubectl("create", "-f", "-", input=json.dumps(body), user=MALLORY)
     reviewed = get(cluster, "aianalyses", name, namespace)
     assert reviewed is not None
-    status = {
-        "phase": "Completed",
-        "completedAt": "2026-11-20T10:00:00Z",
-        "rootCause": {
-            "summary": "limit below working set", "severity": "high", "signalType": "OOMKilled",
-            "affectedResource": {"kind": "Deployment", "name": "payments-db", "namespace": namespace,
-                                 "apiVersion": "apps/v1"},
-        },
-        "selectedWorkflow": {
-            "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
-            "confidence": 0.92, "rationale": "limit below working set",
-            "parameters": {"TARGET_NAMESPACE": namespace, "MEMORY_LIMIT_NEW": "64Gi"},
-            "specDigest": executor_e2e.digest_of(cluster, wf),
-        },
-    }  # fmt: skip
+    status = executor_e2e.selected(cluster, namespace, wf, target="payments-db", memory_limit="64Gi")
     patch_status(cluster, "aianalysis", name, namespace, status)
     return str(reviewed["metadata"]["uid"])
 

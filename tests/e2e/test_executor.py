@@ -22,7 +22,7 @@ import yaml
 
 from aianalysis import catalog, resources
 from aianalysis_dev import devcluster
-from tests.e2e.conftest import ROOT, OperatorProcess, get, wait_for
+from tests.e2e.conftest import ROOT, OperatorProcess, get, starter, wait_for
 from tests.support import approval_policy
 
 CHART = ROOT / "helm" / "aianalysis-operator"
@@ -145,21 +145,13 @@ def serving(cluster: devcluster.DevCluster, name: str) -> None:
 def start_executor(
     executor_kubeconfig: Path, ns: str, tmp_path: Path
 ) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
-
-    def start(**env: str) -> OperatorProcess:
+    def make(started: list[OperatorProcess], env: dict[str, str]) -> OperatorProcess:
         argv = [sys.executable, "-m", "aianalysis", "executor", "--namespace", ns]
-        proc = OperatorProcess(
+        return OperatorProcess(
             kubeconfig=executor_kubeconfig, log_dir=tmp_path / "executor", env=env, argv=argv
         )
-        proc.log_dir.mkdir(exist_ok=True)
-        proc.start()
-        started.append(proc)
-        return proc
 
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from starter(make)
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
@@ -236,23 +228,37 @@ def analysed(
         },
     }
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
-    status = {
+    status = selected(cluster, ns, wf, target="api", memory_limit="1Gi", completed_at=completed_at)
+    patch_status(cluster, "aianalysis", name, ns, status)
+    return body
+
+
+def selected(
+    cluster: devcluster.DevCluster,
+    ns: str,
+    wf: dict[str, Any],
+    *,
+    target: str,
+    memory_limit: str,
+    completed_at: str = "2026-11-20T10:00:00Z",
+) -> dict[str, Any]:
+    """A Completed status (as the operator writes it) whose selection raises the memory limit of
+    the Deployment ``target`` in ``ns`` to ``memory_limit`` with ``wf``."""
+    return {
         "phase": "Completed",
         "completedAt": completed_at,
         "rootCause": {
             "summary": "limit below working set", "severity": "high", "signalType": "OOMKilled",
-            "affectedResource": {"kind": "Deployment", "name": "api", "namespace": ns,
+            "affectedResource": {"kind": "Deployment", "name": target, "namespace": ns,
                                  "apiVersion": "apps/v1"},
         },
         "selectedWorkflow": {
             "workflowId": wf["spec"]["workflowId"], "version": "1.0.0", "containerImage": IMAGE,
             "confidence": 0.92, "rationale": "limit below working set",
-            "parameters": {"TARGET_NAMESPACE": ns, "MEMORY_LIMIT_NEW": "1Gi"},
+            "parameters": {"TARGET_NAMESPACE": ns, "MEMORY_LIMIT_NEW": memory_limit},
             "specDigest": digest_of(cluster, wf),
         },
     }  # fmt: skip
-    patch_status(cluster, "aianalysis", name, ns, status)
-    return body
 
 
 def digest_of(cluster: devcluster.DevCluster, wf: dict[str, Any]) -> str:
@@ -565,6 +571,24 @@ def test_a_selection_of_a_workflow_requiring_detected_facts_is_revalidated_with_
     assert items(cluster, "jobs", ns) == []
 
 
+def aimed_at_kube_system(
+    cluster: devcluster.DevCluster, ns: str, name: str, *, analysis: str, uid: str, wf: dict[str, Any]
+) -> dict[str, Any]:
+    """A hand-written WorkflowExecution (mallory's) naming ``analysis`` and ``wf`` but aimed at
+    kube-system's coredns, not at what the analysis selected."""
+    return {
+        "apiVersion": "kubernaut.io/v1alpha1", "kind": "WorkflowExecution",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "analysisRef": analysis, "analysisUID": uid,
+            "workflowRef": {"workflowId": wf["spec"]["workflowId"], "version": "1.0.0",
+                            "specDigest": digest_of(cluster, wf)},
+            "parameters": {"TARGET_NAMESPACE": "kube-system", "MEMORY_LIMIT_NEW": "1Gi"},
+            "targetResource": {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"},
+        },
+    }  # fmt: skip
+
+
 def test_a_hand_written_execution_is_refused_and_only_an_approver_can_approve(
     jobs_cluster: devcluster.DevCluster, ns: str, start_executor: Callable[..., OperatorProcess]
 ) -> None:
@@ -575,17 +599,7 @@ def test_a_hand_written_execution_is_refused_and_only_an_approver_can_approve(
     subject = analysed(cluster, ns, wf)
     uid = get(cluster, "aianalyses", "api-oom", ns)["metadata"]["uid"]  # type: ignore[index]
     executor = start_executor()
-    forged = {
-        "apiVersion": "kubernaut.io/v1alpha1", "kind": "WorkflowExecution",
-        "metadata": {"name": "sneaky", "namespace": ns},
-        "spec": {
-            "analysisRef": subject["metadata"]["name"], "analysisUID": uid,
-            "workflowRef": {"workflowId": wf["spec"]["workflowId"], "version": "1.0.0",
-                            "specDigest": digest_of(cluster, wf)},
-            "parameters": {"TARGET_NAMESPACE": "kube-system", "MEMORY_LIMIT_NEW": "1Gi"},
-            "targetResource": {"kind": "Deployment", "name": "coredns", "namespace": "kube-system"},
-        },
-    }  # fmt: skip
+    forged = aimed_at_kube_system(cluster, ns, "sneaky", analysis=subject["metadata"]["name"], uid=uid, wf=wf)
     cluster.kubectl("create", "-f", "-", input=json.dumps(forged), user=MALLORY)
     done = wait_for(lambda: refused(cluster, ns, "sneaky"), what="the refusal", logs=executor.logs)
     condition = executed_condition(done)

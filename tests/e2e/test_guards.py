@@ -22,7 +22,7 @@ import pytest
 
 from aianalysis_dev import devcluster
 from tests.e2e import test_executor as executor_e2e
-from tests.e2e.conftest import OperatorProcess, get, wait_for
+from tests.e2e.conftest import OperatorProcess, get, starter, wait_for
 from tests.e2e.test_executor import (
     INSTALL_NAMESPACE,
     OOM,
@@ -72,26 +72,19 @@ def start_executor(
     """The executor for the namespaces made so far (``--namespace`` each, as the chart passes
     ``executor.namespaces``), as the chart's ServiceAccount; the guards' settings through the
     environment. Starting again = a restart (e.g. after ``helm upgrade`` changed a setting)."""
-    started: list[OperatorProcess] = []
 
-    def start(**env: str) -> OperatorProcess:
+    def make(started: list[OperatorProcess], env: dict[str, str]) -> OperatorProcess:
         for running in started:
             running.kill()  # replaced, as a rollout replaces a pod (no graceful wait needed)
         served = [f"--namespace={ns}" for ns in namespaces.made]  # type: ignore[attr-defined]
-        proc = OperatorProcess(
+        return OperatorProcess(
             kubeconfig=executor_kubeconfig,
             log_dir=tmp_path / f"executor-{len(started)}",
             env={"AIANALYSIS_EXECUTOR_START_LOCK_NAMESPACE": INSTALL_NAMESPACE, **env},  # as the chart sets
             argv=[sys.executable, "-m", "aianalysis", "executor", *served],
         )
-        proc.log_dir.mkdir()
-        proc.start()
-        started.append(proc)
-        return proc
 
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from starter(make)
 
 
 def blocked(cluster: devcluster.DevCluster, ns: str, name: str, logs: Callable[[], str]) -> dict[str, Any]:

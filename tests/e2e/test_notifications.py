@@ -88,6 +88,20 @@ def approve(namespace: str, name: str, command: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def review_env(
+    llm_server: ms.MessagesServer, alertmanager: am.Alertmanager, *, console_url: str
+) -> dict[str, str]:
+    """An operator whose analyses need a person's review (the scripted model's 0.9 is under the
+    floor) and that notifies ``alertmanager`` every second, linking to ``console_url``."""
+    return {
+        **anthropic_env(llm_server),
+        "AIANALYSIS_CONFIDENCE_FLOOR": "0.95",
+        "AIANALYSIS_NOTIFY_ALERTMANAGER_URLS": alertmanager.url,
+        "AIANALYSIS_NOTIFY_INTERVAL_SECONDS": "1",
+        "AIANALYSIS_NOTIFY_CONSOLE_URL": console_url,
+    }
+
+
 def test_a_review_notifies_once_survives_restarts_and_resolves_when_approved(
     cluster: Any,
     namespace: str,
@@ -97,13 +111,7 @@ def test_a_review_notifies_once_survives_restarts_and_resolves_when_approved(
     receiver: am.Receiver,
     alertmanager: am.Alertmanager,
 ) -> None:
-    operator = start_operator(
-        **anthropic_env(llm_server),
-        AIANALYSIS_CONFIDENCE_FLOOR="0.95",  # the scripted model's 0.9 then needs a person's review
-        AIANALYSIS_NOTIFY_ALERTMANAGER_URLS=alertmanager.url,
-        AIANALYSIS_NOTIFY_INTERVAL_SECONDS="1",
-        AIANALYSIS_NOTIFY_CONSOLE_URL="https://console.example",
-    )
+    operator = start_operator(**review_env(llm_server, alertmanager, console_url="https://console.example"))
     apply_incident(cluster, namespace, INCIDENT)
     [analysis] = wait_terminal(cluster, namespace, 1, logs=operator.logs)
     name, status = analysis["metadata"]["name"], analysis["status"]

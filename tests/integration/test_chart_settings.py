@@ -173,6 +173,7 @@ def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Pat
     no template renders a fixed text where a value should go, or a value to the wrong variable."""
     rendered = deployments_env(render(helm, tmp_path, values=EVERYTHING))
     defaults = settings.Settings()
+    compared = []
     for deployment, env in rendered.items():
         for item in env:
             entry = SETTING[item["name"]]
@@ -181,6 +182,8 @@ def test_each_variable_the_chart_sets_carries_its_value_to_the_process(helm: Pat
                 assert read_alone(entry, item["value"]) != value, (
                     f"{deployment}: {item['name']} left at its default"
                 )
+                compared.append(item["name"])
+    assert compared, f"no Deployment sets a variable to a value: {rendered}"
 
 
 def test_deploy_sets_only_settings_and_values_the_models_accept() -> None:

@@ -4,34 +4,25 @@ sockets; the TLS inside the tunnel is between the client and the API server."""
 
 from __future__ import annotations
 
-import contextlib
 import select
 import socket
 import threading
 
+from tests.support import hanging
 
-class ConnectProxy:
+
+class ConnectProxy(hanging.Listening):
     """``url`` relays ``CONNECT host:port`` tunnels; ``tunnels`` lists the targets asked for."""
 
+    thread_name = "connect-proxy"
+
     def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
         self.tunnels: list[str] = []
-        self._open: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, name="connect-proxy", daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:  # closed
-                return
-            self._open.append(client)
-            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+    def _accepted(self, conn: socket.socket) -> None:
+        self._open.append(conn)
+        threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
 
     def _tunnel(self, client: socket.socket) -> None:
         head = b""
@@ -74,18 +65,3 @@ class ConnectProxy:
                     if not data:
                         return
                     other.sendall(data)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        for sock in self._open:
-            with contextlib.suppress(OSError):
-                sock.close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> ConnectProxy:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -15,17 +15,20 @@ import contextlib
 import socket
 import threading
 from types import TracebackType
+from typing import Self
 
 
-class Silent:
-    """``url`` accepts connections and never answers; ``accepted`` counts them. A context manager that
-    closes every socket."""
+class Listening:
+    """A local TCP server whose thread hands each accepted connection to :meth:`_accepted`; ``url``
+    is where it listens. A context manager that closes the listener and every connection in
+    ``_open``. Subclasses set their own state before calling ``__init__`` (it starts the thread)."""
+
+    thread_name = "listening-server"
 
     def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self._held: list[socket.socket] = []
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+        self._open: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, name=self.thread_name, daemon=True)
         self._thread.start()
 
     @property
@@ -37,32 +40,46 @@ class Silent:
         host, port = self._listener.getsockname()[:2]
         return host, port
 
-    @property
-    def accepted(self) -> int:
-        return len(self._held)
-
-    def _accept(self) -> None:
-        while not self._closed.is_set():
+    def _serve(self) -> None:
+        while True:
             try:
                 conn, _ = self._listener.accept()
             except OSError:  # closed
                 return
-            self._held.append(conn)
+            self._accepted(conn)
+
+    def _accepted(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
-        self._closed.set()
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
-        for conn in self._held:
-            conn.close()
+        for conn in self._open:
+            with contextlib.suppress(OSError):
+                conn.close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> Silent:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
+
+
+class Silent(Listening):
+    """``url`` accepts connections and never answers; ``accepted`` counts them."""
+
+    thread_name = "silent-server"
+
+    @property
+    def accepted(self) -> int:
+        return len(self._open)
+
+    def _accepted(self, conn: socket.socket) -> None:
+        self._open.append(conn)
 
 
 class Unaccepting:
@@ -98,28 +115,19 @@ class Unaccepting:
         self.close()
 
 
-class RetryAfter:
+class RetryAfter(Listening):
     """Answers every request with ``status`` and ``Retry-After: retry_after`` (seconds, as sent);
     ``requests`` counts the requests it answered."""
 
+    thread_name = "retry-after-server"
+
     def __init__(self, *, status: int = 503, retry_after: str = "3600") -> None:
         self._status, self._retry_after = status, retry_after
-        self._listener = socket.create_server(("127.0.0.1", 0))
         self.requests = 0
-        self._thread = threading.Thread(target=self._serve, name="retry-after-server", daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+    def _accepted(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
@@ -148,20 +156,6 @@ class RetryAfter:
                         b"Content-Length: %d\r\n\r\n%s"
                         % (self._status, self._retry_after.encode(), len(body), body)
                     )
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> RetryAfter:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _content_length(head: bytes) -> int:
