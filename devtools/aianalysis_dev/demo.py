@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from aianalysis import errors, settings
-from aianalysis_dev import devcluster, world
+from aianalysis_dev import devcluster, loop, world
+from aianalysis_dev.incidents import until
 
 NAMESPACE = "demo"
 #: The example incident whose execution the demo runs (and fails), to show recovery closing the loop.
@@ -102,7 +103,7 @@ def run(
                 )
             step(f"created {len(incidents)} AIAnalyses (the incidents); waiting for the analyses")
             analyses = _wait_terminal(cluster, len(incidents), timeout_seconds, step)
-            shown = _close_the_loop(cluster, analyses, timeout_seconds, step, out)
+            shown = _close_the_loop(cluster, analyses, timeout_seconds, step)
             out("")
             out(cluster.kubectl("get", "aianalyses", "-n", NAMESPACE).stdout)
             out(cluster.kubectl("get", "workflowexecutions", "-n", NAMESPACE).stdout)
@@ -203,7 +204,6 @@ def _close_the_loop(
     analyses: list[dict[str, Any]],
     timeout: float,
     step: Callable[[str], None],
-    out: Callable[[str], None],
 ) -> str | None:
     """approve → Job → Pod OOMKilled → Failed → recovery → approve → Job succeeds → Completed."""
     chosen = next((a for a in analyses if a["metadata"]["name"] == DEMO_RECOVERY_INCIDENT), None)
@@ -211,18 +211,18 @@ def _close_the_loop(
         step(f"{DEMO_RECOVERY_INCIDENT} selected no workflow; skipping the execution demo")
         return None
     name = chosen["metadata"]["name"]
-    first = _approve(cluster, chosen, step, out)
+    first = _approve(cluster, chosen, step)
     pod = _wait_pod(cluster, first, timeout)
     _kubelet(cluster, pod, phase="Running", state={"running": {"startedAt": _now()}})
     _kubelet(cluster, pod, phase="Failed", state=_terminated("OOMKilled", 137))
     step(f"pod/{pod} of job/{first}: the (simulated) kubelet reports the container OOMKilled, exit code 137")
-    failed = _wait_execution(cluster, first, timeout)
+    failed = loop.ended_execution(cluster, NAMESPACE, first, timeout=timeout)
     details = failed["status"].get("failureDetails") or {}
     step(
         f"workflowexecution/{first}: {failed['status']['phase']} "
         f"({details.get('reason')}, exit code {details.get('exitCode')})"
     )
-    recovery = _wait_analysis(cluster, f"{name}-recovery-1", timeout)
+    recovery = loop.ended_analysis(cluster, NAMESPACE, f"{name}-recovery-1", timeout=timeout)
     picked = (recovery.get("status") or {}).get("selectedWorkflow")
     if not picked:
         step(
@@ -234,86 +234,30 @@ def _close_the_loop(
         f"recovery analysis {name}-recovery-1 chose a different workflow: "
         f"{picked['workflowId']} {picked['version']}"
     )
-    second = _approve(cluster, recovery, step, out)
+    second = _approve(cluster, recovery, step)
     pod = _wait_pod(cluster, second, timeout)
     _kubelet(cluster, pod, phase="Running", state={"running": {"startedAt": _now()}})
     _kubelet(cluster, pod, phase="Succeeded", state=_terminated("Completed", 0))
     step(f"pod/{pod} of job/{second}: the (simulated) kubelet reports success")
-    done = _wait_execution(cluster, second, timeout)
+    done = loop.ended_execution(cluster, NAMESPACE, second, timeout=timeout)
     step(f"workflowexecution/{second}: {done['status']['phase']}")
     return str(recovery["metadata"]["name"])
 
 
-def _approve(
-    cluster: devcluster.DevCluster,
-    analysis: dict[str, Any],
-    step: Callable[[str], None],
-    out: Callable[[str], None],
-) -> str:
-    """``aianalysis approve`` as a person runs it after reading ``aianalysis show``: bound to the
-    analysis' uid and selection digest (and, for a selection flagged for review, overriding that
-    very reason: a person reads it first)."""
-    name = analysis["metadata"]["name"]
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    show = [sys.executable, "-m", "aianalysis", "show", name, "-n", NAMESPACE, "-o", "json"]
-    seen = subprocess.run(show, capture_output=True, text=True, env=env, timeout=60, check=False)
-    if seen.returncode != 0:
-        raise errors.AIAnalysisError(f"aianalysis show {name} failed: {seen.stderr.strip()}")
-    command = json.loads(seen.stdout)["commands"]["approve"].split()
-    argv = [sys.executable, "-m", *command]
-    shown = " ".join(command)
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
-    if result.returncode != 0:
-        raise errors.AIAnalysisError(f"{shown} failed: {result.stderr.strip()}")
-    step(f"$ {shown}\n         {result.stdout.strip()}")
-    created: str = result.stdout.strip().split()[0].split("/", 1)[1]
+def _approve(cluster: devcluster.DevCluster, analysis: dict[str, Any], step: Callable[[str], None]) -> str:
+    """``aianalysis approve`` as a person runs it after reading ``aianalysis show``; the
+    WorkflowExecution it created."""
+    command, created = loop.approve(cluster, analysis)
+    step(f"$ {command}\n         workflowexecution/{created} created")
     return created
 
 
 def _wait_pod(cluster: devcluster.DevCluster, execution: str, timeout: float) -> str:
     def pod() -> str | None:
-        pods = _items_selected(cluster, "pods", f"kubernaut.io/workflow-execution={execution}")
+        pods = loop.listed(cluster, "pods", NAMESPACE, "-l", f"kubernaut.io/workflow-execution={execution}")
         return str(pods[0]["metadata"]["name"]) if pods else None
 
-    return str(_until(pod, timeout, f"the Job controller to create the Pod of {execution}"))
-
-
-def _wait_execution(cluster: devcluster.DevCluster, name: str, timeout: float) -> dict[str, Any]:
-    def ended() -> dict[str, Any] | None:
-        got = _get(cluster, "workflowexecution", name)
-        return got if got and (got.get("status") or {}).get("phase") in TERMINAL else None
-
-    found: dict[str, Any] = _until(ended, timeout, f"workflowexecution {name} to end")
-    return found
-
-
-def _wait_analysis(cluster: devcluster.DevCluster, name: str, timeout: float) -> dict[str, Any]:
-    def ended() -> dict[str, Any] | None:
-        got = _get(cluster, "aianalysis", name)
-        return got if got and (got.get("status") or {}).get("phase") in TERMINAL else None
-
-    found: dict[str, Any] = _until(ended, timeout, f"analysis {name} to finish")
-    return found
-
-
-def _until(probe: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := probe():
-            return found
-        time.sleep(0.5)
-    raise errors.AIAnalysisError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-def _get(cluster: devcluster.DevCluster, kind: str, name: str) -> dict[str, Any] | None:
-    got = cluster.kubectl("get", kind, name, "-n", NAMESPACE, "-o", "json", check=False)
-    return json.loads(got.stdout) if got.returncode == 0 else None
-
-
-def _items_selected(cluster: devcluster.DevCluster, plural: str, selector: str) -> list[dict[str, Any]]:
-    got = cluster.kubectl("get", plural, "-n", NAMESPACE, "-l", selector, "-o", "json")
-    items: list[dict[str, Any]] = json.loads(got.stdout)["items"]
-    return items
+    return str(until(pod, what=f"the Job controller to create the Pod of {execution}", timeout=timeout))
 
 
 def _kubelet(cluster: devcluster.DevCluster, pod: str, *, phase: str, state: dict[str, Any]) -> None:

@@ -173,33 +173,24 @@ def ended_analysis(
 
 
 def approve(cluster: devcluster.Cluster, analysis: Mapping[str, Any]) -> tuple[str, str]:
-    """``aianalysis approve`` as a person runs it (the cluster's admin is an approver), bound to what
-    ``aianalysis show`` printed where the CLI has it; (the command as shown, the WorkflowExecution
-    it created)."""
+    """``aianalysis approve`` as a person runs it after reading ``aianalysis show`` (the cluster's
+    admin is an approver): the command ``show`` prints, bound to the uid and digest shown and
+    overriding the review reason shown; (that command, the WorkflowExecution it created)."""
     meta = analysis["metadata"]
-    base = [sys.executable, "-m", "aianalysis"]
-    where = [meta["name"], "-n", meta["namespace"]]
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    review = (analysis.get("status") or {}).get("needsHumanReview")
-    flags = ["--override-review"] if review else []
-    shown = subprocess.run(
-        [*base, "show", *where, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
-    if shown.returncode == 0:
-        proposal = json.loads(shown.stdout)
-        flags += ["--uid", proposal["uid"], "--digest", proposal["digest"]]
-    argv = [*base, "approve", *where, *flags]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
-    command = " ".join(["aianalysis", *argv[3:]])
-    if result.returncode != 0:
-        raise devcluster.DevClusterError(f"{command} failed: {result.stderr.strip()}")
-    created = result.stdout.strip().splitlines()[-1].split()[0].split("/", 1)[1]
-    return command, created
+
+    def aianalysis(*args: str) -> str:
+        argv = [sys.executable, "-m", "aianalysis", *args]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
+        if result.returncode != 0:
+            raise devcluster.DevClusterError(f"aianalysis {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    shown = json.loads(aianalysis("show", meta["name"], "-n", meta["namespace"], "-o", "json"))
+    command: str = shown["commands"]["approve"]
+    # it prints what it approves, then (last) "workflowexecution/<name> created"
+    last = aianalysis(*command.split()[1:]).strip().splitlines()[-1]
+    return command, last.split()[0].split("/", 1)[1]
 
 
 def ended_execution(
