@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -36,12 +35,6 @@ TERMINAL = ("Completed", "Failed")
 G, V = resources.GROUP, resources.VERSION
 AIA, RW = resources.AIANALYSIS_PLURAL, resources.REMEDIATIONWORKFLOW_PLURAL
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -310,7 +303,7 @@ class Operator:
     """``python -m aianalysis run`` against the cluster, as a user would run it."""
 
     def __init__(self, cluster: Cluster, *, env: Mapping[str, str], log_dir: Path) -> None:
-        self.health_port, self.metrics_port = free_port(), free_port()
+        self.health_port, self.metrics_port = devcluster.free_ports(2)
         self.service_account = in_a_pod.mount(
             cluster.dev, log_dir / f"serviceaccount-{secrets.token_hex(3)}", namespace="default"
         )

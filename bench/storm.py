@@ -22,6 +22,7 @@ import httpx
 from kubernetes import client as k8s
 
 from aianalysis.intake import server
+from aianalysis_dev import devcluster
 from bench import harness, workload
 
 TOKEN = "bench-intake-token"
@@ -145,7 +146,7 @@ def run(
     chains = _workloads(cluster, namespace, deployments=deployments, pods=pods)
     bodies = _payloads(namespace, chains, repeats=repeats, batch=batch)
     alerts = sum(len(b["alerts"]) for b in bodies)
-    port = harness.free_port()
+    (port,) = devcluster.free_ports(1)
     with harness.LlmServer(delay=0.0) as llm:
         allowed = log_dir / "intake-mapping.yaml"
         allowed.write_text(json.dumps({"namespaces": [namespace]}))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -15,13 +14,15 @@ from pathlib import Path
 
 import httpx
 
+from aianalysis_dev import devcluster
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port free now and outside the range outgoing connections take theirs from."""
+    (port,) = devcluster.free_ports(1)
+    return port
 
 
 def cached_binary(name: str, *, env: str, script: str) -> Path:

@@ -36,9 +36,13 @@ def test_token_file_keeps_several_groups_in_one_field() -> None:
     assert list(csv.reader(text.splitlines())) == [["t1", "bob", "bob-uid", "a,b"], ["t2", "eve", "eve-uid"]]
 
 
-def test_free_ports_are_distinct_and_bindable() -> None:
+def test_free_ports_are_distinct_bindable_and_never_ephemeral() -> None:
+    """Outgoing connections take their local ports from the ephemeral range: a port from there could
+    be taken before the server meant for it binds."""
     ports = _config.free_ports(3)
     assert len(set(ports)) == 3
+    low, high = map(int, _config.EPHEMERAL_RANGE.read_text().split())
+    assert not any(low <= port <= high for port in ports), (ports, low, high)
     for port in ports:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))

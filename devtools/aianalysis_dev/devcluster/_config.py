@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import fcntl
 import io
+import random
 import socket
 import struct
 from collections.abc import Sequence
@@ -67,14 +68,32 @@ def tokens_csv(users: Sequence[User]) -> str:
     return out.getvalue()
 
 
+LOWEST_PORT = 10000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_ports(count: int) -> list[int]:
-    """Distinct loopback ports free right now; all sockets stay open until every port is picked, so the
-    kernel cannot hand out the same one twice. A start retries if another process grabs one meanwhile."""
+    """Distinct loopback ports free right now, below the kernel's ephemeral range: a port handed out
+    by ``bind(0)`` is an ephemeral one, which any outgoing connection (a kubectl, an HTTP client) may
+    take as its local port before the process it was meant for binds it. All sockets stay open until
+    every port is picked, so no port is handed out twice."""
+    try:
+        below = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        below = 32768
+    candidates = random.sample(range(LOWEST_PORT, max(below, LOWEST_PORT + 4 * count)), k=4 * count + 200)
     with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
+        picked: list[int] = []
+        for port in candidates:
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use (listening, connected, or TIME_WAIT)
+                continue
+            picked.append(port)
+            if len(picked) == count:
+                return picked
+    raise OSError(f"no {count} free loopback ports between {LOWEST_PORT} and {below}")
 
 
 def advertise_address() -> str:
