@@ -162,12 +162,17 @@ def test_killed_owner_leaves_no_control_plane_running(signum: signal.Signals) ->
     )
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert owner.stdout is not None
-    export = owner.stdout.readline()
-    data_dir = Path(export.strip().removeprefix("export KUBECONFIG=")).parent
-    assert export.startswith("export KUBECONFIG=") and len(pids_mentioning(data_dir)) == 2
+    try:
+        export = owner.stdout.readline()
+        data_dir = Path(export.strip().removeprefix("export KUBECONFIG=")).parent
+        assert export.startswith("export KUBECONFIG=") and len(pids_mentioning(data_dir)) == 2
 
-    owner.send_signal(signum)
-    owner.wait(timeout=30)
+        owner.send_signal(signum)
+        owner.wait(timeout=30)
+    finally:
+        if owner.poll() is None:  # it failed to stop: not left running for the rest of the run
+            owner.kill()
+            owner.wait()
     deadline = time.monotonic() + 10  # SIGKILL: the kernel's parent-death signal, delivered asynchronously
     while pids_mentioning(data_dir) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,30 @@ while cluster.kubectl(*run, check=False).returncode != 0 and time.monotonic() < 
     time.sleep(0.2)
 cluster.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
 print("READY", cluster.data_dir, flush=True)
-time.sleep(600)
+while True:  # short sleeps: a SIGINT landing just before one long sleep would wait for its end
+    time.sleep(1)
 """
 
 
-def start_a_node_with_a_pod() -> tuple[subprocess.Popen[str], Path]:
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[str]]]:
+    """The node processes a test starts; one still running when the test ends (it failed or timed
+    out) is killed, or it would hold the machine's one node for the tests after it."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # its cleanup, then KeyboardInterrupt
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_a_node_with_a_pod(started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], Path]:
     proc = subprocess.Popen([sys.executable, "-c", RUN_A_POD], stdout=subprocess.PIPE, text=True)
+    started.append(proc)
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the script prints one line once the Pod runs, or dies
     if not line.startswith("READY "):
@@ -56,8 +75,8 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_ctrl_c_stops_the_node_and_leaves_nothing() -> None:
-    proc, _ = start_a_node_with_a_pod()
+def test_ctrl_c_stops_the_node_and_leaves_nothing(started: list[subprocess.Popen[str]]) -> None:
+    proc, _ = start_a_node_with_a_pod(started)
     running = container_pids()
     assert running, "the Pod's processes should be in the node's cgroups"
     proc.send_signal(signal.SIGINT)
@@ -66,9 +85,11 @@ def test_ctrl_c_stops_the_node_and_leaves_nothing() -> None:
     assert not [pid for pid in running if alive(pid)]
 
 
-def test_a_killed_run_is_swept_by_the_next_start(request: pytest.FixtureRequest) -> None:
+def test_a_killed_run_is_swept_by_the_next_start(
+    request: pytest.FixtureRequest, started: list[subprocess.Popen[str]]
+) -> None:
     """The next start is the package's ``node_cluster``, asked for only once the run is killed."""
-    proc, directory = start_a_node_with_a_pod()
+    proc, directory = start_a_node_with_a_pod(started)
     running = container_pids()
     proc.kill()  # no cleanup at all: the daemons die with it (parent-death signal), shims and Pods not
     proc.wait(timeout=30)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import threading
+import time
 from pathlib import Path
 
 from aianalysis_dev import devcluster
@@ -24,7 +24,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"export KUBECONFIG={cluster.kubeconfig}", flush=True)
         print(f"# {cluster.server}, kubectl: {cluster.bin_dir / 'kubectl'}; Ctrl-C stops it", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+            # Not one long blocking wait: a SIGINT that lands just before it blocks only sets
+            # Python's flag, and nothing would look at it again (seen under load).
+            while True:
+                time.sleep(1)
 
 
 if __name__ == "__main__":
