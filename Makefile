@@ -99,13 +99,16 @@ unit: venv
 docs: venv  ## the documentation site (mkdocs.yml, docs/ + generated reference pages) into build/site, warnings fail
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
+# Workers: the suite mostly waits (on API servers, operators, kubelets), so more workers than cores pay.
+TEST_WORKERS ?= 3
+
 test: venv lint typecheck contracts deps docs chromium
 	AIANALYSIS_K8S_BIN="$(K8S_BIN)" AIANALYSIS_HELM_BIN="$(HELM_BIN)" \
 	AIANALYSIS_ALERTMANAGER_BIN="$(ALERTMANAGER_BIN)" \
 	AIANALYSIS_KUBE_SCORE_BIN="$(KUBE_SCORE_BIN)" AIANALYSIS_PROMTOOL_BIN="$(PROMTOOL_BIN)" \
 	AIANALYSIS_PROMETHEUS_BIN="$(PROMETHEUS_BIN)" \
 	AIANALYSIS_CONTAINERD_BIN="$(CONTAINERD_BIN)" AIANALYSIS_NODE_DEBS="$(NODE_DEBS)" \
-	    $(VENV)/bin/pytest -q -ra --durations=15 -n 2 --dist loadfile
+	    $(VENV)/bin/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile
 
 # As root the demo runs on a real node (its parts are built once, like the control plane's); else,
 # or with AIANALYSIS_DEMO_WORLD=simulated, in the simulated world, saying why.
