@@ -36,16 +36,31 @@ def pytest_report_header() -> str:
     return f"tests on the real node: {'this machine cannot run them: ' + reason if reason else 'on'}"
 
 
+SLOW_FIRST = (NODE_TESTS, "tests/e2e/", "tests/browser/", "tests/integration/")
+"""The order in which workers take files: the node's tests (one unit, the longest) and the slow
+end-to-end files first, the many quick unit files last to fill the gaps (not xdist's default,
+the files with the most tests first)."""
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile``, except that every test of ``tests/node/`` goes to the same worker: one
-    node session instead of workers queueing on the machine's node lock."""
+    node session instead of workers queueing on the machine's node lock; slow files first."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling  # noqa: PLC0415  # only under xdist
 
+    def rank(scope: str) -> int:
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if scope.startswith(prefix)), len(SLOW_FIRST))
+
     class NodeTestsTogether(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
         def _split_scope(self, nodeid: str) -> str:
             return NODE_TESTS if nodeid.startswith(NODE_TESTS) else str(super()._split_scope(nodeid))
+
+        def _assign_work_unit(self, node: Any) -> None:
+            ordered = sorted(self.workqueue.items(), key=lambda unit: rank(unit[0]))  # stable
+            self.workqueue.clear()
+            self.workqueue.update(ordered)
+            super()._assign_work_unit(node)
 
     return NodeTestsTogether(config, log)
 
