@@ -6,10 +6,14 @@ chooses another workflow after an execution failed."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from aianalysis_dev import demo, executions, world
+from aianalysis_dev import demo, devcluster, executions, world
 from tests.e2e.conftest import ROOT, get, wait_for, wait_terminal
 
 DEMO = ROOT / "examples" / "demo"
@@ -76,3 +80,31 @@ def test_the_demo_ends_with_confident_correct_picks_reasoned_declines_and_a_reco
     words = demo.summary(list(done.values()), incidents, recovery="orders-api-crashloop-recovery-1")
     assert "What just happened" in words and "unexpected" not in words
     assert "risk_tolerance=low" in words and "OOM-killed" in words
+
+
+def test_make_demo_in_the_simulated_world_closes_the_loop_and_leaves_nothing_running() -> None:
+    """``aianalysis demo`` as ``make demo`` runs it where no node can run: its own control plane,
+    operator and executor; the approved execution fails OOMKilled, the recovery analysis picks
+    another workflow, that one is approved and completes, and everything is stopped."""
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AIANALYSIS_", "ANTHROPIC_", "KUBECONFIG"))
+        },
+        "AIANALYSIS_DEMO_WORLD": "simulated",
+        "AIANALYSIS_K8S_BIN": str(devcluster.find_binaries().dir),
+    }
+    argv = [sys.executable, "-m", "aianalysis", "demo", "--timeout", "180"]
+    ran = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=400, check=False)
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
+    shown = ran.stdout
+    assert "world: SIMULATED (chosen by AIANALYSIS_DEMO_WORLD=simulated)" in shown
+    assert "workflowexecution/orders-api-crashloop-exec-1: Failed (OOMKilled, exit code 137)" in shown
+    assert re.search(
+        r"recovery analysis orders-api-crashloop-recovery-1 chose a different workflow: (\S+)", shown
+    )
+    assert "$ aianalysis approve orders-api-crashloop-recovery-1 -n demo --uid " in shown
+    assert "workflowexecution/orders-api-crashloop-recovery-1-exec-1: Completed" in shown
+    assert "What just happened" in shown and "unexpected" not in shown
+    assert shown.rstrip().endswith("control plane stopped; nothing left running")
