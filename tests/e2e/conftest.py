@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import programs
+from tests.support import programs, reads
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("Completed", "Failed")
@@ -145,9 +145,7 @@ def example_catalog(cluster: Any, crds: Any) -> list[dict[str, Any]]:
     return items
 
 
-def get(cluster: Any, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
-    got = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(got.stdout) if got.returncode == 0 else None
+get = reads.get
 
 
 def wait_for(
@@ -168,10 +166,7 @@ def wait_for(
 
 
 def analyses(cluster: Any, namespace: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(
-        cluster.kubectl("get", "aianalyses", "-n", namespace, "-o", "json").stdout
-    )["items"]
-    return items
+    return reads.listed(cluster, "aianalyses", namespace)
 
 
 def wait_terminal(

@@ -23,7 +23,7 @@ import yaml
 from aianalysis import catalog, resources
 from aianalysis_dev import devcluster
 from tests.e2e.conftest import ROOT, OperatorProcess, get, starter, wait_for
-from tests.support import approval_policy
+from tests.support import approval_policy, reads
 
 CHART = ROOT / "helm" / "aianalysis-operator"
 RELEASE, INSTALL_NAMESPACE = "aianalysis-operator", "aianalysis-system"
@@ -305,10 +305,11 @@ def approve(
 
 
 def items(cluster: devcluster.DevCluster, kind: str, ns: str, *selector: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = json.loads(
-        cluster.kubectl("get", kind, "-n", ns, "-o", "json", *selector).stdout
-    )["items"]
-    return found
+    """``kubectl get kind -n ns -o json [-l ...|--field-selector ...]``'s items (read in-process)."""
+    flags = dict(zip(selector[::2], selector[1::2], strict=True))
+    return reads.listed(
+        cluster, kind, ns, selector=flags.pop("-l", ""), fields=flags.pop("--field-selector", "")
+    )
 
 
 def the_pod(
