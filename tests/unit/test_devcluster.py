@@ -48,6 +48,17 @@ def test_free_ports_are_distinct_bindable_and_never_ephemeral() -> None:
             sock.bind(("127.0.0.1", port))
 
 
+def test_free_ports_where_the_ephemeral_range_leaves_none_outside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine may hand every port from 1024 up to outgoing connections: ports are still found."""
+    whole = tmp_path / "ip_local_port_range"
+    whole.write_text("1024\t65535\n")
+    monkeypatch.setattr(_config, "EPHEMERAL_RANGE", whole)
+    ports = _config.free_ports(3)
+    assert len(set(ports)) == 3 and all(_config.LOWEST_PORT <= port < 65536 for port in ports)
+
+
 def test_advertise_address_is_never_loopback() -> None:
     assert not _config.advertise_address().startswith("127.")
 

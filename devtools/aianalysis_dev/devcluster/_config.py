@@ -81,7 +81,9 @@ def free_ports(count: int) -> list[int]:
         below = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         below = 32768
-    candidates = random.sample(range(LOWEST_PORT, max(below, LOWEST_PORT + 4 * count)), k=4 * count + 200)
+    # a machine whose ephemeral range starts low leaves no port outside it: then any port above
+    population = range(LOWEST_PORT, below) if below - LOWEST_PORT >= 1000 else range(LOWEST_PORT, 65536)
+    candidates = random.sample(population, k=min(len(population), 4 * count + 200))
     with contextlib.ExitStack() as stack:
         picked: list[int] = []
         for port in candidates:
@@ -93,7 +95,7 @@ def free_ports(count: int) -> list[int]:
             picked.append(port)
             if len(picked) == count:
                 return picked
-    raise OSError(f"no {count} free loopback ports between {LOWEST_PORT} and {below}")
+    raise OSError(f"no {count} free loopback ports among {len(candidates)} tried in {population}")
 
 
 def advertise_address() -> str:
