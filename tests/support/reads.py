@@ -1,81 +1,50 @@
 """What ``kubectl get -o json`` prints, read in the test's own process: the tests poll objects every
-half second while they wait, and each kubectl started costs ~75 ms of CPU (a third of the suite's
-kubectl time on a 2-core machine). Resource names resolve as kubectl resolves them (plural,
-singular, short name, kind), from the API server's discovery, read again when a name is new (a CRD
-applied since)."""
+half second while they wait, and each kubectl started costs ~75 ms of CPU. Resource names resolve
+as kubectl resolves them (plural, singular, short name) through the client's ``DynamicClient``,
+whose discovery is read again when a name is new (a CRD applied since)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import functools
 from typing import Any
 
+from kubernetes import client, dynamic
 
-@dataclasses.dataclass(frozen=True)
-class Resource:
-    prefix: str  # /api/v1 or /apis/<group>/<version>
-    plural: str
-    namespaced: bool
+from tests.support import typed
 
 
-@dataclasses.dataclass
-class _Reader:
-    api: Any
-    names: dict[str, Resource] = dataclasses.field(default_factory=dict)
-
-    def raw(self, path: str, **query: str) -> tuple[int, Any]:
-        method, url, headers, _, _ = self.api.param_serialize(
-            "GET",
-            path,
-            query_params=list(query.items()),
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = self.api.call_api(method, url, header_params=headers)
-        if response.status != 200:
-            return response.status, None
-        return 200, json.loads(response.read())
-
-    def discover(self) -> None:
-        prefixes = ["/api/v1"]
-        _, groups = self.raw("/apis")
-        prefixes += [f"/apis/{g['preferredVersion']['groupVersion']}" for g in groups["groups"]]
-        for prefix in prefixes:
-            _, listing = self.raw(prefix)
-            for r in (listing or {}).get("resources", []):
-                if "/" in r["name"]:  # a subresource
-                    continue
-                resource = Resource(prefix, r["name"], r["namespaced"])
-                for name in (r["name"], r.get("singularName"), r["kind"].lower(), *r.get("shortNames", [])):
-                    if name:
-                        self.names.setdefault(name, resource)
-
-    def resource(self, name: str) -> Resource:
-        if name.lower() not in self.names:
-            self.discover()
-        return self.names[name.lower()]
-
-    def path(self, kind: str, namespace: str | None) -> str:
-        r = self.resource(kind)
-        where = f"/namespaces/{namespace}" if r.namespaced and namespace else ""
-        return f"{r.prefix}{where}/{r.plural}"
+@functools.cache
+def _dynamic(kubeconfig: str) -> Any:
+    return dynamic.DynamicClient(typed.client_of(kubeconfig))  # type: ignore[no-untyped-call]  # the client is untyped
 
 
-_readers: dict[str, _Reader] = {}
+def _resource(cluster: Any, kind: str) -> Any:
+    return _resolved(str(cluster.kubeconfig), kind)
 
 
-def _reader(cluster: Any) -> _Reader:
-    key = str(cluster.kubeconfig)
-    if key not in _readers:
-        _readers[key] = _Reader(cluster.api_client())
-    return _readers[key]
+@functools.cache
+def _resolved(kubeconfig: str, kind: str) -> Any:
+    """Found once (a search of the discovery costs tens of milliseconds); a name not served yet is
+    not cached, and searched again with fresh discovery."""
+    resources = _dynamic(kubeconfig).resources
+    name = kind.lower()
+    for field in ("name", "singular_name", "short_names"):
+        found = resources.search(**{field: [name] if field == "short_names" else name})
+        found = [r for r in found if "/" not in r.name]  # not a subresource
+        if found:
+            return found[0]
+    raise AssertionError(f"the cluster serves no resource named {kind!r}")
 
 
 def get(cluster: Any, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
     """The object, or None where ``kubectl get`` fails (not found, refused)."""
-    reader = _reader(cluster)
-    status, found = reader.raw(f"{reader.path(kind, namespace)}/{name}")
-    return found if status == 200 else None
+    resource = _resource(cluster, kind)
+    try:
+        found = resource.get(name=name, namespace=namespace if resource.namespaced else None)
+    except client.ApiException:
+        return None
+    got: dict[str, Any] = found.to_dict()
+    return got
 
 
 def listed(
@@ -83,11 +52,12 @@ def listed(
 ) -> list[dict[str, Any]]:
     """The objects (of ``namespace``, else all), as ``kubectl get -o json``'s ``items``; ``selector``
     and ``fields`` as kubectl's ``-l`` and ``--field-selector``."""
-    reader = _reader(cluster)
-    query = {k: v for k, v in (("labelSelector", selector), ("fieldSelector", fields)) if v}
-    status, found = reader.raw(reader.path(kind, namespace), **query)
-    if status != 200:
-        raise AssertionError(f"listing {kind} in {namespace or 'all namespaces'} failed: HTTP {status}")
+    resource = _resource(cluster, kind)
+    found = resource.get(
+        namespace=namespace if resource.namespaced else None,
+        label_selector=selector or None,
+        field_selector=fields or None,
+    ).to_dict()
     items: list[dict[str, Any]] = found["items"]
     for item in items:  # as kubectl prints them
         item.setdefault("apiVersion", found["apiVersion"])

@@ -12,9 +12,10 @@ import kubernetes
 def client() -> kubernetes.client.ApiClient:
     """An admin client of the session's cluster (``$KUBECONFIG``, set by the ``cluster`` fixture);
     one per kubeconfig, shared."""
-    return _client(os.environ["KUBECONFIG"])
+    return client_of(os.environ["KUBECONFIG"])
 
 
 @functools.cache
-def _client(kubeconfig: str) -> kubernetes.client.ApiClient:
+def client_of(kubeconfig: str) -> kubernetes.client.ApiClient:
+    """An admin client of the cluster ``kubeconfig`` names; one per kubeconfig, shared."""
     return kubernetes.config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]  # kubernetes is untyped
