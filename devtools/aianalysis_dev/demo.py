@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from aianalysis import errors, settings
-from aianalysis_dev import devcluster, loop, world
+from aianalysis_dev import devcluster, loop, reads, world
 from aianalysis_dev.incidents import until
 
 NAMESPACE = "demo"
@@ -84,7 +84,7 @@ def run(
         devcluster.apply_crds(cluster, root / "crds")  # and the approval policy: approvals are checked
         step("CRDs and the approval policy installed")
         cluster.kubectl("apply", "-f", str(root / "examples" / "catalog"))
-        count = len(_items(cluster, "remediationworkflows"))
+        count = len(reads.listed(cluster, "remediationworkflows"))
         step(f"example catalog installed: {count} RemediationWorkflows")
         cluster.kubectl("create", "namespace", NAMESPACE)
         with _operator(cluster, root) as log_file, _operator(cluster, root, command="executor") as exec_log:
@@ -107,7 +107,9 @@ def run(
             out("")
             out(cluster.kubectl("get", "aianalyses", "-n", NAMESPACE).stdout)
             out(cluster.kubectl("get", "workflowexecutions", "-n", NAMESPACE).stdout)
-            final = sorted(_items(cluster, "aianalyses", NAMESPACE), key=lambda i: i["metadata"]["name"])
+            final = sorted(
+                reads.listed(cluster, "aianalyses", NAMESPACE), key=lambda i: i["metadata"]["name"]
+            )
             out(summary(final, incidents, recovery=shown))
         step("operator and executor stopped")
     step("control plane stopped; nothing left running")
@@ -175,19 +177,13 @@ def operator_process(
                 proc.wait()
 
 
-def _items(cluster: devcluster.DevCluster, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
-    args = ["get", plural, "-o", "json"] + (["-n", namespace] if namespace else [])
-    items: list[dict[str, Any]] = json.loads(cluster.kubectl(*args).stdout)["items"]
-    return items
-
-
 def _wait_terminal(
     cluster: devcluster.DevCluster, expected: int, timeout: float, step: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     reported = -1
     while True:
-        items = _items(cluster, "aianalyses", NAMESPACE)
+        items = reads.listed(cluster, "aianalyses", NAMESPACE)
         done = [i for i in items if (i.get("status") or {}).get("phase") in TERMINAL]
         if len(done) != reported:
             reported = len(done)
@@ -254,7 +250,9 @@ def _approve(cluster: devcluster.DevCluster, analysis: dict[str, Any], step: Cal
 
 def _wait_pod(cluster: devcluster.DevCluster, execution: str, timeout: float) -> str:
     def pod() -> str | None:
-        pods = loop.listed(cluster, "pods", NAMESPACE, "-l", f"kubernaut.io/workflow-execution={execution}")
+        pods = reads.listed(
+            cluster, "pods", NAMESPACE, selector=f"kubernaut.io/workflow-execution={execution}"
+        )
         return str(pods[0]["metadata"]["name"]) if pods else None
 
     return str(until(pod, what=f"the Job controller to create the Pod of {execution}", timeout=timeout))

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from aianalysis_dev import demo, devcluster, incidents, loop, oci
+from aianalysis_dev import demo, devcluster, incidents, loop, oci, reads
 
 WINDOW_SECONDS = "20"
 """The assessment's stabilization window here (300 s by default): long enough for a crash to show."""
@@ -145,7 +145,7 @@ def _close_the_loops(
     for namespace, name in executions.items():
         execution = loop.ended_execution(cluster, namespace, name, timeout=timeout)
         st = execution["status"]
-        (pod,) = loop.listed(cluster, "pods", namespace, "-l", f"kubernaut.io/workflow-execution={name}")
+        (pod,) = reads.listed(cluster, "pods", namespace, selector=f"kubernaut.io/workflow-execution={name}")
         spec = pod["spec"]
         ran = f"job/{name} ran {spec['containers'][0]['image']} as {spec.get('serviceAccountName')}"
         if st["phase"] == "Failed":
@@ -187,7 +187,7 @@ def _refusal(message: str) -> str:
 
 
 def _has_default_account(cluster: devcluster.Cluster, namespace: str) -> Callable[[], bool]:
-    return lambda: cluster.kubectl("get", "sa", "default", "-n", namespace, check=False).returncode == 0
+    return lambda: reads.get(cluster, "serviceaccount", "default", namespace) is not None
 
 
 def _busybox(cluster: devcluster.NodeCluster, work: Path) -> str:

@@ -20,7 +20,10 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
+
+from aianalysis_dev import reads
 
 MEMORY_LIMIT = "32Mi"
 """The limit of the OOM incidents' containers (a hog allocates 64 MiB at once)."""
@@ -32,7 +35,11 @@ CRASH_RESTARTS = 2
 
 
 class Kubectl(Protocol):
-    """What a maker needs of a cluster: its kubectl (``devcluster.Cluster`` has it)."""
+    """What a maker needs of a cluster: its kubectl, and its kubeconfig for in-process reads
+    (``devcluster.Cluster`` has both)."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, user: str | None = None
@@ -239,7 +246,7 @@ def job_past_deadline(cluster: Kubectl, namespace: str, *, image: str) -> NodeIn
     }
     apply(cluster, namespace, job)
     until(
-        lambda: _condition(_get(cluster, "job", name, namespace), "Failed"),
+        lambda: _condition(reads.get(cluster, "job", name, namespace) or {}, "Failed"),
         what=f"Job {namespace}/{name} to fail",
         timeout=120,
     )
@@ -451,7 +458,7 @@ def _unschedulable(cluster: Kubectl, namespace: str, app: str, says: str) -> dic
 
 def _events(cluster: Kubectl, namespace: str, reason: str, *, what: str, count: int) -> None:
     def enough() -> bool:
-        listed = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+        listed = reads.listed(cluster, "events", namespace)
         seen = sum(
             int(e.get("count") or (e.get("series") or {}).get("count") or 1)
             for e in listed
@@ -463,14 +470,8 @@ def _events(cluster: Kubectl, namespace: str, reason: str, *, what: str, count: 
 
 
 def _pods(cluster: Kubectl, namespace: str, app: str) -> list[dict[str, Any]]:
-    listed = cluster.kubectl("get", "pods", "-n", namespace, "-l", f"app={app}", "-o", "json").stdout
-    pods: list[dict[str, Any]] = json.loads(listed)["items"]
+    pods = reads.listed(cluster, "pods", namespace, selector=f"app={app}")
     return sorted(pods, key=lambda p: str(p["metadata"].get("creationTimestamp")), reverse=True)
-
-
-def _get(cluster: Kubectl, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    got: dict[str, Any] = json.loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)
-    return got
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> bool:

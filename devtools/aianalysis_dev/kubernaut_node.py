@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 
 from aianalysis.catalog import importer
-from aianalysis_dev import devcluster, incidents, kubernaut_eval, oci
+from aianalysis_dev import devcluster, incidents, kubernaut_eval, oci, reads
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_SERVER = "quay.io/kubernaut-cicd/demo-http-server:1.0.0"
@@ -170,10 +170,7 @@ def stand_ins(out: Path, *, busybox: Path) -> list[Path]:
 
 
 def _pods(cluster: devcluster.NodeCluster, namespace: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(
-        cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout
-    )["items"]
-    return items
+    return reads.listed(cluster, "pods", namespace)
 
 
 def _containers(pods: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -219,7 +216,7 @@ def _unschedulable(cluster: devcluster.NodeCluster, namespace: str, _: str) -> d
 
 
 def _rollout_stuck(cluster: devcluster.NodeCluster, namespace: str, name: str) -> dict[str, str] | None:
-    got = json.loads(cluster.kubectl("get", "deployment", name, "-n", namespace, "-o", "json").stdout)
+    got = reads.get(cluster, "deployment", name, namespace) or {}
     for condition in (got.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Progressing" and condition.get("status") == "False":
             return {"deployment": name}
@@ -227,9 +224,9 @@ def _rollout_stuck(cluster: devcluster.NodeCluster, namespace: str, name: str) -
 
 
 def _budget_at_limit(cluster: devcluster.NodeCluster, namespace: str, name: str) -> dict[str, str] | None:
-    budget = json.loads(cluster.kubectl("get", "pdb", name, "-n", namespace, "-o", "json").stdout)
+    budget = reads.get(cluster, "pdb", name, namespace) or {}
     status = budget.get("status") or {}
-    node = json.loads(cluster.kubectl("get", "node", cluster.node_name, "-o", "json").stdout)
+    node = reads.get(cluster, "node", cluster.node_name) or {}
     draining = bool((node.get("spec") or {}).get("unschedulable"))
     if draining and status.get("disruptionsAllowed") == 0 and status.get("expectedPods", 0) > 0:
         return {"poddisruptionbudget": name}
@@ -461,7 +458,7 @@ def _rule_labels(mirror: kubernaut_eval.Mirror, folder: str, alert: str) -> dict
 
 
 def _ended(cluster: devcluster.NodeCluster, namespace: str) -> dict[str, Any] | None:
-    listed = json.loads(cluster.kubectl("get", "aianalyses", "-n", namespace, "-o", "json").stdout)["items"]
+    listed = reads.listed(cluster, "aianalyses", namespace)
     done = [a for a in listed if (a.get("status") or {}).get("phase") in ("Completed", "Failed")]
     return done[0] if done else None
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from aianalysis_dev import devcluster, images, incidents
+from aianalysis_dev import devcluster, images, incidents, reads
 
 WORKFLOWS = Path("examples") / "workflows"
 CATALOG = Path("examples") / "catalog"
@@ -141,17 +141,6 @@ def oom_at_startup(cluster: incidents.Kubectl, namespace: str, *, image: str) ->
 # --- following the loop ----------------------------------------------------------------------------
 
 
-def get(cluster: devcluster.Cluster, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
-    got = cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(got.stdout) if got.returncode == 0 else None
-
-
-def listed(cluster: devcluster.Cluster, plural: str, namespace: str, *selector: str) -> list[dict[str, Any]]:
-    out = cluster.kubectl("get", plural, "-n", namespace, *selector, "-o", "json").stdout
-    items: list[dict[str, Any]] = json.loads(out)["items"]
-    return items
-
-
 def ended_analysis(
     cluster: devcluster.Cluster, namespace: str, name: str | None = None, *, timeout: float = 120
 ) -> dict[str, Any]:
@@ -159,9 +148,9 @@ def ended_analysis(
 
     def ended() -> dict[str, Any] | None:
         found = (
-            [get(cluster, "aianalysis", name, namespace)]
+            [reads.get(cluster, "aianalysis", name, namespace)]
             if name
-            else listed(cluster, "aianalyses", namespace)
+            else reads.listed(cluster, "aianalyses", namespace)
         )
         done = [a for a in found if a and (a.get("status") or {}).get("phase") in TERMINAL]
         return done[0] if done else None
@@ -197,7 +186,7 @@ def ended_execution(
     cluster: devcluster.Cluster, namespace: str, name: str, *, timeout: float = 300
 ) -> dict[str, Any]:
     def ended() -> dict[str, Any] | None:
-        found = get(cluster, "workflowexecution", name, namespace)
+        found = reads.get(cluster, "workflowexecution", name, namespace)
         return found if found and (found.get("status") or {}).get("phase") in TERMINAL else None
 
     execution: dict[str, Any] = incidents.until(
@@ -212,7 +201,7 @@ def assessed(
     """The execution's ``status.assessment`` once it holds a verdict."""
 
     def verdict() -> dict[str, Any] | None:
-        found = get(cluster, "workflowexecution", name, namespace) or {}
+        found = reads.get(cluster, "workflowexecution", name, namespace) or {}
         assessment = (found.get("status") or {}).get("assessment") or {}
         return assessment if assessment.get("verdict") else None
 

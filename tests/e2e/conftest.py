@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import programs, reads
+from aianalysis_dev import reads
+from tests.support import programs
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("Completed", "Failed")

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from aianalysis import catalog, resources
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, reads
 from tests.e2e.conftest import ROOT, OperatorProcess, get, starter, wait_for
-from tests.support import approval_policy, reads
+from tests.support import approval_policy
 
 CHART = ROOT / "helm" / "aianalysis-operator"
 RELEASE, INSTALL_NAMESPACE = "aianalysis-operator", "aianalysis-system"

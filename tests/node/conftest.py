@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aianalysis_dev import devcluster, oci
+from aianalysis_dev import devcluster, oci, reads
 from tests.e2e.conftest import ROOT, OperatorProcess
 from tests.support import nodes, programs
 
@@ -72,9 +72,7 @@ def node_namespace(node_cluster: devcluster.NodeCluster) -> Iterator[str]:
     name = f"n-{secrets.token_hex(4)}"
     node_cluster.kubectl("create", "namespace", name)
     nodes.wait_for(
-        lambda: (
-            node_cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
-        ),
+        lambda: reads.get(node_cluster, "serviceaccount", "default", name) is not None,
         what=f"the default ServiceAccount of {name}",
         timeout=30,
     )

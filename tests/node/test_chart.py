@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aianalysis_dev import devcluster, images
+from aianalysis_dev import devcluster, images, reads
 from tests.support import analyses, nodes, programs
 from tests.support.nodes import apply, get, items, wait_for
 
@@ -97,7 +97,7 @@ def local_image(built: images.Built, **more: Any) -> dict[str, Any]:
 
 
 def operator_pods(cluster: devcluster.NodeCluster) -> list[dict[str, Any]]:
-    return items(cluster, "pods", NAMESPACE, "-l", OPERATOR_PODS)
+    return items(cluster, "pods", NAMESPACE, selector=OPERATOR_PODS)
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -178,9 +178,7 @@ def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
     name = f"team-{secrets.token_hex(3)}"
     node_cluster.kubectl("create", "namespace", name)
     wait_for(
-        lambda: (
-            node_cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
-        ),
+        lambda: reads.get(node_cluster, "serviceaccount", "default", name) is not None,
         what="the default ServiceAccount",
     )
     apply(node_cluster, name, api_deployment(busybox, HEALTHY))
@@ -189,7 +187,7 @@ def team(node_cluster: devcluster.NodeCluster, busybox: str) -> Iterator[str]:
     wait_for(
         lambda: any(
             (status.get("restartCount") or 0) >= 2
-            for pod in items(node_cluster, "pods", name, "-l", "app=api")
+            for pod in items(node_cluster, "pods", name, selector="app=api")
             for status in pod.get("status", {}).get("containerStatuses") or []
         ),
         what="the new revision's Pod to crash-loop",
@@ -541,7 +539,7 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     helm("upgrade", RELEASE, str(CHART), values=values)
     executor_pods = f"{SELECTOR},app.kubernetes.io/component=executor"
     wait_for(
-        lambda: any(ready(p) for p in items(node_cluster, "pods", NAMESPACE, "-l", executor_pods)),
+        lambda: any(ready(p) for p in items(node_cluster, "pods", NAMESPACE, selector=executor_pods)),
         what="the executor Pod to be Ready", timeout=180, describe=lambda: describe_release(node_cluster),
     )  # fmt: skip
     analysis = get(node_cluster, "aianalysis", "first", team)
@@ -569,7 +567,7 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     execution = wait_for(finished, what="the execution to finish", timeout=240,
                          describe=nodes.describer(node_cluster, team))  # fmt: skip
     (job,) = items(node_cluster, "jobs", team)
-    pods = items(node_cluster, "pods", team, "-l", f"job-name={job['metadata']['name']}")
+    pods = items(node_cluster, "pods", team, selector=f"job-name={job['metadata']['name']}")
     assert pods, "the Job's Pod is gone"
     spec = pods[0]["spec"]
     assert spec["serviceAccountName"] == account
@@ -581,7 +579,7 @@ def test_the_executor_runs_the_workflow_image_as_the_workflow_s_service_account(
     # Rolled back for real: the deployment controller brought revision 1's template back.
     (container,) = get(node_cluster, "deployment", "api", team)["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["sh", "-c", HEALTHY]
-    for pod in items(node_cluster, "pods", NAMESPACE, "-l", SELECTOR):
+    for pod in items(node_cluster, "pods", NAMESPACE, selector=SELECTOR):
         assert refusals(node_cluster, pod["metadata"]["name"]) == [], pod["metadata"]["name"]
 
 

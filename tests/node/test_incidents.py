@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aianalysis_dev import devcluster, incidents
+from aianalysis_dev import devcluster, incidents, reads
 from tests.node.conftest import NodeOperator
 from tests.support import nodes
 
@@ -48,8 +48,8 @@ def analysed(
     operator.post(incident.payload())
 
     def ended() -> dict[str, Any] | None:
-        listed = cluster.kubectl("get", "aianalyses", "-n", incident.namespace, "-o", "json").stdout
-        done = [a for a in json.loads(listed)["items"] if (a.get("status") or {}).get("phase") in TERMINAL]
+        listed = reads.listed(cluster, "aianalyses", incident.namespace)
+        done = [a for a in listed if (a.get("status") or {}).get("phase") in TERMINAL]
         return done[0] if done else None
 
     found: dict[str, Any] = nodes.wait_for(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from aianalysis_dev import devcluster, incidents, loop
+from aianalysis_dev import devcluster, incidents, loop, reads
 from tests.e2e.conftest import ROOT, OperatorProcess
 from tests.node.conftest import NodeOperator
 from tests.node.test_incidents import analysed, business_namespace  # noqa: F401 — a fixture
@@ -74,7 +74,7 @@ def explain(cluster: devcluster.NodeCluster, execution: dict[str, Any]) -> str:
 
 
 def the_job_pod(cluster: devcluster.NodeCluster, namespace: str, execution: str) -> dict[str, Any]:
-    (pod,) = loop.listed(cluster, "pods", namespace, "-l", f"kubernaut.io/workflow-execution={execution}")
+    (pod,) = reads.listed(cluster, "pods", namespace, selector=f"kubernaut.io/workflow-execution={execution}")
     return pod
 
 
@@ -91,7 +91,7 @@ def assert_ran_as_the_workflow(
 
 
 def ready_pods(cluster: devcluster.NodeCluster, namespace: str, app: str) -> list[dict[str, Any]]:
-    pods = loop.listed(cluster, "pods", namespace, "-l", f"app={app}")
+    pods = reads.listed(cluster, "pods", namespace, selector=f"app={app}")
     return [
         p
         for p in pods
@@ -125,13 +125,13 @@ def test_a_crash_loop_after_a_rollout_is_rolled_back_by_the_deployment_controlle
 
     # The deployment controller scaled the old ReplicaSet back up and the crashing one down.
     sets = {
-        s["metadata"]["name"]: s for s in loop.listed(node_cluster, "replicasets", ns, "-l", "app=worker")
+        s["metadata"]["name"]: s for s in reads.listed(node_cluster, "replicasets", ns, selector="app=worker")
     }
     assert {n: s["spec"]["replicas"] for n, s in sets.items()} == {n: (2 if n == good else 0) for n in sets}
     nodes.wait_for(
         lambda: (
             {replica_set_of(p) for p in ready_pods(node_cluster, ns, "worker")} == {good}
-            and len(loop.listed(node_cluster, "pods", ns, "-l", "app=worker")) == 2
+            and len(reads.listed(node_cluster, "pods", ns, selector="app=worker")) == 2
         ),
         what="only the old revision's two Pods",
         describe=nodes.describer(node_cluster, ns),
@@ -157,7 +157,7 @@ def test_an_oom_kill_at_start_is_fixed_by_a_raised_limit_and_judged_effective(
     assert analysis["status"]["selectedWorkflow"]["parameters"]["MEMORY_LIMIT_NEW"] == "64Mi"
     assert execution["status"]["phase"] == "Completed", explain(node_cluster, execution)
     assert_ran_as_the_workflow(node_cluster, workflows, the_job_pod(node_cluster, ns, name), MEMORY)
-    deployment = loop.get(node_cluster, "deployment", "indexer", ns) or {}
+    deployment = reads.get(node_cluster, "deployment", "indexer", ns) or {}
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"]["memory"] == "64Mi"
     (pod,) = ready_pods(node_cluster, ns, "indexer")
@@ -179,7 +179,7 @@ def test_a_rollback_the_release_pipeline_reapplies_is_judged_ineffective(
     ns = business_namespace
     loop.grant(node_cluster, ns, workflows)
     incident = incidents.crashloop_after_rollout(node_cluster, ns, image=busybox)
-    bad = (loop.get(node_cluster, "deployment", "worker", ns) or {})["spec"]["template"]["spec"][
+    bad = (reads.get(node_cluster, "deployment", "worker", ns) or {})["spec"]["template"]["spec"][
         "containers"
     ][0]
     _, execution = approved(node_cluster, node_operator, incident, expect=ROLLBACK)
@@ -187,7 +187,7 @@ def test_a_rollback_the_release_pipeline_reapplies_is_judged_ineffective(
     assert execution["status"]["phase"] == "Completed", explain(node_cluster, execution)
 
     def stabilizing() -> bool:
-        found = loop.get(node_cluster, "workflowexecution", name, ns) or {}
+        found = reads.get(node_cluster, "workflowexecution", name, ns) or {}
         return bool(((found.get("status") or {}).get("assessment") or {}).get("afterSpecHash"))
 
     nodes.wait_for(stabilizing, what="the assessment to record the state after the rollback")
@@ -219,7 +219,7 @@ def test_a_workflow_whose_serviceaccount_lacks_a_permission_fails_forbidden_and_
         node_cluster, workflows, the_job_pod(node_cluster, ns, execution["metadata"]["name"]), ROLLBACK
     )
     # Nothing changed: the crashing release is still the Deployment's.
-    deployment = loop.get(node_cluster, "deployment", "worker", ns) or {}
+    deployment = reads.get(node_cluster, "deployment", "worker", ns) or {}
     assert "bad release" in json.dumps(deployment["spec"]["template"]["spec"]["containers"][0]["command"])
 
     recovery = loop.ended_analysis(node_cluster, ns, f"{analysis['metadata']['name']}-recovery-1")

@@ -13,13 +13,8 @@ from aianalysis import kube
 from aianalysis.assessment import podhealth
 from aianalysis.executor import reasons
 from aianalysis.kube import api_reader, readers
-from aianalysis_dev import devcluster, incidents
+from aianalysis_dev import devcluster, incidents, reads
 from tests.support import nodes
-
-
-def listed(cluster: devcluster.NodeCluster, *args: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)["items"]
-    return items
 
 
 async def test_a_crash_loop_between_restarts_is_failing_and_its_gone_previous_run_is_no_log(
@@ -35,7 +30,7 @@ async def test_a_crash_loop_between_restarts_is_failing_and_its_gone_previous_ru
     name = incident.workload["name"]
 
     def between_restarts() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]] | None:
-        pods = listed(node_cluster, "pods", "-n", node_namespace, "-l", f"app={name}")
+        pods = reads.listed(node_cluster, "pods", node_namespace, selector=f"app={name}")
         for pod in pods:
             for status in pod["status"].get("containerStatuses") or ():
                 if status.get("restartCount", 0) >= 1 and "terminated" in (status.get("state") or {}):
@@ -77,7 +72,7 @@ def test_a_job_stopped_at_its_deadline_fails_with_deadline_exceeded(
     incident = incidents.job_past_deadline(node_cluster, node_namespace, image=busybox)
     name = incident.workload["name"]
     job = json.loads(node_cluster.kubectl("get", "job", name, "-n", node_namespace, "-o", "json").stdout)
-    pods = listed(node_cluster, "pods", "-n", node_namespace, "-l", f"job-name={name}")
-    events = listed(node_cluster, "events", "-n", node_namespace)
+    pods = reads.listed(node_cluster, "pods", node_namespace, selector=f"job-name={name}")
+    events = reads.listed(node_cluster, "events", node_namespace)
     failure = reasons.failure_of(job=job, pods=pods, events=events)
     assert failure.reason == "DeadlineExceeded", (failure, pods)

@@ -64,7 +64,7 @@ def test_a_crash_loop_is_reported_by_the_kubelet(
         )
 
     watch_pod(node_cluster, node_namespace, "crasher", looped, timeout=120)
-    events = items(node_cluster, "events", node_namespace, "--field-selector=involvedObject.name=crasher")
+    events = items(node_cluster, "events", node_namespace, fields="involvedObject.name=crasher")
     assert any(e["reason"] == "BackOff" and e["source"].get("component") == "kubelet" for e in events)
     assert node_cluster.kubectl("logs", "crasher", "-n", node_namespace).stdout.strip() == "trying"
 
@@ -120,7 +120,7 @@ def test_a_job_completes(node_cluster: devcluster.NodeCluster, busybox: str, nod
         what="the Job to complete",
         describe=nodes.describer(node_cluster, node_namespace),
     )
-    (worker,) = items(node_cluster, "pods", node_namespace, "-l", "job-name=once")
+    (worker,) = items(node_cluster, "pods", node_namespace, selector="job-name=once")
     assert worker["status"]["phase"] == "Succeeded"
     assert node_cluster.kubectl("logs", "job/once", "-n", node_namespace).stdout.strip() == "job done"
 
@@ -140,15 +140,15 @@ def test_a_deployment_rollout_replaces_its_pods(
     }
     apply(node_cluster, node_namespace, deployment)
     node_cluster.kubectl("rollout", "status", "deployment/web", "-n", node_namespace, "--timeout=120s")
-    first = {p["metadata"]["name"] for p in items(node_cluster, "pods", node_namespace, "-l", "app=web")}
+    first = {p["metadata"]["name"] for p in items(node_cluster, "pods", node_namespace, selector="app=web")}
     node_cluster.kubectl("set", "env", "deployment/web", "-n", node_namespace, "REVISION=2")
     node_cluster.kubectl("rollout", "status", "deployment/web", "-n", node_namespace, "--timeout=120s")
-    sets = items(node_cluster, "replicasets", node_namespace, "-l", "app=web")
+    sets = items(node_cluster, "replicasets", node_namespace, selector="app=web")
     assert sorted(s["spec"]["replicas"] for s in sets) == [0, 2]
     (current,) = [s["metadata"]["name"] for s in sets if s["spec"]["replicas"] == 2]
 
     def replaced() -> bool:
-        pods = items(node_cluster, "pods", node_namespace, "-l", "app=web")
+        pods = items(node_cluster, "pods", node_namespace, selector="app=web")
         owners = {p["metadata"]["ownerReferences"][0]["name"] for p in pods}
         return len(pods) == 2 and owners == {current} and not first & {p["metadata"]["name"] for p in pods}
 

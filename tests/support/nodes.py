@@ -12,7 +12,7 @@ from typing import Any
 
 import kubernetes
 
-from aianalysis_dev import devcluster
+from aianalysis_dev import devcluster, reads
 
 
 def pod(name: str, script: str, *, image: str, restart: str = "Never", **spec: Any) -> dict[str, Any]:
@@ -43,14 +43,16 @@ def apply(cluster: devcluster.Cluster, namespace: str, *objects: Mapping[str, An
 
 
 def get(cluster: devcluster.Cluster, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    got: dict[str, Any] = json.loads(cluster.kubectl("get", kind, name, "-n", namespace, "-o", "json").stdout)
-    return got
-
-
-def items(cluster: devcluster.Cluster, kind: str, namespace: str, *selector: str) -> list[dict[str, Any]]:
-    listed = cluster.kubectl("get", kind, "-n", namespace, *selector, "-o", "json").stdout
-    found: list[dict[str, Any]] = json.loads(listed)["items"]
+    """The object (read in this process: the tests poll), which must exist."""
+    found = reads.get(cluster, kind, name, namespace)
+    assert found is not None, f"{kind} {namespace}/{name} not found"
     return found
+
+
+def items(
+    cluster: devcluster.Cluster, kind: str, namespace: str, *, selector: str = "", fields: str = ""
+) -> list[dict[str, Any]]:
+    return reads.listed(cluster, kind, namespace, selector=selector, fields=fields)
 
 
 def container_status(cluster: devcluster.Cluster, name: str, namespace: str) -> dict[str, Any]:

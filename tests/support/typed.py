@@ -3,10 +3,11 @@ operator's own code (which talks through :mod:`aianalysis.kube`, never this clie
 
 from __future__ import annotations
 
-import functools
 import os
 
 import kubernetes
+
+from aianalysis_dev import reads
 
 
 def client() -> kubernetes.client.ApiClient:
@@ -15,7 +16,4 @@ def client() -> kubernetes.client.ApiClient:
     return client_of(os.environ["KUBECONFIG"])
 
 
-@functools.cache
-def client_of(kubeconfig: str) -> kubernetes.client.ApiClient:
-    """An admin client of the cluster ``kubeconfig`` names; one per kubeconfig, shared."""
-    return kubernetes.config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]  # kubernetes is untyped
+client_of = reads.client_of
