@@ -82,7 +82,7 @@ def test_the_demo_ends_with_confident_correct_picks_reasoned_declines_and_a_reco
     assert "risk_tolerance=low" in words and "OOM-killed" in words
 
 
-def test_make_demo_in_the_simulated_world_closes_the_loop_and_leaves_nothing_running() -> None:
+def test_make_demo_in_the_simulated_world_closes_the_loop_and_leaves_nothing_running(tmp_path: Path) -> None:
     """``aianalysis demo`` as ``make demo`` runs it where no node can run: its own control plane,
     operator and executor; the approved execution fails OOMKilled, the recovery analysis picks
     another workflow, that one is approved and completes, and everything is stopped."""
@@ -94,6 +94,7 @@ def test_make_demo_in_the_simulated_world_closes_the_loop_and_leaves_nothing_run
         },
         "AIANALYSIS_DEMO_WORLD": "simulated",
         "AIANALYSIS_K8S_BIN": str(devcluster.find_binaries().dir),
+        "TMPDIR": str(tmp_path),  # the logs it keeps for the person who ran it
     }
     argv = [sys.executable, "-m", "aianalysis", "demo", "--timeout", "180"]
     ran = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=400, check=False)

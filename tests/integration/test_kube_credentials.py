@@ -10,6 +10,7 @@ import base64
 import datetime
 import secrets
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -266,10 +267,13 @@ def test_a_proxy_url_carries_the_connections_to_the_api_server(
 
 
 def test_a_kubeconfig_read_outside_a_pod_leaves_no_key_on_disk(
-    dev: devcluster.DevCluster, tmp_path: Path
+    dev: devcluster.DevCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inline key data authenticates (the request succeeds) while nothing of it is on disk: the
-    loader's temporary copies are gone as it returns, the TLS context holds the key."""
+    loader's temporary copies, and the private directory made for them, are gone as it returns;
+    the TLS context holds the key."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     cert, key = dev.client_certificate(f"memory-{secrets.token_hex(2)}", groups=["system:masters"])
     path = kubeconfig(
         tmp_path / "config",
@@ -279,4 +283,4 @@ def test_a_kubeconfig_read_outside_a_pod_leaves_no_key_on_disk(
     )
     with kube.api_client(path) as api:
         assert server_facts.whoami(api).startswith("memory-")
-        assert list(Path(config._private_dir()).iterdir()) == []
+        assert list((tmp_path / "tmp").rglob("*")) == []

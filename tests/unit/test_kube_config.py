@@ -11,6 +11,7 @@ import json
 import os
 import ssl
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ def _no_ambient_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.kube/config of the machine
+    # The loader's private directory is made under the temporary directory, this test's own here.
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
 
 def kubeconfig(
@@ -64,8 +68,9 @@ def connect(path: str) -> config.Connection:
 
 
 def private_files() -> list[Path]:
-    """What is on disk in the directory the loader writes certificate and key data to."""
-    return list(Path(config._private_dir()).iterdir())
+    """What is on disk under the temporary directory, where the loader's private directory (its
+    certificate and key data) is made for each load and removed."""
+    return list(Path(tempfile.gettempdir()).rglob("*"))
 
 
 def test_a_token_user_gives_the_server_the_ca_beside_the_kubeconfig_and_the_context_namespace(

@@ -33,7 +33,6 @@ import datetime
 import functools
 import logging
 import os
-import shutil
 import ssl
 import tempfile
 import threading
@@ -315,7 +314,13 @@ _LOADING = threading.Lock()
 
 
 def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
-    with _LOADING, _logged_errors() as logged:
+    # The loader writes certificate and key data into a private directory (mode 0700) that lives
+    # for this load only: a process killed later leaves nothing behind.
+    with (
+        _LOADING,
+        _logged_errors() as logged,
+        tempfile.TemporaryDirectory(prefix="aianalysis-kube-") as private,
+    ):
         try:
             merged, active = _merged(kube_config, paths)
             context = merged["contexts"].get_with_name(active)["context"]
@@ -333,7 +338,7 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
                 config_dict=merged,
                 active_context=active,
                 config_base_path=None,
-                temp_file_path=_private_dir(),
+                temp_file_path=private,
             )
             loaded = kube_config.Configuration()
             loader.load_and_set(loaded)
@@ -342,7 +347,7 @@ def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
         except yaml.YAMLError as exc:
             raise KubeconfigError(f"the kubeconfig {os.pathsep.join(paths)} is not YAML: {exc}") from exc
         finally:
-            written = _take_back_written()
+            written = _take_back_written(private)
     # client-go trims a token file's content; the loader keeps its newline (an invalid header).
     authorization = str(loaded.api_key.get("BearerToken") or "").strip() or None
     cert_file, key_file = _own(loaded.cert_file, written), _own(loaded.key_file, written)
@@ -398,21 +403,10 @@ def _own(path: str | None, written: dict[str, bytes]) -> str | None:
     return path if path and path not in written else None
 
 
-@functools.cache
-def _private_dir() -> str:
-    """Where the loader writes certificate and key data (mode 0700); emptied after each load,
-    removed at exit."""
-    made = tempfile.mkdtemp(prefix="aianalysis-kube-")
-    import atexit  # noqa: PLC0415  # only when a kubeconfig is read
-
-    atexit.register(shutil.rmtree, made, True)
-    return made
-
-
-def _take_back_written() -> dict[str, bytes]:
+def _take_back_written(private: str) -> dict[str, bytes]:
     """What the loader wrote to the private directory, by path, each file removed."""
     written: dict[str, bytes] = {}
-    for entry in Path(_private_dir()).iterdir():
+    for entry in Path(private).iterdir():
         written[str(entry)] = entry.read_bytes()
         entry.unlink()
     return written
