@@ -5,6 +5,7 @@ leaves, the package fixture's teardown checks once more after the last test."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -18,8 +19,10 @@ from tests.support import nodes
 
 PARENT = Path(tempfile.gettempdir())
 RUN_A_POD = """
-import time
+import faulthandler, signal, sys, time
 from aianalysis_dev import devcluster
+
+faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # where it hangs, if it does
 
 cluster = devcluster.NodeCluster().start()
 run = ["run", "sleeper", "--image=aianalysis.local/pause:1", "--image-pull-policy=Never", "--restart=Never"]
@@ -49,15 +52,35 @@ def started() -> Iterator[list[subprocess.Popen[str]]]:
                 proc.wait()
 
 
-def start_a_node_with_a_pod(started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], Path]:
-    proc = subprocess.Popen([sys.executable, "-c", RUN_A_POD], stdout=subprocess.PIPE, text=True)
+def start_a_node_with_a_pod(
+    started: list[subprocess.Popen[str]], stderr: Path
+) -> tuple[subprocess.Popen[str], Path]:
+    with stderr.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RUN_A_POD], stdout=subprocess.PIPE, stderr=sink, text=True
+        )
     started.append(proc)
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the script prints one line once the Pod runs, or dies
     if not line.startswith("READY "):
         proc.kill()
-        raise AssertionError(f"the node did not start (exit {proc.wait()}): {line!r}")
+        raise AssertionError(
+            f"the node did not start (exit {proc.wait()}): {line!r}\n{stderr.read_text()[-4000:]}"
+        )
     return proc, Path(line.split()[1])
+
+
+def exit_code(proc: subprocess.Popen[str], stderr: Path, *, timeout: float) -> int:
+    """Its exit code; past ``timeout`` the assertion shows where every thread of it stands."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack to its stderr
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2)  # nothing to wait for but the dump being written
+        raise AssertionError(
+            f"still running {timeout:.0f}s after Ctrl-C:\n{stderr.read_text()[-6000:]}"
+        ) from None
 
 
 def container_pids() -> list[int]:
@@ -75,21 +98,23 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_ctrl_c_stops_the_node_and_leaves_nothing(started: list[subprocess.Popen[str]]) -> None:
-    proc, _ = start_a_node_with_a_pod(started)
+def test_ctrl_c_stops_the_node_and_leaves_nothing(
+    started: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    proc, _ = start_a_node_with_a_pod(started, tmp_path / "stderr")
     running = container_pids()
     assert running, "the Pod's processes should be in the node's cgroups"
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) != 0  # KeyboardInterrupt, after the cleanup
+    assert exit_code(proc, tmp_path / "stderr", timeout=60) != 0  # KeyboardInterrupt, after the cleanup
     assert nodes.leftovers(PARENT) == []
     assert not [pid for pid in running if alive(pid)]
 
 
 def test_a_killed_run_is_swept_by_the_next_start(
-    request: pytest.FixtureRequest, started: list[subprocess.Popen[str]]
+    request: pytest.FixtureRequest, started: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     """The next start is the package's ``node_cluster``, asked for only once the run is killed."""
-    proc, directory = start_a_node_with_a_pod(started)
+    proc, directory = start_a_node_with_a_pod(started, tmp_path / "stderr")
     running = container_pids()
     proc.kill()  # no cleanup at all: the daemons die with it (parent-death signal), shims and Pods not
     proc.wait(timeout=30)
