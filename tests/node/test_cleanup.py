@@ -23,6 +23,9 @@ import faulthandler, signal, sys, time
 from aianalysis_dev import devcluster
 
 faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # where it hangs, if it does
+# Ctrl-C as in a person's terminal: a suite started in the background by a non-interactive shell
+# (`make test &`) hands its children SIGINT ignored, and Python then keeps it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 cluster = devcluster.NodeCluster().start()
 run = ["run", "sleeper", "--image=aianalysis.local/pause:1", "--image-pull-policy=Never", "--restart=Never"]
