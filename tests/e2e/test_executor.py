@@ -304,12 +304,7 @@ def approve(
     return run("approve", name, "-n", ns, *bound, *extra)
 
 
-def items(cluster: devcluster.DevCluster, kind: str, ns: str, *selector: str) -> list[dict[str, Any]]:
-    """``kubectl get kind -n ns -o json [-l ...|--field-selector ...]``'s items (read in-process)."""
-    flags = dict(zip(selector[::2], selector[1::2], strict=True))
-    return reads.listed(
-        cluster, kind, ns, selector=flags.pop("-l", ""), fields=flags.pop("--field-selector", "")
-    )
+items = reads.listed
 
 
 def the_pod(
@@ -317,7 +312,7 @@ def the_pod(
 ) -> dict[str, Any]:
     """The Pod the Job controller created for the execution's Job."""
     pods: list[dict[str, Any]] = wait_for(
-        lambda: items(cluster, "pods", ns, "-l", f"kubernaut.io/workflow-execution={execution}"),
+        lambda: items(cluster, "pods", ns, selector=f"kubernaut.io/workflow-execution={execution}"),
         what=f"the Pod of {execution}", timeout=90, logs=logs,
     )  # fmt: skip
     return pods[0]
@@ -706,7 +701,7 @@ def test_executor_logs_no_permission_problem(
         wait_for(lambda: ended(cluster, ns, "api-oom-exec-1"), logs=executor.logs)["status"]["phase"]
         == "Completed"
     )
-    events = items(cluster, "events", ns, "--field-selector", "involvedObject.kind=WorkflowExecution")
+    events = items(cluster, "events", ns, fields="involvedObject.kind=WorkflowExecution")
     assert {"JobCreated", "Completed"} <= {e["reason"] for e in events}
     assert not re.search(r"forbidden|(?<![,.:\d])\b403\b", executor.logs(), re.I), executor.logs()
 

@@ -49,10 +49,7 @@ def get(cluster: devcluster.Cluster, kind: str, name: str, namespace: str) -> di
     return found
 
 
-def items(
-    cluster: devcluster.Cluster, kind: str, namespace: str, *, selector: str = "", fields: str = ""
-) -> list[dict[str, Any]]:
-    return reads.listed(cluster, kind, namespace, selector=selector, fields=fields)
+items = reads.listed
 
 
 def container_status(cluster: devcluster.Cluster, name: str, namespace: str) -> dict[str, Any]:

@@ -310,7 +310,8 @@ def _merged(kube_config: Any, paths: list[str]) -> tuple[Any, str]:
 
 
 _LOADING = threading.Lock()
-"""One load at a time in the process: each removes the temporary files it had the loader write."""
+"""One load at a time in the process: the loader keeps module-wide state (the temporary files it
+wrote, by content), and its error log is collected per load."""
 
 
 def _from_kubeconfig(kube_config: Any, paths: list[str]) -> Connection:
